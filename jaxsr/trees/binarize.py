@@ -1,0 +1,703 @@
+"""Binarizer: real-valued (and categorical) features to binary features with readable names.
+
+Optimal sparse regression trees search over splits on *binary* features (OSRT, section 2:
+"Real-valued features in the raw dataset can be transformed into binary features in many
+different ways, e.g., splitting the domain of the feature into equal-sized buckets, splitting
+between every two realized values of the variable in the training set, using splits from a
+reference model as in McTavish et al. (2022)"). :class:`Binarizer` offers each of these:
+
+* ``"quantile"``: thresholds at the interior quantiles of each column (equal-*count*
+  buckets), deduplicated;
+* ``"uniform"``: thresholds at the interior edges of equal-*width* buckets (what the OSRT
+  experiments did to produce the data in ``shared/data/osrt/binarized``, with
+  ``pandas.cut``);
+* ``"midpoints"``: every midpoint between two consecutive distinct values of the column
+  (no information is lost: every split a tree on the real values can make is available);
+* ``"gbdt"``: the thresholds used by a gradient-boosted reference model
+  (``sklearn.ensemble.GradientBoostingRegressor`` fitted on ``X, y``; McTavish et al. 2022,
+  "Fast sparse decision tree optimization via reference ensembles").
+
+Every numeric binary column means ``x <= threshold`` (1 when true), the convention of
+scikit-learn's trees. Categorical columns are one-hot encoded (``x == value``).
+
+scikit-learn is imported lazily, only by the ``"gbdt"`` strategy; it is not a runtime
+dependency of jaxsr.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .._validation import default_feature_names
+
+__all__ = ["Binarizer"]
+
+_STRATEGIES = ("quantile", "uniform", "midpoints", "gbdt")
+_DEFAULT_GBDT = {"n_estimators": 40, "max_depth": 1, "learning_rate": 0.1, "random_state": 0}
+_FORMAT_VERSION = 1
+
+
+def _is_dataframe(X) -> bool:
+    return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
+
+
+def _format_value(v: float, digits: int = 6) -> str:
+    """Short readable form of a threshold: ``4.5``, ``0.001``, ``1e+07``, ``-3``."""
+    s = f"{v:.{digits}g}"
+    if "e" not in s and "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return "0" if s == "-0" else s
+
+
+def _format_column(thresholds: np.ndarray) -> list[str]:
+    """Format the thresholds of one column, with enough digits to keep them distinct."""
+    for digits in (6, 8, 10, 12, 15, 17):
+        out = [_format_value(float(t), digits) for t in thresholds]
+        if len(set(out)) == len(out):
+            return out
+    return [repr(float(t)) for t in thresholds]  # pragma: no cover (17 digits are exact)
+
+
+def _json_value(v):
+    """A category value as a JSON-safe python scalar."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool | int | str) or v is None:
+        return v
+    if isinstance(v, float):
+        return v
+    return str(v)
+
+
+class Binarizer:
+    """Turn real and categorical features into binary features ``x <= t`` / ``x == v``.
+
+    A scikit-learn style transformer (``fit``, ``transform``, ``fit_transform``,
+    ``get_feature_names_out``, ``get_params``, ``set_params``) that does not need scikit-learn
+    unless ``strategy="gbdt"``.
+
+    Each output column is the indicator of one test on one input column:
+
+    * numeric column ``j``, threshold ``t``: ``1`` where ``X[:, j] <= t``, named
+      ``"<name_j> <= t"`` (e.g. ``"x3 <= 4.5"``);
+    * categorical column ``j``, value ``v``: ``1`` where ``X[:, j] == v``, named
+      ``"<name_j> == v"``.
+
+    Names are the DataFrame's column names, else ``x1 .. xM`` (1-based, as in the papers).
+    After the candidate columns are built on the training data, columns that are constant on
+    it (all 0 or all 1) are dropped, and so are columns equal to an earlier column or to its
+    complement (a tree splitting on ``b`` or on ``1 - b`` is the same tree); each drop is
+    listed with its reason in :attr:`dropped_`.
+
+    Args:
+      strategy: how numeric thresholds are chosen (OSRT section 2 lists these ways):
+
+        * ``"quantile"`` (default): ``np.quantile(x, k / (n_thresholds + 1))`` for
+          ``k = 1 .. n_thresholds`` (linear interpolation), deduplicated: equal-count buckets.
+        * ``"uniform"``: ``min(x) + k * (max(x) - min(x)) / (n_thresholds + 1)``: the interior
+          edges of equal-width buckets, as the OSRT experiments binarized their data.
+        * ``"midpoints"``: ``(u[i] + u[i+1]) / 2`` for the sorted distinct values ``u`` of the
+          column: every split between two realized values (``n_thresholds`` is ignored).
+        * ``"gbdt"``: every threshold used by a ``GradientBoostingRegressor`` fitted on
+          ``(X_numeric, y)`` (McTavish et al. 2022). ``fit`` then needs ``y``.
+      n_thresholds: number of thresholds per numeric column for ``"quantile"`` and
+        ``"uniform"`` (positive int; fewer remain after deduplication).
+      max_features: keep at most this many binary columns (positive int), or ``None`` for
+        all. With ``"gbdt"`` the columns whose thresholds gave the largest total impurity
+        reduction in the reference model are kept (one-hot columns come after them);
+        otherwise the budget is dealt to the input columns in turns, and a column given
+        ``b`` tests keeps those whose fractions of ones are closest to ``k / (b + 1)``,
+        ``k = 1 .. b`` (evenly spread splits).
+      categorical: column names or 0-based column indices to one-hot encode. Non-numeric
+        DataFrame columns (strings, categories, objects) are one-hot encoded automatically.
+      gbdt_params: keyword arguments for ``sklearn.ensemble.GradientBoostingRegressor``,
+        merged over the defaults ``n_estimators=40, max_depth=1, learning_rate=0.1,
+        random_state=0``.
+
+    Attributes:
+      n_features_in_: number of input columns ``M``.
+      feature_names_in_: list of ``M`` input column names (DataFrame columns or ``x1..xM``).
+      thresholds_: list of ``M`` float64 arrays; ``thresholds_[j]`` holds the sorted
+        thresholds of the kept columns ``x_j <= t`` (empty for categorical columns).
+      categories_: dict ``{j: [values]}`` of the kept one-hot values of each categorical
+        column ``j``.
+      features_: list of ``(j, op, value)`` for each output column, ``op`` in
+        ``("<=", "==")``, in output order.
+      feature_names_out_: list of the output column names, e.g. ``["x1 <= 2.8", ...]``.
+      n_features_out_: number of binary columns.
+      dropped_: list of ``(name, reason)`` for candidate columns that were dropped,
+        ``reason`` one of ``"constant"``, ``"duplicate of <name>"``,
+        ``"complement of <name>"``, ``"max_features"``, ``"constant input column"``.
+
+    Raises:
+      ValueError: unknown strategy, bad ``n_thresholds`` / ``max_features``, NaN or
+        infinite numeric values, empty input, unknown categorical columns, ``"gbdt"``
+        without ``y``, or a transform input whose columns do not match the fitted ones.
+
+    Example:
+      >>> import numpy as np
+      >>> X = np.arange(1.0, 11.0).reshape(-1, 1)
+      >>> b = Binarizer(n_thresholds=4).fit(X)
+      >>> b.feature_names_out_
+      ['x1 <= 2.8', 'x1 <= 4.6', 'x1 <= 6.4', 'x1 <= 8.2']
+      >>> b.transform([[3.0], [9.0]]).tolist()
+      [[0, 1, 1, 1], [0, 0, 0, 0]]
+
+    References:
+      Zhang, Xin, Seltzer, Rudin (2023), "Optimal Sparse Regression Trees", AAAI,
+      section 2 (binary features). McTavish, Zhong, Achermann, Karimalis, Chen, Rudin, Seltzer
+      (2022), "Fast Sparse Decision Tree Optimization via Reference Ensembles", AAAI.
+    """
+
+    def __init__(
+        self,
+        strategy: str = "quantile",
+        n_thresholds: int = 4,
+        max_features: int | None = None,
+        categorical=None,
+        gbdt_params: dict | None = None,
+    ):
+        self.strategy = strategy
+        self.n_thresholds = n_thresholds
+        self.max_features = max_features
+        self.categorical = categorical
+        self.gbdt_params = gbdt_params
+
+    # ------------------------------------------------------------------ params
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's parameters as a dict (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in self._get_param_names()}
+
+    def set_params(self, **params) -> Binarizer:
+        """Set constructor parameters; returns ``self``.
+
+        Raises:
+          ValueError: for a name that is not a parameter of :class:`Binarizer`.
+        """
+        valid = self._get_param_names()
+        for key, value in params.items():
+            if key not in valid:
+                raise ValueError(
+                    f"Invalid parameter {key!r} for Binarizer; valid parameters are {valid}"
+                )
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {
+            p.name: p.default
+            for p in inspect.signature(type(self).__init__).parameters.values()
+            if p.name != "self"
+        }
+        args = [
+            f"{k}={v!r}" for k, v in self.get_params().items() if not _equal(v, defaults[k])
+        ]
+        return f"Binarizer({', '.join(args)})"
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self) -> None:
+        if self.strategy not in _STRATEGIES:
+            raise ValueError(
+                f"Unknown strategy {self.strategy!r}; choose one of {list(_STRATEGIES)}"
+            )
+        if self.strategy in ("quantile", "uniform"):
+            n = self.n_thresholds
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+                raise ValueError(f"n_thresholds must be a positive integer, got {n!r}")
+        m = self.max_features
+        if m is not None and (isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1):
+            raise ValueError(f"max_features must be None or a positive integer, got {m!r}")
+        if self.gbdt_params is not None and not isinstance(self.gbdt_params, dict):
+            raise ValueError(f"gbdt_params must be a dict or None, got {self.gbdt_params!r}")
+
+    def _split_columns(self, X):
+        """Return ``(columns, names, is_frame)``: one 1-D numpy array per input column."""
+        if _is_dataframe(X):
+            from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+            names = [str(c) for c in X.columns]
+            numeric = [
+                bool(is_numeric_dtype(dt) or is_bool_dtype(dt)) for dt in X.dtypes.tolist()
+            ]
+            cols = [X.iloc[:, j].to_numpy() for j in range(X.shape[1])]
+            is_frame = True
+        else:
+            try:
+                arr = np.asarray(X)
+            except Exception as err:
+                raise ValueError(f"X could not be converted to an array: {err}") from err
+            if arr.ndim == 1:
+                raise ValueError(
+                    "X must be 2-D of shape (n_samples, n_features); got a 1-D array of shape "
+                    f"{arr.shape}. Use X.reshape(-1, 1) for a single feature."
+                )
+            if arr.ndim != 2:
+                raise ValueError(f"X must be 2-D of shape (n_samples, n_features); got {arr.shape}")
+            names = None
+            cols = [arr[:, j] for j in range(arr.shape[1])]
+            # Plain arrays: every column is numeric unless listed in ``categorical``.
+            numeric = [True] * arr.shape[1]
+            is_frame = False
+        if len(cols) == 0:
+            raise ValueError("X has no columns (n_features=0); at least one feature is needed")
+        if len(cols[0]) == 0:
+            raise ValueError("X has no rows (n_samples=0); at least one sample is needed")
+        if names is None:
+            names = default_feature_names(len(cols))
+        return cols, names, numeric, is_frame
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None) -> Binarizer:
+        """Choose the thresholds and categories on training data.
+
+        Args:
+          X: ``(n_samples, n_features)`` array-like or pandas DataFrame (numeric columns,
+            plus categorical ones if named in ``categorical`` or non-numeric in a frame).
+          y: ``(n_samples,)`` target; needed only by ``strategy="gbdt"``, ignored otherwise.
+
+        Returns:
+          ``self``, with the fitted attributes listed in the class docstring.
+
+        Raises:
+          ValueError: see the class docstring.
+        """
+        self._check_params()
+        cols, names, numeric, is_frame = self._split_columns(X)
+        n_samples, n_in = len(cols[0]), len(cols)
+        cat_idx = self._categorical_indices(names, numeric)
+        values: list[np.ndarray | None] = []
+        for j in range(n_in):
+            if j in cat_idx:
+                _check_categorical_column(cols[j], names[j])
+                values.append(None)
+            else:
+                values.append(_numeric_column(cols[j], names[j]))
+
+        y_arr = None
+        if self.strategy == "gbdt":
+            if y is None:
+                raise ValueError("strategy='gbdt' needs the target: call fit(X, y)")
+            from .._validation import check_target
+
+            y_arr = check_target(y, n_samples=n_samples)
+
+        # Candidate tests: (j, op, value, score) in output order.
+        candidates: list[tuple[int, str, Any]] = []
+        scores: dict[tuple[int, str, Any], float] = {}
+        dropped: list[tuple[str, str]] = []
+        num_idx = [j for j in range(n_in) if j not in cat_idx]
+        if self.strategy == "gbdt" and num_idx:
+            thr_by_col, gain = self._gbdt_thresholds(
+                np.column_stack([values[j] for j in num_idx]), y_arr
+            )
+            thr_map = {j: thr_by_col[k] for k, j in enumerate(num_idx)}
+            gain_map = {(num_idx[k], t): g for (k, t), g in gain.items()}
+        for j in range(n_in):
+            if j in cat_idx:
+                cats = _unique_categories(cols[j])
+                if len(cats) < 2:
+                    dropped.append((names[j], "constant input column"))
+                candidates.extend((j, "==", v) for v in cats)
+                continue
+            v = values[j]
+            if self.strategy == "gbdt":
+                thr = thr_map[j]
+                for t in thr:
+                    scores[(j, "<=", float(t))] = gain_map[(j, float(t))]
+            else:
+                thr = _thresholds(v, self.strategy, self.n_thresholds)
+            if np.min(v) == np.max(v):
+                dropped.append((names[j], "constant input column"))
+            candidates.extend((j, "<=", float(t)) for t in thr)
+
+        kept, dropped_more = _drop_redundant(candidates, cols, values, names, n_samples)
+        dropped.extend(dropped_more)
+        if self.max_features is not None and len(kept) > self.max_features:
+            keep = set(self._select(kept, cols, values, scores))
+            for c in kept:
+                if c not in keep:
+                    dropped.append((_name(names, c), "max_features"))
+            kept = [c for c in kept if c in keep]
+
+        self._set_fitted(names, is_frame, cat_idx, kept, dropped)
+        return self
+
+    def _categorical_indices(self, names: list[str], numeric: list[bool]) -> set[int]:
+        cat = set()
+        spec = self.categorical
+        if spec is not None:
+            if isinstance(spec, str | numbers.Integral):
+                spec = [spec]
+            for c in spec:
+                if isinstance(c, numbers.Integral) and not isinstance(c, bool):
+                    if not 0 <= int(c) < len(names):
+                        raise ValueError(
+                            f"categorical column index {c} is out of range for "
+                            f"{len(names)} columns (indices are 0-based)"
+                        )
+                    cat.add(int(c))
+                elif str(c) in names:
+                    cat.add(names.index(str(c)))
+                else:
+                    raise ValueError(
+                        f"categorical column {c!r} is not a column of X; columns are {names}"
+                    )
+        cat.update(j for j, is_num in enumerate(numeric) if not is_num)
+        return cat
+
+    def _gbdt_thresholds(self, Xn: np.ndarray, y: np.ndarray):
+        try:
+            from sklearn.ensemble import GradientBoostingRegressor
+        except ImportError as err:  # pragma: no cover (scikit-learn is in [test])
+            raise ImportError(
+                "strategy='gbdt' needs scikit-learn: pip install scikit-learn"
+            ) from err
+        params = dict(_DEFAULT_GBDT)
+        params.update(self.gbdt_params or {})
+        model = GradientBoostingRegressor(**params).fit(Xn, y)
+        self.reference_model_ = model
+        found: list[set[float]] = [set() for _ in range(Xn.shape[1])]
+        gain: dict[tuple[int, float], float] = {}
+        for est in np.asarray(model.estimators_).ravel():
+            tr = est.tree_
+            for node in range(tr.node_count):
+                f = int(tr.feature[node])
+                if f < 0:  # leaf
+                    continue
+                t = float(tr.threshold[node])
+                found[f].add(t)
+                left, right = tr.children_left[node], tr.children_right[node]
+                w = tr.weighted_n_node_samples
+                g = (w[node] * tr.impurity[node] - w[left] * tr.impurity[left]
+                     - w[right] * tr.impurity[right])
+                gain[(f, t)] = gain.get((f, t), 0.0) + float(g)
+        return [np.array(sorted(s), dtype=np.float64) for s in found], gain
+
+    def _select(self, kept, cols, values, scores) -> list[tuple]:
+        """The ``max_features`` tests to keep (see the class docstring)."""
+        m = int(self.max_features)
+        if self.strategy == "gbdt":
+            order = sorted(
+                range(len(kept)),
+                key=lambda i: (-scores.get(kept[i], -math.inf), i),
+            )
+            return [kept[i] for i in order[:m]]
+        # How many tests each input column gets: the columns take turns.
+        by_col: dict[int, list[tuple[float, int]]] = {}
+        for i, c in enumerate(kept):
+            p = float(np.mean(_indicator(c, cols, values)))
+            by_col.setdefault(c[0], []).append((p, i))
+        cols_order = sorted(by_col)
+        budget = dict.fromkeys(cols_order, 0)
+        left = m
+        while left > 0:
+            for j in cols_order:
+                if left > 0 and budget[j] < len(by_col[j]):
+                    budget[j] += 1
+                    left -= 1
+        # Within a column, the tests whose fraction of ones is closest to k / (budget + 1):
+        # evenly spread splits, the most balanced one first.
+        chosen: list[int] = []
+        for j in cols_order:
+            pool = list(by_col[j])
+            b = budget[j]
+            for k in range(1, b + 1):
+                target = k / (b + 1)
+                best = min(pool, key=lambda pi, target=target: (abs(pi[0] - target), pi[1]))
+                pool.remove(best)
+                chosen.append(best[1])
+        return [kept[i] for i in chosen]
+
+    def _set_fitted(self, names, is_frame, cat_idx, kept, dropped) -> None:
+        n_in = len(names)
+        self.n_features_in_ = n_in
+        self.feature_names_in_ = list(names)
+        self._fitted_on_frame = bool(is_frame)
+        self._categorical_columns = sorted(int(j) for j in cat_idx)
+        self.features_ = [(int(j), op, v) for (j, op, v) in kept]
+        thr: list[list[float]] = [[] for _ in range(n_in)]
+        cats: dict[int, list] = {j: [] for j in self._categorical_columns}
+        for j, op, v in self.features_:
+            (thr[j] if op == "<=" else cats[j]).append(v)
+        self.thresholds_ = [np.array(sorted(t), dtype=np.float64) for t in thr]
+        self.categories_ = cats
+        self.feature_names_out_ = _names_out(names, self.features_)
+        self.n_features_out_ = len(self.features_)
+        self.dropped_ = list(dropped)
+
+    # ------------------------------------------------------------------ transform
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "features_"):
+            raise ValueError("This Binarizer is not fitted yet; call fit(X) first")
+
+    def transform(self, X) -> np.ndarray:
+        """Binary features of ``X``.
+
+        Args:
+          X: ``(n_samples, n_features_in_)`` array-like or DataFrame with the columns seen in
+            :meth:`fit` (a frame fitted on a frame is matched by column name).
+
+        Returns:
+          ``uint8`` array of shape ``(n_samples, n_features_out_)``; column ``k`` is 1 where
+          the test ``features_[k]`` holds. Unseen categories give 0 in every one-hot column.
+
+        Raises:
+          ValueError: not fitted, wrong number or names of columns, NaN/inf in a numeric
+            column, non-numeric values in a numeric column, no rows.
+        """
+        self._check_fitted()
+        if _is_dataframe(X) and self._fitted_on_frame:
+            got = [str(c) for c in X.columns]
+            missing = [c for c in self.feature_names_in_ if c not in got]
+            if missing:
+                raise ValueError(
+                    f"X is missing the columns {missing} seen in fit; it has columns {got}"
+                )
+            X = X.loc[:, [X.columns[got.index(c)] for c in self.feature_names_in_]]
+        cols, names, numeric, _ = self._split_columns(X)
+        if len(cols) != self.n_features_in_:
+            raise ValueError(
+                f"X has {len(cols)} columns but this Binarizer was fitted on "
+                f"{self.n_features_in_} columns ({self.feature_names_in_})"
+            )
+        n = len(cols[0])
+        out = np.zeros((n, self.n_features_out_), dtype=np.uint8)
+        cat = set(self._categorical_columns)
+        values = {}
+        for j in range(self.n_features_in_):
+            if j in cat:
+                _check_categorical_column(cols[j], self.feature_names_in_[j])
+            else:  # every numeric column is checked, used or not
+                values[j] = _numeric_column(cols[j], self.feature_names_in_[j])
+        for k, (j, op, v) in enumerate(self.features_):
+            if op == "<=":
+                out[:, k] = values[j] <= v
+            else:
+                out[:, k] = _equals(cols[j], v)
+        return out
+
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        """``fit(X, y).transform(X)``: ``uint8`` array ``(n_samples, n_features_out_)``."""
+        return self.fit(X, y).transform(X)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """Names of the output columns (object array of str), e.g. ``"x3 <= 4.5"``.
+
+        Args:
+          input_features: optional list of ``n_features_in_`` names to use instead of the
+            fitted ones.
+
+        Raises:
+          ValueError: not fitted, or ``input_features`` of the wrong length.
+        """
+        self._check_fitted()
+        names = self.feature_names_in_
+        if input_features is not None:
+            names = [str(c) for c in input_features]
+            if len(names) != self.n_features_in_:
+                raise ValueError(
+                    f"input_features has {len(names)} names; expected {self.n_features_in_}"
+                )
+        return np.asarray(_names_out(names, self.features_), dtype=object)
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict:
+        """A JSON-serialisable dict with the parameters and, if fitted, the fitted state.
+
+        ``json.dumps(b.to_dict())`` works; :meth:`from_dict` rebuilds an equal binarizer
+        (same thresholds to the last bit, same names, same transform). The gbdt reference
+        model itself is not saved (only its thresholds).
+        """
+        params = self.get_params()
+        params["categorical"] = (
+            None if self.categorical is None
+            else [_json_value(c) for c in (
+                [self.categorical] if isinstance(self.categorical, str | numbers.Integral)
+                else self.categorical)]
+        )
+        params["gbdt_params"] = (
+            None if self.gbdt_params is None
+            else {str(k): _json_value(v) for k, v in self.gbdt_params.items()}
+        )
+        d: dict[str, Any] = {"class": "Binarizer", "version": _FORMAT_VERSION, "params": params}
+        if hasattr(self, "features_"):
+            d["fitted"] = {
+                "feature_names_in": list(self.feature_names_in_),
+                "fitted_on_frame": self._fitted_on_frame,
+                "categorical_columns": list(self._categorical_columns),
+                "features": [[j, op, _json_value(v)] for (j, op, v) in self.features_],
+                "dropped": [[n, r] for (n, r) in self.dropped_],
+            }
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Binarizer:
+        """Rebuild a :class:`Binarizer` saved by :meth:`to_dict`.
+
+        Raises:
+          ValueError: if ``d`` is not a dict written by :meth:`to_dict`.
+        """
+        if not isinstance(d, dict) or d.get("class") != "Binarizer" or "params" not in d:
+            raise ValueError("not a Binarizer dict (expected the output of Binarizer.to_dict())")
+        if d.get("version") != _FORMAT_VERSION:
+            raise ValueError(f"unsupported Binarizer dict version {d.get('version')!r}")
+        b = cls(**d["params"])
+        fitted = d.get("fitted")
+        if fitted is not None:
+            names = list(fitted["feature_names_in"])
+            kept = [(int(j), str(op), float(v) if op == "<=" else v)
+                    for j, op, v in fitted["features"]]
+            b._set_fitted(
+                names,
+                bool(fitted["fitted_on_frame"]),
+                set(fitted["categorical_columns"]),
+                kept,
+                [tuple(x) for x in fitted["dropped"]],
+            )
+        return b
+
+
+# ---------------------------------------------------------------------- helpers
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # arrays and the like
+        return a is b
+
+
+def _numeric_column(col: np.ndarray, name: str) -> np.ndarray:
+    try:
+        if col.dtype == object:  # pandas nullable columns hold pd.NA
+            col = np.array([np.nan if _is_missing(v) else v for v in col], dtype=object)
+        v = np.asarray(col, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"column {name!r} has non-numeric values; list it in categorical=[...] to one-hot "
+            "encode it"
+        ) from err
+    if not np.all(np.isfinite(v)):
+        raise ValueError(
+            f"column {name!r} contains NaN or infinite values; impute or drop them first"
+        )
+    return v
+
+
+def _is_missing(v) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(isinstance(v, float | np.floating) and math.isnan(v)) or v is _pd_na()
+    except TypeError:
+        return False
+
+
+def _pd_na():
+    try:
+        import pandas as pd
+
+        return pd.NA
+    except ImportError:  # pragma: no cover
+        return object()
+
+
+def _check_categorical_column(col: np.ndarray, name: str) -> None:
+    for v in col:
+        if _is_missing(v):
+            raise ValueError(
+                f"categorical column {name!r} contains missing values (None/NaN); "
+                "fill them (e.g. with a 'missing' category) first"
+            )
+        if isinstance(v, float | np.floating) and not np.isfinite(v):
+            raise ValueError(f"categorical column {name!r} contains infinite values")
+
+
+def _unique_categories(col: np.ndarray) -> list:
+    """Distinct values in a deterministic order (sorted when comparable, else first seen)."""
+    seen: dict = {}
+    for v in col:
+        key = _json_value(v)
+        seen.setdefault((type(key).__name__, key), key)
+    vals = list(seen.values())
+    try:
+        return sorted(vals)
+    except TypeError:
+        return sorted(vals, key=lambda v: (type(v).__name__, str(v)))
+
+
+def _equals(col: np.ndarray, v) -> np.ndarray:
+    return np.fromiter((_json_value(c) == v for c in col), dtype=bool, count=len(col))
+
+
+def _thresholds(v: np.ndarray, strategy: str, n: int) -> np.ndarray:
+    """Candidate thresholds of one numeric column, sorted and distinct (float64)."""
+    if strategy == "quantile":
+        t = np.quantile(v, np.arange(1, n + 1) / (n + 1))
+    elif strategy == "uniform":
+        lo, hi = float(np.min(v)), float(np.max(v))
+        t = lo + np.arange(1, n + 1) * ((hi - lo) / (n + 1))
+    else:  # midpoints
+        u = np.unique(v)
+        t = (u[:-1] + u[1:]) / 2.0
+    return np.unique(np.asarray(t, dtype=np.float64))
+
+
+def _indicator(c, cols, values) -> np.ndarray:
+    j, op, v = c
+    if op == "<=":
+        return values[j] <= v
+    return _equals(cols[j], v)
+
+
+def _name(names, c) -> str:
+    j, op, v = c
+    if op == "<=":
+        return f"{names[j]} <= {_format_value(v)}"
+    return f"{names[j]} == {v}"
+
+
+def _names_out(names: list[str], features) -> list[str]:
+    out: list[str | None] = [None] * len(features)
+    by_col: dict[int, list[int]] = {}
+    for k, (j, op, v) in enumerate(features):
+        if op == "<=":
+            by_col.setdefault(j, []).append(k)
+        else:
+            out[k] = f"{names[j]} == {v}"
+    for j, ks in by_col.items():
+        texts = _format_column(np.array([features[k][2] for k in ks]))
+        for k, s in zip(ks, texts, strict=True):
+            out[k] = f"{names[j]} <= {s}"
+    return [str(s) for s in out]
+
+
+def _drop_redundant(candidates, cols, values, names, n_samples):
+    """Drop constant columns and columns equal to an earlier one or to its complement."""
+    kept, dropped = [], []
+    seen: dict[bytes, tuple] = {}
+    for c in candidates:
+        col = _indicator(c, cols, values)
+        ones = int(col.sum())
+        if ones == 0 or ones == n_samples:
+            dropped.append((_name(names, c), "constant"))
+            continue
+        key = np.packbits(col).tobytes()
+        if key in seen:
+            dropped.append((_name(names, c), f"duplicate of {_name(names, seen[key])}"))
+            continue
+        comp = np.packbits(~col).tobytes()
+        if comp in seen:
+            dropped.append((_name(names, c), f"complement of {_name(names, seen[comp])}"))
+            continue
+        seen[key] = c
+        kept.append(c)
+    return kept, dropped

@@ -1,0 +1,329 @@
+"""Binarizer: hand-computed thresholds, the OSRT paper's own binarization, gbdt thresholds,
+names, JSON round trip, scikit-learn conventions and errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaxsr.trees.binarize import Binarizer
+
+
+def _shared_data_dir() -> Path | None:
+    try:
+        from jaxsr.datasets import shared_data_dir
+
+        return Path(shared_data_dir())
+    except (ImportError, AttributeError, FileNotFoundError, ValueError):
+        pass
+    for parent in Path(__file__).resolve().parents:
+        cand = parent / "shared" / "data"
+        if cand.is_dir():
+            return cand
+    return None
+
+
+# ----------------------------------------------------------------------------- strategies
+def test_quantile_thresholds_hand_computed():
+    # x = 1..10, quantiles 1/5..4/5 with linear interpolation: positions 9*q = 1.8, 3.6,
+    # 5.4, 7.2 -> 2 + 0.8, 4 + 0.6, 6 + 0.4, 8 + 0.2.
+    X = np.arange(1.0, 11.0).reshape(-1, 1)
+    b = Binarizer(n_thresholds=4).fit(X)
+    np.testing.assert_allclose(b.thresholds_[0], [2.8, 4.6, 6.4, 8.2], rtol=1e-15)
+    assert b.feature_names_out_ == ["x1 <= 2.8", "x1 <= 4.6", "x1 <= 6.4", "x1 <= 8.2"]
+    Z = b.transform(np.array([[1.0], [2.8], [3.0], [8.2], [8.3], [100.0], [-5.0]]))
+    assert Z.dtype == np.uint8 and Z.shape == (7, 4)
+    assert Z.tolist() == [
+        [1, 1, 1, 1],
+        [1, 1, 1, 1],  # x <= t is inclusive
+        [0, 1, 1, 1],
+        [0, 0, 0, 1],
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+        [1, 1, 1, 1],
+    ]
+    assert b.dropped_ == []
+
+
+def test_quantile_deduplicates_and_drops_constant_columns():
+    # Four 0s and six 1s: quantile positions 9*q = 1.8, 3.6, 5.4, 7.2 -> 0, 0 + 0.6, 1, 1.
+    # Distinct thresholds 0, 0.6, 1; "x <= 0.6" equals "x <= 0", "x <= 1" is all ones.
+    X = np.array([0.0] * 4 + [1.0] * 6).reshape(-1, 1)
+    b = Binarizer(n_thresholds=4).fit(X)
+    assert b.thresholds_[0].tolist() == [0.0]
+    assert b.feature_names_out_ == ["x1 <= 0"]
+    assert b.dropped_ == [("x1 <= 0.6", "duplicate of x1 <= 0"), ("x1 <= 1", "constant")]
+    assert b.transform(X)[:, 0].tolist() == [1] * 4 + [0] * 6
+
+
+def test_midpoints_between_every_two_realized_values():
+    X = np.array([[3.0, 10.0], [1.0, 10.0], [2.0, 20.0], [2.0, 10.0], [7.0, 20.0]])
+    b = Binarizer(strategy="midpoints").fit(X)
+    assert b.thresholds_[0].tolist() == [1.5, 2.5, 5.0]
+    assert b.thresholds_[1].tolist() == [15.0]
+    assert b.feature_names_out_ == ["x1 <= 1.5", "x1 <= 2.5", "x1 <= 5", "x2 <= 15"]
+    assert b.transform(X).tolist() == [
+        [0, 0, 1, 1],
+        [1, 1, 1, 1],
+        [0, 1, 1, 0],
+        [0, 1, 1, 1],
+        [0, 0, 0, 0],
+    ]
+
+
+def test_uniform_edges_hand_computed():
+    # min 0, max 10, 4 thresholds: 2, 4, 6, 8; "x <= 6" equals "x <= 4" on this data.
+    X = np.array([[0.0], [3.0], [10.0], [7.0]])
+    b = Binarizer(strategy="uniform", n_thresholds=4).fit(X)
+    assert b.thresholds_[0].tolist() == [2.0, 4.0, 8.0]
+    assert b.dropped_ == [("x1 <= 6", "duplicate of x1 <= 4")]
+
+
+def test_uniform_reproduces_the_osrt_paper_binarization_of_sync():
+    """The OSRT experiments cut each column into 4 equal-width bins (pandas.cut); the interior
+    edges are in raw/sync/*_intervals.txt. Our 'uniform' thresholds are those edges, and our
+    binary matrix groups the rows exactly as the paper's binarized/sync.csv does."""
+    data = _shared_data_dir()
+    if data is None or not (data / "osrt" / "raw" / "sync").is_dir():
+        pytest.skip("shared/data/osrt not found")
+    raw = pd.read_csv(data / "osrt/raw/sync/synchronous_machine.csv", sep=";", decimal=",")
+    edges = {}
+    for line in (data / "osrt/raw/sync/synchronous_machine_intervals.txt").read_text().splitlines():
+        name, vals = line.split(":")
+        edges[name.strip()] = [float(v) for v in vals.split(",")][1:-1]
+    X = raw.iloc[:, :4]
+    b = Binarizer(strategy="uniform", n_thresholds=3).fit(X)
+    for j, name in enumerate(X.columns):
+        if name == "e":  # e = 1 - PF here: its columns are complements of PF's, dropped
+            assert b.thresholds_[j].size == 0
+            continue
+        np.testing.assert_allclose(b.thresholds_[j], edges[name], rtol=1e-12)
+    assert sorted(r for _, r in b.dropped_) == [
+        "complement of PF <= 0.7375",
+        "complement of PF <= 0.825",
+        "complement of PF <= 0.9125",
+    ]
+    paper = pd.read_csv(data / "osrt/binarized/sync.csv")
+    np.testing.assert_allclose(paper.iloc[:, -1].to_numpy(), raw.iloc[:, -1].to_numpy())
+    _, ours = np.unique(b.transform(X), axis=0, return_inverse=True)
+    _, theirs = np.unique(paper.iloc[:, :-1].to_numpy(), axis=0, return_inverse=True)
+    ours, theirs = ours.ravel(), theirs.ravel()
+    pairs = set(zip(ours.tolist(), theirs.tolist(), strict=True))
+    assert len(set(ours.tolist())) == len(set(theirs.tolist())) == len(pairs) == 35
+
+
+def test_gbdt_thresholds_are_those_of_the_fitted_sklearn_trees():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = np.where(X[:, 0] > 0.2, 2.0, -1.0) + X[:, 1] ** 2 + 0.1 * rng.normal(size=120)
+    params = {"n_estimators": 15, "max_depth": 2, "random_state": 3}
+    b = Binarizer(strategy="gbdt", gbdt_params=params).fit(X, y)
+
+    ref = GradientBoostingRegressor(learning_rate=0.1, **params).fit(X, y)
+    expected = [set() for _ in range(3)]
+    for est in ref.estimators_.ravel():
+        internal = est.tree_.feature >= 0
+        for f, t in zip(est.tree_.feature[internal], est.tree_.threshold[internal], strict=True):
+            expected[f].add(float(t))
+    # Every threshold of the reference trees is kept, unless its column equals a kept one on
+    # the training data (two nodes can cut between the same two realized values).
+    assert b.n_features_out_ > 5
+    for j in range(3):
+        kept = b.thresholds_[j].tolist()
+        assert set(kept) <= expected[j]
+        for t in expected[j] - set(kept):
+            col = X[:, j] <= t
+            assert any(np.array_equal(col, X[:, j] <= s) for s in kept)
+    n_expected = sum(len(e) for e in expected)
+    assert n_expected - b.n_features_out_ == len(b.dropped_)
+    assert all(r.startswith("duplicate of x") for _, r in b.dropped_)
+    # each column is x <= t, as in sklearn's trees (left child = "x <= threshold")
+    Z = b.transform(X)
+    for k, (j, op, t) in enumerate(b.features_):
+        assert op == "<="
+        np.testing.assert_array_equal(Z[:, k], (X[:, j] <= t).astype(np.uint8))
+
+
+def test_gbdt_max_features_keeps_the_most_useful_split():
+    # y is a big step in x2 at 0.3 plus a small slope in x1: the single kept column splits
+    # x2 near 0.3, the x1 splits of the reference model are dropped.
+    rng = np.random.default_rng(1)
+    X = rng.uniform(size=(200, 2))
+    y = 10.0 * (X[:, 1] > 0.3) + X[:, 0]
+    b = Binarizer(strategy="gbdt", max_features=1).fit(X, y)
+    assert b.n_features_out_ == 1
+    (j, op, t), = b.features_
+    below, above = X[X[:, 1] <= 0.3, 1].max(), X[X[:, 1] > 0.3, 1].min()
+    assert j == 1 and op == "<=" and below < t < above
+    assert any(r == "max_features" for _, r in b.dropped_)
+
+
+def test_max_features_spreads_the_budget_over_columns():
+    # Ten rows. Column 1: 1..10, 9 midpoints with fractions of ones k/10. Column 2: a
+    # permutation of 1..10 (its "<= 9.5" equals column 1's and is dropped). Budget 3 is dealt
+    # x1, x2, x1: column 1 keeps fractions closest to 1/3, 2/3 (3.5, 7.5), column 2 to 1/2.
+    X = np.column_stack([np.arange(1.0, 11.0), [4, 1, 7, 2, 9, 5, 3, 6, 8, 10.0]])
+    b = Binarizer(strategy="midpoints", max_features=3).fit(X)
+    assert b.thresholds_[0].tolist() == [3.5, 7.5]
+    assert b.thresholds_[1].tolist() == [5.5]
+    assert ("x2 <= 9.5", "duplicate of x1 <= 9.5") in b.dropped_
+    assert sum(r == "max_features" for _, r in b.dropped_) == 9 + 8 - 3
+
+
+# ----------------------------------------------------------------------------- categorical
+def test_categorical_one_hot_and_frames():
+    df = pd.DataFrame(
+        {
+            "size": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+            "colour": ["red", "green", "blue", "red", "green", "red"],
+            "grade": [1, 1, 2, 2, 1, 1],
+        }
+    )
+    b = Binarizer(n_thresholds=2, categorical=["grade"]).fit(df)
+    # quantiles of 1..6 at 1/3, 2/3: 1 + 5/3, 1 + 10/3
+    assert b.feature_names_out_ == [
+        "size <= 2.66667", "size <= 4.33333",
+        "colour == blue", "colour == green", "colour == red",
+        "grade == 1",
+    ]
+    assert b.dropped_ == [("grade == 2", "complement of grade == 1")]
+    assert b.categories_ == {1: ["blue", "green", "red"], 2: [1]}
+    Z = b.transform(df)
+    assert Z[:, 2:].tolist() == [
+        [0, 0, 1, 1], [0, 1, 0, 1], [1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 1],
+    ]
+    # columns are matched by name; an unseen category is 0 in every one-hot column
+    new = pd.DataFrame({"grade": [3], "colour": ["purple"], "size": [2.0]})
+    assert b.transform(new).tolist() == [[1, 1, 0, 0, 0, 0]]
+    assert list(b.get_feature_names_out()) == b.feature_names_out_
+    assert list(b.get_feature_names_out(["a", "b", "c"]))[0] == "a <= 2.66667"
+
+
+def test_categorical_by_index_on_arrays():
+    X = np.array([[0.5, 7], [1.5, 8], [2.5, 7], [3.5, 9]])
+    b = Binarizer(n_thresholds=1, categorical=[1]).fit(X)
+    assert b.feature_names_out_ == ["x1 <= 2", "x2 == 7.0", "x2 == 8.0", "x2 == 9.0"]
+    assert b.transform(X).tolist() == [[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 1]]
+
+
+# ----------------------------------------------------------------------------- names
+def test_names_are_short_but_distinct():
+    X = np.array([[1.0], [1.0000001], [1.0000002], [5.0]])
+    b = Binarizer(strategy="midpoints").fit(X)
+    assert b.feature_names_out_ == ["x1 <= 1.00000005", "x1 <= 1.00000015", "x1 <= 3.0000001"]
+    b = Binarizer(strategy="midpoints").fit(np.array([[1e-7], [2e-7], [3e-7], [-4e7]]))
+    assert b.feature_names_out_ == ["x1 <= -2e+07", "x1 <= 1.5e-07", "x1 <= 2.5e-07"]
+
+
+def test_third_column_is_x3():
+    X = np.column_stack([np.zeros(4), np.ones(4), [1.0, 2.0, 6.0, 7.0]])
+    b = Binarizer(strategy="midpoints").fit(X)
+    assert b.feature_names_out_ == ["x3 <= 1.5", "x3 <= 4", "x3 <= 6.5"]
+    assert ("x1", "constant input column") in b.dropped_
+
+
+# ----------------------------------------------------------------------------- round trip
+@pytest.mark.parametrize("strategy", ["quantile", "uniform", "midpoints", "gbdt"])
+def test_json_round_trip(strategy):
+    rng = np.random.default_rng(2)
+    df = pd.DataFrame({"a": rng.normal(size=50), "b": rng.exponential(size=50),
+                       "c": rng.choice(["u", "v", "w"], size=50)})
+    y = df["a"].to_numpy() * 2 + (df["c"] == "u")
+    b = Binarizer(strategy=strategy, n_thresholds=5, gbdt_params={"n_estimators": 5}).fit(df, y)
+    b2 = Binarizer.from_dict(json.loads(json.dumps(b.to_dict())))
+    assert b2.get_params() == b.get_params()
+    assert b2.feature_names_out_ == b.feature_names_out_
+    assert b2.features_ == b.features_  # thresholds to the last bit
+    assert b2.dropped_ == b.dropped_
+    new = pd.DataFrame({"a": rng.normal(size=20), "b": rng.exponential(size=20),
+                        "c": rng.choice(["u", "v", "x"], size=20)})
+    np.testing.assert_array_equal(b2.transform(new), b.transform(new))
+    # an unfitted binarizer round-trips its parameters only
+    u = Binarizer.from_dict(json.loads(json.dumps(Binarizer(max_features=3).to_dict())))
+    assert u.max_features == 3 and not hasattr(u, "features_")
+
+
+# ----------------------------------------------------------------------------- conventions
+def test_sklearn_conventions():
+    from sklearn.base import clone
+
+    b = Binarizer(strategy="midpoints", max_features=4)
+    assert b.get_params() == {"strategy": "midpoints", "n_thresholds": 4, "max_features": 4,
+                              "categorical": None, "gbdt_params": None}
+    assert b.set_params(n_thresholds=7) is b and b.n_thresholds == 7
+    c = clone(b)
+    assert c.get_params() == b.get_params() and c is not b
+    X = np.arange(12.0).reshape(6, 2)
+    np.testing.assert_array_equal(b.fit_transform(X), b.fit(X).transform(X))
+    assert repr(Binarizer(n_thresholds=3)) == "Binarizer(n_thresholds=3)"
+
+
+def test_no_sklearn_import_at_import_time():
+    code = "import sys, jaxsr.trees.binarize; print('sklearn' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------- errors
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"strategy": "kmeans"}, "Unknown strategy"),
+        ({"n_thresholds": 0}, "n_thresholds"),
+        ({"n_thresholds": 2.5}, "n_thresholds"),
+        ({"max_features": 0}, "max_features"),
+        ({"categorical": ["nope"]}, "not a column"),
+        ({"categorical": [5]}, "out of range"),
+        ({"gbdt_params": 3}, "gbdt_params"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Binarizer(**kwargs).fit(np.ones((3, 2)))
+
+
+@pytest.mark.parametrize(
+    ("X", "match"),
+    [
+        (np.array([[1.0, np.nan], [2.0, 3.0]]), "NaN or infinite"),
+        (np.array([[1.0, np.inf], [2.0, 3.0]]), "NaN or infinite"),
+        (np.zeros((0, 2)), "no rows"),
+        (np.zeros((3, 0)), "no columns"),
+        (np.arange(3.0), "2-D"),
+        (np.array([["a", "1"], ["b", "2"]], dtype=object), "non-numeric"),
+        (pd.DataFrame({"c": ["a", None, "b"]}), "missing values"),
+    ],
+)
+def test_bad_input(X, match):
+    with pytest.raises(ValueError, match=match):
+        Binarizer().fit(X)
+
+
+def test_errors_at_transform_time_and_gbdt_without_y():
+    X = np.arange(12.0).reshape(4, 3)
+    b = Binarizer()
+    with pytest.raises(ValueError, match="not fitted"):
+        b.transform(X)
+    b.fit(X)
+    with pytest.raises(ValueError, match="fitted on 3 columns"):
+        b.transform(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        b.transform(np.array([[1.0, np.nan, 2.0]]))
+    f = Binarizer().fit(pd.DataFrame(X, columns=["a", "b", "c"]))
+    with pytest.raises(ValueError, match="missing the columns"):
+        f.transform(pd.DataFrame(X, columns=["a", "b", "d"]))
+    with pytest.raises(ValueError, match="needs the target"):
+        Binarizer(strategy="gbdt").fit(X)
+    with pytest.raises(ValueError, match="different numbers of samples"):
+        Binarizer(strategy="gbdt").fit(X, np.ones(3))
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        Binarizer().set_params(bins=3)
+    with pytest.raises(ValueError, match="not a Binarizer dict"):
+        Binarizer.from_dict({"class": "Tree"})
