@@ -1,0 +1,620 @@
+"""The ``jaxsr`` command (also ``python -m jaxsr``).
+
+Sub-commands::
+
+    jaxsr demo                                   # both methods on data that needs no download
+    jaxsr symbolic DATA.csv --target COLUMN [...] # deterministic symbolic regression
+    jaxsr tree DATA.csv --target COLUMN [...]     # optimal sparse regression tree
+    jaxsr predict MODEL.json DATA.csv [...]       # predictions of a saved model
+
+Results go to stdout; progress (``--verbose``, and one line per step of a long run) goes
+to stderr. Every user error (missing file, missing target column, non-numeric columns,
+NaN, bad option) ends with a one-line ``jaxsr: error: ...`` message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------
+
+
+def _progress(msg: str) -> None:
+    print(f"[jaxsr] {msg}", file=sys.stderr, flush=True)
+
+
+def _load_symbolic():
+    try:
+        from jaxsr.symbolic import SymbolicRegressor
+    except ImportError as err:
+        raise CLIError(
+            "the symbolic regression engine (jaxsr.symbolic.SymbolicRegressor) is not "
+            f"available in this installation: {err}"
+        ) from err
+    return SymbolicRegressor
+
+
+def _load_trees():
+    try:
+        from jaxsr.trees import Binarizer, OptimalTreeRegressor
+    except ImportError as err:
+        raise CLIError(
+            "the optimal tree engine (jaxsr.trees.OptimalTreeRegressor) is not available "
+            f"in this installation: {err}"
+        ) from err
+    return OptimalTreeRegressor, Binarizer
+
+
+def _read_csv(path: str):
+    import pandas as pd
+
+    p = Path(path)
+    if not p.exists():
+        raise CLIError(f"{path}: no such file")
+    if p.is_dir():
+        raise CLIError(f"{path} is a directory, not a CSV file")
+    try:
+        df = pd.read_csv(p, sep=None, engine="python") if p.suffix.lower() not in (
+            ".csv", ".txt") else pd.read_csv(p)
+    except pd.errors.EmptyDataError as err:
+        raise CLIError(f"{path} is empty") from err
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CLIError(f"{path} could not be read as CSV: {first}") from err
+    if df.shape[0] == 0:
+        raise CLIError(f"{path} has a header but no data rows")
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def _non_numeric(df) -> list[str]:
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    return [c for c in df.columns
+            if not (is_numeric_dtype(df[c].dtype) or is_bool_dtype(df[c].dtype))]
+
+
+def _numeric_problems(df, path: str, what: str, *, allow_categorical: bool = False) -> None:
+    """Raise a one-line CLIError for non-numeric columns or missing values."""
+    non_numeric = _non_numeric(df)
+    if non_numeric and not allow_categorical:
+        shown = ", ".join(repr(c) for c in non_numeric[:6])
+        more = f" and {len(non_numeric) - 6} more" if len(non_numeric) > 6 else ""
+        raise CLIError(
+            f"{path}: {what} has non-numeric column(s) {shown}{more}; encode them as numbers "
+            "or leave them out with --drop"
+        )
+    bad = df.isna().to_numpy().copy()
+    numeric = [c for c in df.columns if c not in non_numeric]
+    if numeric:
+        values = df[numeric].to_numpy(dtype=np.float64)
+        bad_num = ~np.isfinite(values)
+        bad[:, [df.columns.get_loc(c) for c in numeric]] |= bad_num
+    if bad.any():
+        cols = [df.columns[j] for j in np.where(bad.any(axis=0))[0]]
+        n_rows = int(bad.any(axis=1).sum())
+        shown = ", ".join(repr(c) for c in cols[:6])
+        raise CLIError(
+            f"{path}: {n_rows} row(s) have missing or infinite values (NaN/inf) in {shown}; "
+            "drop or impute them first"
+        )
+
+
+def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None,
+                         *, allow_categorical: bool = False):
+    if target not in df.columns:
+        cols = ", ".join(df.columns[:12]) + (", ..." if df.shape[1] > 12 else "")
+        raise CLIError(f"{path}: no column named {target!r} (columns: {cols}); "
+                       "choose the target with --target")
+    drop = list(drop or [])
+    missing = [c for c in drop if c not in df.columns]
+    if missing:
+        raise CLIError(f"{path}: --drop names unknown column(s) {', '.join(map(repr, missing))}")
+    if target in drop:
+        raise CLIError("--drop must not name the target column")
+    X = df.drop(columns=[target, *drop])
+    y = df[target]
+    if X.shape[1] == 0:
+        raise CLIError(f"{path}: no feature columns left besides the target {target!r}")
+    _numeric_problems(y.to_frame(), path, "the target")
+    _numeric_problems(X, path, "the feature set", allow_categorical=allow_categorical)
+    if not _non_numeric(X):
+        X = X.astype(np.float64)
+    return X, y.astype(np.float64)
+
+
+def _split(n: int, test_size: float, seed: int):
+    """Deterministic shuffled split; returns (train_idx, test_idx)."""
+    if not (0.0 <= test_size < 1.0):
+        raise CLIError(f"--test-size must be in [0, 1), got {test_size}")
+    if test_size == 0.0:
+        return np.arange(n), np.arange(0)
+    n_test = int(math.ceil(test_size * n))
+    if n - n_test < 1:
+        raise CLIError(f"--test-size {test_size} leaves no training rows out of {n}")
+    perm = np.random.default_rng(seed).permutation(n)
+    return np.sort(perm[n_test:]), np.sort(perm[:n_test])
+
+
+def _metrics(y_true, y_pred) -> tuple[float, float]:
+    y_true = np.asarray(y_true, dtype=np.float64)
+    y_pred = np.asarray(y_pred, dtype=np.float64)
+    mse = float(np.mean((y_true - y_pred) ** 2))
+    var = float(np.var(y_true))
+    r2 = 1.0 - mse / var if var > 0 else (1.0 if mse == 0 else 0.0)
+    return mse, r2
+
+
+def _fmt_metrics(label: str, y_true, y_pred) -> str:
+    mse, r2 = _metrics(y_true, y_pred)
+    return (f"{label:<6} MSE {mse:.6g}   RMSE {math.sqrt(mse):.6g}   R^2 {r2:.6f}   "
+            f"(n={len(y_true)})")
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool):
+    """Engine progress lines (verbose=True) go to stderr so stdout holds only results."""
+    if not active:
+        yield
+        return
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def _fit(model, X, y, verbose: bool, what: str):
+    _progress(f"fitting {what} on {X.shape[0]} rows x {X.shape[1]} features ...")
+    t0 = time.perf_counter()
+    try:
+        with _stdout_to_stderr(True):
+            model.fit(X, y)
+    except ValueError as err:
+        raise CLIError(f"{what}: {err}") from err
+    seconds = time.perf_counter() - t0
+    _progress(f"{what} fitted in {seconds:.2f} s")
+    return seconds
+
+
+def _save(model, output: str | None) -> None:
+    if not output:
+        return
+    from .io import save_model
+
+    try:
+        save_model(model, output)
+    except OSError as err:
+        raise CLIError(f"cannot write {output}: {err.strerror or err}") from err
+    print(f"model saved to {output}")
+
+
+def _n_nodes(model) -> int | None:
+    hist = getattr(model, "history_", None) or []
+    if hist and isinstance(hist[-1], dict) and "n_nodes" in hist[-1]:
+        return int(hist[-1]["n_nodes"])
+    return None
+
+
+def _certificate_lines(tree) -> list[str]:
+    lb = float(tree.lower_bound_)
+    obj = float(tree.objective_)
+    gap = float(getattr(tree, "gap_", obj - lb))
+    optimal = bool(tree.optimal_)
+    return [
+        f"certificate: objective {obj:.10g}   lower bound {lb:.10g}   gap {gap:.3g}   "
+        f"optimal: {'yes' if optimal else 'no (time limit reached)'}",
+        f"tree: {int(tree.n_leaves_)} leaves, depth {int(tree.depth_)}",
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# sub-commands
+# --------------------------------------------------------------------------------------
+
+
+def _cmd_symbolic(args) -> int:
+    df = _read_csv(args.data)
+    X, y = _features_and_target(df, args.data, args.target, args.drop)
+    train, test = _split(len(y), args.test_size, args.seed)
+    SymbolicRegressor = _load_symbolic()
+    params = dict(
+        max_nodes=args.max_nodes, strategy=args.strategy,
+        min_improvement=args.min_improvement, max_iterations=args.max_iterations,
+        goal_mse=args.goal_mse, max_time=args.max_time, verbose=args.verbose,
+        dtype=args.dtype,
+    )
+    try:
+        model = SymbolicRegressor(**params)
+    except ValueError as err:
+        raise CLIError(str(err)) from err
+    seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "SymbolicRegressor")
+    print(f"SymbolicRegressor(strategy={args.strategy}, max_nodes={args.max_nodes}) "
+          f"on {args.data}: target {args.target!r}, {X.shape[1]} features")
+    print(f"expression: {model.expression_}")
+    nodes = _n_nodes(model)
+    print(f"iterations: {model.n_iterations_}" + (f"   nodes: {nodes}" if nodes else "")
+          + f"   fit time: {seconds:.2f} s")
+    print(_fmt_metrics("train", y.iloc[train], model.predict(X.iloc[train])))
+    if len(test):
+        print(_fmt_metrics("test", y.iloc[test], model.predict(X.iloc[test])))
+    _save(model, args.output)
+    return EXIT_OK
+
+
+def _is_binary(X) -> bool:
+    return not _non_numeric(X) and bool(np.isin(X.to_numpy(), (0.0, 1.0)).all())
+
+
+def _make_binarizer(args, X, Binarizer):
+    mode = args.binarize
+    if mode == "auto":
+        mode = "none" if _is_binary(X) else "quantile"
+    if mode == "none":
+        if not _is_binary(X):
+            bad = [c for c in X.columns if not _is_binary(X[[c]])]
+            raise CLIError(
+                f"--binarize none needs 0/1 features, but {', '.join(map(repr, bad[:6]))} "
+                "have other values; use --binarize quantile (or auto)"
+            )
+        return None, "none (features already binary)"
+    try:
+        binarizer = Binarizer(strategy=mode, n_thresholds=args.n_thresholds,
+                              max_features=args.max_features)
+    except ValueError as err:
+        raise CLIError(str(err)) from err
+    detail = "" if mode == "midpoints" else f", {args.n_thresholds} thresholds per feature"
+    cats = _non_numeric(X)
+    if cats:
+        detail += f", one-hot {', '.join(map(repr, cats[:6]))}"
+    return binarizer, f"{mode}{detail}"
+
+
+def _cmd_tree(args) -> int:
+    df = _read_csv(args.data)
+    X, y = _features_and_target(df, args.data, args.target, args.drop,
+                                allow_categorical=args.binarize != "none")
+    train, test = _split(len(y), args.test_size, args.seed)
+    OptimalTreeRegressor, Binarizer = _load_trees()
+    binarizer, how = _make_binarizer(args, X.iloc[train], Binarizer)
+    try:
+        model = OptimalTreeRegressor(
+            regularization=args.regularization, depth_budget=args.depth_budget,
+            loss=args.loss, min_samples_leaf=args.min_samples_leaf,
+            time_limit=args.time_limit, binarizer=binarizer, verbose=args.verbose,
+            dtype=args.dtype,
+        )
+    except ValueError as err:
+        raise CLIError(str(err)) from err
+    seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "OptimalTreeRegressor")
+    print(f"OptimalTreeRegressor(regularization={args.regularization}, "
+          f"depth_budget={args.depth_budget}, loss={args.loss}) on {args.data}: "
+          f"target {args.target!r}, {X.shape[1]} features; binarizer: {how}")
+    print(model.export_text().rstrip())
+    for line in _certificate_lines(model):
+        print(line)
+    print(f"fit time: {seconds:.2f} s")
+    print(_fmt_metrics("train", y.iloc[train], model.predict(X.iloc[train])))
+    if len(test):
+        print(_fmt_metrics("test", y.iloc[test], model.predict(X.iloc[test])))
+    _save(model, args.output)
+    return EXIT_OK
+
+
+def _model_feature_names(model) -> list[str] | None:
+    for attr in ("feature_names_in_", "feature_names_"):
+        names = getattr(model, attr, None)
+        if names is not None:
+            return [str(n) for n in names]
+    binarizer = getattr(model, "binarizer", None)
+    if binarizer is not None:
+        names = getattr(binarizer, "feature_names_in_", None)
+        if names is not None:
+            return [str(n) for n in names]
+    return None
+
+
+def _cmd_predict(args) -> int:
+    from .io import load_model
+
+    try:
+        model = load_model(args.model)
+    except FileNotFoundError as err:
+        raise CLIError(f"{args.model}: no such model file") from err
+    except (ValueError, ImportError) as err:
+        raise CLIError(f"{args.model}: {err}") from err
+    df = _read_csv(args.data)
+    names = _model_feature_names(model)
+    if names is not None and not (len(names) == df.shape[1] and list(df.columns) == names):
+        missing = [n for n in names if n not in df.columns]
+        if missing:
+            raise CLIError(
+                f"{args.data}: the model needs column(s) {', '.join(map(repr, missing[:6]))} "
+                "that the file lacks"
+            )
+        df = df[names]
+    allow_cat = getattr(model, "binarizer", None) is not None
+    _numeric_problems(df, args.data, "the feature set", allow_categorical=allow_cat)
+    if not _non_numeric(df):
+        df = df.astype(np.float64)
+    try:
+        pred = np.asarray(model.predict(df), dtype=np.float64)
+    except ValueError as err:
+        raise CLIError(f"{args.data}: {err}") from err
+    import pandas as pd
+
+    out = pd.DataFrame({"prediction": pred})
+    if args.output:
+        try:
+            out.to_csv(args.output, index=False, float_format="%.17g")
+        except OSError as err:
+            raise CLIError(f"cannot write {args.output}: {err.strerror or err}") from err
+        _progress(f"{len(pred)} predictions written to {args.output}")
+    else:
+        out.to_csv(sys.stdout, index=False, float_format="%.17g")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------
+# demo
+# --------------------------------------------------------------------------------------
+
+
+def _cmd_demo(args) -> int:
+    from . import datasets
+
+    steps: list[tuple[str, float]] = []
+    skipped: list[str] = []
+    t_start = time.perf_counter()
+
+    def step(name: str, seconds: float) -> None:
+        steps.append((name, seconds))
+
+    print("jaxsr demo: the two methods on data that needs no download")
+    print("=" * 78)
+
+    # 1. Newton's law of gravitation, as in section 3 of the symbolic regression paper.
+    try:
+        SymbolicRegressor = _load_symbolic()
+    except CLIError as err:
+        SymbolicRegressor = None
+        skipped.append(str(err))
+    X_train, y_train = datasets.make_newton_gravitation(1000, seed=args.seed)
+    X_test, y_test = datasets.make_newton_gravitation(1000, seed=args.seed + 1)
+    if SymbolicRegressor is not None:
+        print("\n1. Newton's law of universal gravitation F = G*m1*m2/d^2 (paper, section 3)")
+        print("   1000 samples: masses x1, x2 in [1e23, 1e25] kg, distance x3 in [1e8, 1e12] m")
+        goal = float(np.mean(y_train))
+        print(f"   SymbolicRegressor(strategy=1, goal_mse=mean(target)={goal:.4g})")
+        sr = SymbolicRegressor(strategy=1, goal_mse=goal, max_time=60.0)
+        t0 = time.perf_counter()
+        with _stdout_to_stderr(True):
+            sr.fit(X_train, y_train)
+        sec = time.perf_counter() - t0
+        step("Newton: symbolic regression fit", sec)
+        print(f"   recovered: F = {sr.expression_}")
+        print(f"   iterations: {sr.n_iterations_}   fit time: {sec:.2f} s "
+              "(includes JIT compilation)")
+        rel = np.abs(np.asarray(sr.predict(X_test)) - y_test) / np.abs(y_test)
+        print(f"   train MSE {_metrics(y_train, sr.predict(X_train))[0]:.4g} "
+              f"(goal {goal:.4g})")
+        print(f"   test (1000 fresh samples): max relative error {rel.max():.3g}, "
+              f"R^2 {_metrics(y_test, sr.predict(X_test))[1]:.12f}")
+
+    # 2 and 3. Diabetes: real measurements, 75/25 split.
+    X, y = datasets.load_diabetes()
+    train, test = _split(len(y), 0.25, args.seed)
+    Xtr, Xte, ytr, yte = X.iloc[train], X.iloc[test], y.iloc[train], y.iloc[test]
+    print("\n2. scikit-learn's diabetes data: 442 patients, 10 measurements "
+          "(age, sex, bmi, bp, s1..s6),")
+    print(f"   target = disease progression after one year; {len(train)} train / "
+          f"{len(test)} test rows")
+    A = np.column_stack([np.ones(len(train)), Xtr.to_numpy()])
+    coef, *_ = np.linalg.lstsq(A, ytr.to_numpy(), rcond=None)
+    ols_test = np.column_stack([np.ones(len(test)), Xte.to_numpy()]) @ coef
+    print(f"   reference, ordinary least squares on all 10 features: "
+          f"test R^2 {_metrics(yte, ols_test)[1]:.4f}")
+
+    if SymbolicRegressor is not None:
+        print("\n   2a. SymbolicRegressor(max_nodes=20, strategy=3)")
+        sr_d = SymbolicRegressor(max_nodes=20, strategy=3, max_time=30.0)
+        t0 = time.perf_counter()
+        with _stdout_to_stderr(True):
+            sr_d.fit(Xtr, ytr)
+        sec = time.perf_counter() - t0
+        step("diabetes: symbolic regression fit", sec)
+        print(f"   target = {sr_d.expression_}")
+        nodes = _n_nodes(sr_d)
+        print(f"   iterations: {sr_d.n_iterations_}" + (f"   nodes: {nodes}" if nodes else "")
+              + f"   fit time: {sec:.2f} s")
+        print("   " + _fmt_metrics("train", ytr, sr_d.predict(Xtr)))
+        print("   " + _fmt_metrics("test", yte, sr_d.predict(Xte)))
+
+    try:
+        OptimalTreeRegressor, Binarizer = _load_trees()
+    except CLIError as err:
+        OptimalTreeRegressor = None
+        skipped.append(str(err))
+    if OptimalTreeRegressor is not None:
+        print("\n   2b. OptimalTreeRegressor(regularization=0.02, depth_budget=4, "
+              "binarizer=Binarizer(quantile, 4 thresholds))")
+        tree = OptimalTreeRegressor(regularization=0.02, depth_budget=4,
+                                    binarizer=Binarizer(strategy="quantile", n_thresholds=4),
+                                    time_limit=60.0)
+        t0 = time.perf_counter()
+        with _stdout_to_stderr(True):
+            tree.fit(Xtr, ytr)
+        sec = time.perf_counter() - t0
+        step("diabetes: optimal tree fit", sec)
+        print("   the optimal tree, as an index card:")
+        for line in tree.export_text().rstrip().splitlines():
+            print("     " + line)
+        for line in _certificate_lines(tree):
+            print("   " + line)
+        print(f"   fit time: {sec:.2f} s (includes JIT compilation)")
+        print("   " + _fmt_metrics("train", ytr, tree.predict(Xtr)))
+        print("   " + _fmt_metrics("test", yte, tree.predict(Xte)))
+
+    total = time.perf_counter() - t_start
+    print("\n" + "=" * 78)
+    print("time of each step:")
+    for name, sec in steps:
+        print(f"   {name:<40} {sec:8.2f} s")
+    print(f"   {'total (with data loading and printing)':<40} {total:8.2f} s")
+    if skipped:
+        for msg in skipped:
+            print(f"jaxsr: skipped: {msg}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------
+# parser
+# --------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from err
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from err
+    if not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text}")
+    return v
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", help="CSV file with a header row")
+    p.add_argument("--target", required=True, metavar="COLUMN",
+                   help="name of the target column; every other column is a feature")
+    p.add_argument("--drop", nargs="+", metavar="COLUMN", default=None,
+                   help="columns to leave out of the features (ids, text, ...)")
+    p.add_argument("--test-size", type=float, default=0.0, metavar="FRACTION",
+                   help="fraction of rows held out for a test score (default 0: fit on all)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the train/test shuffle")
+    p.add_argument("--output", "-o", metavar="MODEL.json", default=None,
+                   help="save the fitted model as JSON (read it back with `jaxsr predict`)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                   help="floating point precision (default float64)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="progress lines of the search on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``jaxsr`` command."""
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="jaxsr",
+        description="Interpretable regression on accelerators: deterministic symbolic "
+                    "regression and provably optimal sparse regression trees, in JAX.",
+    )
+    parser.add_argument("--version", action="version", version=f"jaxsr {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("demo", help="both methods on Newton's law and the diabetes data")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated data and split")
+    p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /) to a CSV",
+                       description="Deterministic symbolic regression (DoME) on a CSV file.")
+    _add_common(p)
+    p.add_argument("--max-nodes", type=_positive_int, default=None,
+                   help="largest number of nodes of the expression (default: no limit)")
+    p.add_argument("--strategy", type=int, choices=(1, 2, 3, 4), default=3,
+                   help="search strategy of section 2.8 of the paper (default 3)")
+    p.add_argument("--max-iterations", type=_positive_int, default=None)
+    p.add_argument("--max-time", type=_non_negative_float, default=None, metavar="SECONDS")
+    p.add_argument("--min-improvement", type=_non_negative_float, default=1e-6,
+                   help="stop when the relative MSE reduction falls below this (default 1e-6)")
+    p.add_argument("--goal-mse", type=_non_negative_float, default=0.0,
+                   help="stop when the training MSE reaches this value (default 0)")
+    p.set_defaults(func=_cmd_symbolic)
+
+    p = sub.add_parser("tree", help="fit a provably optimal sparse regression tree to a CSV",
+                       description="Optimal sparse regression tree (OSRT) on a CSV file.")
+    _add_common(p)
+    p.add_argument("--regularization", type=_non_negative_float, default=0.01,
+                   metavar="LAMBDA", help="penalty per leaf, in units of the normalised "
+                   "loss (default 0.01)")
+    p.add_argument("--depth-budget", type=_positive_int, default=5,
+                   help="2 allows one split (default 5)")
+    p.add_argument("--no-depth-limit", action="store_true",
+                   help="no depth budget (may take long with a small regularization)")
+    p.add_argument("--loss", choices=("squared_error", "absolute_error"),
+                   default="squared_error")
+    p.add_argument("--min-samples-leaf", type=_positive_int, default=1)
+    p.add_argument("--binarize",
+                   choices=("auto", "none", "quantile", "uniform", "midpoints", "gbdt"),
+                   default="auto", help="how real features become binary ones (auto: none "
+                   "when every feature is 0/1, else quantile); text columns are one-hot "
+                   "encoded")
+    p.add_argument("--n-thresholds", type=_positive_int, default=4,
+                   help="thresholds per feature for quantile/uniform binarization (default 4)")
+    p.add_argument("--max-features", type=_positive_int, default=None,
+                   help="keep at most this many binary features")
+    p.add_argument("--time-limit", type=_non_negative_float, default=None, metavar="SECONDS",
+                   help="stop the search and report the best tree with its gap")
+    p.set_defaults(func=_cmd_tree)
+
+    p = sub.add_parser("predict", help="predictions of a saved model on a CSV",
+                       description="Predict with a model saved by --output.")
+    p.add_argument("model", help="model file written by `jaxsr symbolic/tree --output`")
+    p.add_argument("data", help="CSV file with the model's feature columns (others ignored)")
+    p.add_argument("--output", "-o", default=None, metavar="PREDICTIONS.csv",
+                   help="write the predictions here (default: stdout)")
+    p.set_defaults(func=_cmd_predict)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``jaxsr`` command; returns the exit code (0 ok, 1 failure, 2 user error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or an argparse usage error (code 2)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    if getattr(args, "no_depth_limit", False):
+        args.depth_budget = None
+    try:
+        return args.func(args)
+    except CLIError as err:
+        print(f"jaxsr: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("jaxsr: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `jaxsr predict ... | head`
+        with contextlib.suppress(Exception):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return EXIT_OK

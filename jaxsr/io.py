@@ -1,0 +1,164 @@
+"""Saving and loading fitted models as JSON.
+
+A model file is one JSON object::
+
+    {"format": "jaxsr-model", "format_version": 1, "jaxsr_version": "0.1.0",
+     "kind": "SymbolicRegressor", "model": {...}}
+
+where ``model`` is the estimator's own ``to_dict()`` and ``kind`` names the class whose
+``from_dict`` reads it back (``SymbolicRegressor``, ``OptimalTreeRegressor`` or
+``Binarizer``). Floats are written with Python's shortest round-trip representation, so a
+loaded model predicts exactly what the saved one did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "load_model", "model_from_dict", "model_to_dict",
+           "save_model"]
+
+FORMAT = "jaxsr-model"
+FORMAT_VERSION = 1
+
+# kind -> (module, class name); imported lazily so that io works while an engine is absent.
+_KINDS = {
+    "SymbolicRegressor": ("jaxsr.symbolic", "SymbolicRegressor"),
+    "OptimalTreeRegressor": ("jaxsr.trees", "OptimalTreeRegressor"),
+    "Binarizer": ("jaxsr.trees", "Binarizer"),
+}
+
+
+def _class_for(kind: str):
+    if kind not in _KINDS:
+        raise ValueError(f"unknown model kind {kind!r}; expected one of {', '.join(_KINDS)}")
+    module_name, cls_name = _KINDS[kind]
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+        return getattr(module, cls_name)
+    except (ImportError, AttributeError) as err:
+        raise ImportError(
+            f"{kind} is not available in this installation of jaxsr ({module_name}): {err}"
+        ) from err
+
+
+def _kind_of(model) -> str:
+    for kind, (module_name, cls_name) in _KINDS.items():
+        for klass in type(model).__mro__:
+            if klass.__name__ == cls_name and klass.__module__.startswith(module_name):
+                return kind
+    raise TypeError(
+        f"cannot save a {type(model).__name__}; expected one of {', '.join(_KINDS)}"
+    )
+
+
+def _jsonable(obj: Any) -> Any:
+    """Recursively convert numpy / JAX values to plain JSON types."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, bool | str) or obj is None:
+        return obj
+    if isinstance(obj, int | np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.dtype):
+        return str(obj)
+    if hasattr(obj, "__array__"):
+        return _jsonable(np.asarray(obj).tolist())
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"cannot write a value of type {type(obj).__name__} to a model file")
+
+
+def model_to_dict(model) -> dict:
+    """The JSON-ready document of a fitted estimator (see the module docstring).
+
+    Raises:
+      TypeError: ``model`` is not a jaxsr estimator.
+      ValueError: the estimator is not fitted (raised by its ``to_dict``).
+    """
+    from . import __version__
+
+    kind = _kind_of(model)
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "jaxsr_version": __version__,
+        "kind": kind,
+        "model": _jsonable(model.to_dict()),
+    }
+
+
+def model_from_dict(doc: dict):
+    """Rebuild an estimator from :func:`model_to_dict`'s document.
+
+    Raises:
+      ValueError: not a jaxsr model document, a newer format version, or an unknown kind.
+      ImportError: the method of this kind is not part of this installation.
+    """
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError("not a jaxsr model file (missing \"format\": \"jaxsr-model\")")
+    version = doc.get("format_version")
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"invalid format_version {version!r} in the model file")
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"the model file has format_version {version}; this jaxsr reads up to "
+            f"{FORMAT_VERSION}. Upgrade jaxsr."
+        )
+    if "model" not in doc or not isinstance(doc["model"], dict):
+        raise ValueError("the model file has no \"model\" object")
+    cls = _class_for(doc.get("kind"))
+    return cls.from_dict(doc["model"])
+
+
+def save_model(model, path: str | os.PathLike) -> Path:
+    """Write a fitted estimator to ``path`` as JSON.
+
+    Args:
+      model: a fitted ``SymbolicRegressor``, ``OptimalTreeRegressor`` or ``Binarizer``.
+      path: the file to write (overwritten if present).
+
+    Returns:
+      The path written.
+
+    Raises:
+      TypeError: not a jaxsr estimator.
+      ValueError: the estimator is not fitted.
+    """
+    doc = model_to_dict(model)
+    path = Path(path)
+    text = json.dumps(doc, indent=1, allow_nan=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load_model(path: str | os.PathLike):
+    """Read an estimator written by :func:`save_model`.
+
+    Raises:
+      FileNotFoundError: no such file.
+      ValueError: the file is not valid JSON or not a jaxsr model file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"model file {os.fspath(path)!r} not found")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{os.fspath(path)} is not valid JSON: {err}") from err
+    return model_from_dict(doc)

@@ -1,0 +1,230 @@
+"""The ``jaxsr`` command, run in-process through ``jaxsr.cli.main``."""
+
+import importlib
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaxsr.cli import main
+
+
+def _engine(module: str, *names: str):
+    """The engine's classes, or skip while that engine is not part of the checkout."""
+    try:
+        mod = importlib.import_module(module)
+        return [getattr(mod, n) for n in names]
+    except (ImportError, AttributeError) as err:
+        pytest.skip(f"{module} not available yet: {err}")
+
+
+def _run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("jaxsr: error:")]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.fixture
+def rational_csv(tmp_path):
+    """y = 2.4*x1 - x2/x1 - 10 (the paper's example) with unusual column names."""
+    x1 = np.arange(1.0, 101.0)
+    x2 = np.arange(200.0, 0.0, -2.0)
+    df = pd.DataFrame({"dose (mg)": x1, "weight.kg": x2,
+                       "response": 2.4 * x1 - x2 / x1 - 10})
+    path = tmp_path / "data.csv"
+    df.to_csv(path, index=False, float_format="%.17g")
+    return path, df
+
+
+# --------------------------------------------------------------------------------------
+# errors: one line, exit code 2
+
+
+def test_missing_file(capsys, tmp_path):
+    rc, out, err = _run(capsys, "symbolic", str(tmp_path / "nope.csv"), "--target", "y")
+    assert rc == 2 and out == ""
+    assert "nope.csv: no such file" in _error_line(err)
+
+
+def test_missing_target(capsys, rational_csv):
+    path, _ = rational_csv
+    rc, _, err = _run(capsys, "tree", str(path), "--target", "Response")
+    assert rc == 2
+    line = _error_line(err)
+    assert "no column named 'Response'" in line and "dose (mg)" in line
+
+
+def test_non_numeric_column(capsys, tmp_path):
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"name": ["a", "b", "c"], "x": [1.0, 2.0, 3.0],
+                  "y": [1.0, 2.0, 4.0]}).to_csv(path, index=False)
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
+    assert rc == 2
+    assert "non-numeric column(s) 'name'" in _error_line(err)
+    rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--binarize", "none")
+    assert rc == 2 and "non-numeric" in _error_line(err)
+    # a text target is an error too
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "name")
+    assert rc == 2 and "the target has non-numeric" in _error_line(err)
+
+
+def test_nan_values(capsys, tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("a,b,y\n1,2,3\n4,,6\n7,8,\n1,1,1\n")
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
+    assert rc == 2
+    assert "missing or infinite" in _error_line(err) and "'y'" in _error_line(err)
+    rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--drop", "b")
+    assert rc == 2 and "'y'" in _error_line(err)
+    path.write_text("a,b,y\n1,2,3\n4,,6\n")
+    rc, _, err = _run(capsys, "tree", str(path), "--target", "y")
+    line = _error_line(err)
+    assert rc == 2 and "1 row(s)" in line and "'b'" in line
+
+
+def test_empty_and_header_only(capsys, tmp_path):
+    p1 = tmp_path / "empty.csv"
+    p1.write_text("")
+    rc, _, err = _run(capsys, "symbolic", str(p1), "--target", "y")
+    assert rc == 2 and "is empty" in _error_line(err)
+    p2 = tmp_path / "header.csv"
+    p2.write_text("x,y\n")
+    rc, _, err = _run(capsys, "symbolic", str(p2), "--target", "y")
+    assert rc == 2 and "no data rows" in _error_line(err)
+
+
+def test_drop_and_test_size_errors(capsys, rational_csv):
+    path, _ = rational_csv
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response", "--drop", "zz")
+    assert rc == 2 and "unknown column(s) 'zz'" in _error_line(err)
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response",
+                      "--drop", "dose (mg)", "weight.kg")
+    assert rc == 2 and "no feature columns" in _error_line(err)
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response",
+                      "--test-size", "1.5")
+    assert rc == 2 and "--test-size" in _error_line(err)
+
+
+def test_usage_errors_exit_2(capsys, rational_csv):
+    path, _ = rational_csv
+    assert main(["symbolic", str(path)]) == 2  # --target missing
+    assert "--target" in capsys.readouterr().err
+    assert main(["tree", str(path), "--target", "response", "--depth-budget", "0"]) == 2
+    assert main(["frobnicate"]) == 2
+    assert main([]) == 2
+    capsys.readouterr()
+    assert main(["--version"]) == 0
+    assert "jaxsr" in capsys.readouterr().out
+
+
+def test_predict_bad_model_files(capsys, tmp_path, rational_csv):
+    path, _ = rational_csv
+    rc, _, err = _run(capsys, "predict", str(tmp_path / "none.json"), str(path))
+    assert rc == 2 and "no such model file" in _error_line(err)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    rc, _, err = _run(capsys, "predict", str(bad), str(path))
+    assert rc == 2 and "not valid JSON" in _error_line(err)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": 1}))
+    rc, _, err = _run(capsys, "predict", str(other), str(path))
+    assert rc == 2 and "not a jaxsr model file" in _error_line(err)
+
+
+def test_python_dash_m(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "jaxsr", "symbolic", str(tmp_path / "x.csv"),
+                           "--target", "y"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("jaxsr: error:")
+    assert proc.stdout == ""
+
+
+# --------------------------------------------------------------------------------------
+# fits (need the engines)
+
+
+def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
+    _engine("jaxsr.symbolic", "SymbolicRegressor")
+    path, df = rational_csv
+    model_path = tmp_path / "model.json"
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "response",
+                        "--max-nodes", "13", "--strategy", "3", "--output", str(model_path))
+    assert rc == 0, err
+    assert "dose (mg)" in out and "weight.kg" in out  # names of the columns in the expression
+    train_line = next(ln for ln in out.splitlines() if ln.startswith("train"))
+    assert float(train_line.split()[2]) < 1e-18  # exact recovery, MSE printed
+    assert "fitting SymbolicRegressor" in err  # progress on stderr
+    doc = json.loads(model_path.read_text())
+    assert doc["kind"] == "SymbolicRegressor" and doc["format_version"] == 1
+
+    # predict: extra target column ignored, columns matched by name in any order
+    shuffled = df[["response", "weight.kg", "dose (mg)"]]
+    data2 = tmp_path / "new.csv"
+    shuffled.to_csv(data2, index=False, float_format="%.17g")
+    preds = tmp_path / "preds.csv"
+    rc, _, err = _run(capsys, "predict", str(model_path), str(data2), "--output", str(preds))
+    assert rc == 0, err
+    got = pd.read_csv(preds)["prediction"].to_numpy()
+    np.testing.assert_allclose(got, df["response"].to_numpy(), rtol=1e-9, atol=1e-9)
+    rc, out, _ = _run(capsys, "predict", str(model_path), str(data2))
+    assert rc == 0 and out.splitlines()[0] == "prediction" and len(out.splitlines()) == 101
+
+
+def test_symbolic_test_size(capsys, rational_csv):
+    _engine("jaxsr.symbolic", "SymbolicRegressor")
+    path, _ = rational_csv
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "response",
+                        "--max-nodes", "13", "--test-size", "0.2", "--seed", "1")
+    assert rc == 0, err
+    train = next(ln for ln in out.splitlines() if ln.startswith("train"))
+    test = next(ln for ln in out.splitlines() if ln.startswith("test"))
+    assert "(n=80)" in train and "(n=20)" in test
+
+
+def test_tree_fit_certificate_and_predict(capsys, tmp_path):
+    _engine("jaxsr.trees", "OptimalTreeRegressor", "Binarizer")
+    rng = np.random.default_rng(0)
+    n = 200
+    temp = rng.uniform(0, 40, n)
+    city = np.where(rng.uniform(size=n) < 0.5, "north", "south")
+    noise = rng.normal(0, 0.01, n)
+    # two leaves on temperature, one more split on the city: the optimal tree has 3 leaves
+    y = np.where(temp <= 20, 1.0, np.where(city == "north", 5.0, 9.0)) + noise
+    df = pd.DataFrame({"temp C": temp, "city": city, "sales": y})
+    path = tmp_path / "shop.csv"
+    df.to_csv(path, index=False)
+    model_path = tmp_path / "tree.json"
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "sales", "--regularization",
+                        "0.01", "--depth-budget", "3", "--output", str(model_path))
+    assert rc == 0, err
+    assert "optimal: yes" in out
+    assert "3 leaves" in out
+    assert "city" in out and "temp C" in out
+    rc, out, err = _run(capsys, "predict", str(model_path), str(path))
+    assert rc == 0, err
+    pred = pd.read_csv(__import__("io").StringIO(out))["prediction"].to_numpy()
+    assert np.max(np.abs(pred - y)) < 0.05
+
+
+def test_tree_on_binary_csv_auto_binarize(capsys, tmp_path):
+    _engine("jaxsr.trees", "OptimalTreeRegressor")
+    rng = np.random.default_rng(1)
+    B = rng.integers(0, 2, size=(120, 4))
+    y = 3.0 * B[:, 0] + 1.0 * (B[:, 0] == 0) * B[:, 2]
+    df = pd.DataFrame(B, columns=["f a", "f b", "f c", "f d"]).assign(y=y)
+    path = tmp_path / "bin.csv"
+    df.to_csv(path, index=False)
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--regularization", "0.001")
+    assert rc == 0, err
+    assert "binarizer: none" in out and "optimal: yes" in out
+    train = next(ln for ln in out.splitlines() if ln.startswith("train"))
+    assert float(train.split()[2]) < 1e-20
