@@ -1,0 +1,45 @@
+"""Deterministic symbolic regression (DoME), batched in JAX.
+
+Public estimator :class:`SymbolicRegressor` and the expression type :class:`Expression`;
+the functional layer (pure, jit- and vmap-able kernels over ``[capacity, N]`` arrays):
+:func:`node_semantics`, :func:`node_equations`, :func:`forbidden_sets`,
+:func:`optimal_constant`, and the four searches.
+
+Paper: ``shared/papers/deterministic-symbolic-regression.md``.
+"""
+
+from .constant import optimal_constant as optimal_constant
+from .equations import Equations as Equations
+from .equations import child_equation as child_equation
+from .equations import child_forbidden as child_forbidden
+from .equations import equation_mse as equation_mse
+from .equations import forbidden_sets as forbidden_sets
+from .equations import node_equations as node_equations
+from .expression import Expression as Expression
+from .expression import TreeArrays as TreeArrays
+from .regressor import SymbolicRegressor as SymbolicRegressor
+from .searches import best_candidate as best_candidate
+from .searches import constant_expression_search as constant_expression_search
+from .searches import constant_search as constant_search
+from .searches import constant_variable_search as constant_variable_search
+from .searches import variable_search as variable_search
+from .semantics import node_semantics as node_semantics
+
+__all__ = [
+    "SymbolicRegressor",
+    "Expression",
+    "TreeArrays",
+    "Equations",
+    "node_semantics",
+    "node_equations",
+    "forbidden_sets",
+    "child_equation",
+    "child_forbidden",
+    "equation_mse",
+    "optimal_constant",
+    "constant_search",
+    "variable_search",
+    "constant_variable_search",
+    "constant_expression_search",
+    "best_candidate",
+]

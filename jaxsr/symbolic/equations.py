@@ -1,0 +1,214 @@
+"""Node equations ``a, b, c, d`` and forbidden sets ``S``, top-down (paper, section 2).
+
+Every node has an equation giving the tree's MSE from that node's outputs ``o``
+(equation 6)::
+
+    MSE = mean(((a * o - b) / (c * o - d)) ** 2)
+
+with ``a = 1, b = t, c = 0, d = -1`` at the root. A node with operator ``op`` and children
+semantics ``x`` (first) and ``y`` (second) passes to its children (equations 7-20):
+
+====  ===========================================  ===========================================
+op    first child ``a', b', c', d'``               second child ``a', b', c', d'``
+====  ===========================================  ===========================================
+``+`` ``a, b - a*y, c, d - c*y``                   ``a, b - a*x, c, d - c*x``
+``-`` ``a, b + a*y, c, d + c*y``                   ``a, a*x - b, c, c*x - d``
+``*`` ``a*y, b, c*y, d``                           ``a*x, b, c*x, d``
+``/`` ``a, b*y, c, d*y``                           ``b, a*x, d, c*x``
+====  ===========================================  ===========================================
+
+The forbidden sets ``S`` (domain of division): each element is a vector of values that the
+node's output must not take on that pattern. ``+inf`` means any value is allowed there,
+``nan`` means no value is allowed (the paper's Inf/NaN rules, which are the IEEE results of
+the inverse operations ``s - y, s + y, x - s, s / y, s * y, x / s``). The second child of a
+division gets the new element ``0``. ``S`` is stored in ``n_slots`` fixed slots per node;
+slot ``k`` of node ``j`` is used iff ``k < tree.n_slots[j]`` (unused slots are ``+inf``).
+
+Note: the paper writes ``d = -1`` at the root in one place and ``d = 1`` in another and
+prints some rows of Table 1 with the fraction's sign flipped; the squared terms are equal.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .expression import ADD, DIV, MUL, SUB, TreeArrays
+from .semantics import _count
+
+__all__ = [
+    "Equations",
+    "child_equation",
+    "node_equations",
+    "forbidden_sets",
+    "child_forbidden",
+    "equation_mse",
+    "is_forbidden",
+]
+
+
+class Equations(NamedTuple):
+    """Node equations of a tree; each field ``(capacity, N)`` (or ``(..., N)``)."""
+
+    a: jax.Array
+    b: jax.Array
+    c: jax.Array
+    d: jax.Array
+
+
+def child_equation(op, first, a, b, c, d, other):
+    """Equation of a child of an ``op`` node (equations 7-20).
+
+    Args:
+      op: operator code of the parent (scalar int).
+      first: bool, True for the first child (then ``other`` is the second child's semantic
+        ``y``), False for the second child (``other`` is the first child's semantic ``x``).
+      a, b, c, d: the parent's equation, arrays broadcastable to ``(..., N)``.
+      other: the sibling's semantic, broadcastable to ``(..., N)``.
+
+    Returns:
+      ``(a', b', c', d')`` of the child.
+    """
+    w = other
+    # first child
+    fa = jnp.where(op == MUL, a * w, a)
+    fb = jnp.where(op == ADD, b - a * w,
+                   jnp.where(op == SUB, b + a * w, jnp.where(op == MUL, b, b * w)))
+    fc = jnp.where(op == MUL, c * w, c)
+    fd = jnp.where(op == ADD, d - c * w,
+                   jnp.where(op == SUB, d + c * w, jnp.where(op == MUL, d, d * w)))
+    # second child
+    sa = jnp.where(op == MUL, a * w, jnp.where(op == DIV, b, a))
+    sb = jnp.where(op == ADD, b - a * w,
+                   jnp.where(op == SUB, a * w - b, jnp.where(op == MUL, b, a * w)))
+    sc = jnp.where(op == MUL, c * w, jnp.where(op == DIV, d, c))
+    sd = jnp.where(op == ADD, d - c * w,
+                   jnp.where(op == SUB, c * w - d, jnp.where(op == MUL, d, c * w)))
+    return (jnp.where(first, fa, sa), jnp.where(first, fb, sb),
+            jnp.where(first, fc, sc), jnp.where(first, fd, sd))
+
+
+def child_forbidden(op, first, S, other):
+    """Forbidden values of a child from its parent's ``S`` (section 2, rule 2).
+
+    ``s' = s - y`` / ``s - x`` (``+``), ``s + y`` / ``x - s`` (``-``), ``s / y`` / ``s / x``
+    (``*``), ``s * y`` / ``x / s`` (``/``); ``-inf`` is folded to ``+inf`` (any value is
+    allowed). The new element ``0`` of a division's second child is added by the caller.
+
+    Args:
+      op, first: as in :func:`child_equation`.
+      S: ``(..., K, N)`` forbidden values of the parent.
+      other: the sibling's semantic, broadcastable to ``(..., 1, N)``.
+    """
+    w = other
+    f = jnp.where(op == ADD, S - w, jnp.where(op == SUB, S + w,
+                  jnp.where(op == MUL, S / w, S * w)))
+    s = jnp.where(op == ADD, S - w, jnp.where(op == SUB, w - S,
+                  jnp.where(op == MUL, S / w, w / S)))
+    out = jnp.where(first, f, s)
+    return jnp.where(jnp.isinf(out), jnp.inf, out)
+
+
+@jax.jit
+def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array) -> Equations:
+    """Equations ``a, b, c, d`` of every node, top-down from the root.
+
+    Args:
+      tree: :class:`TreeArrays` of ``capacity`` nodes.
+      sem: ``(capacity, N)`` semantics from :func:`node_semantics`.
+      y: ``(N,)`` target.
+
+    Returns:
+      :class:`Equations` with four ``(capacity, N)`` arrays; the root row is
+      ``(1, y, 0, -1)``; padding rows are ``(0, 0, 0, -1)``.
+
+    For every real node ``j``: ``mean(((a[j]*sem[j]-b[j])/(c[j]*sem[j]-d[j]))**2)`` equals the
+    root MSE (up to rounding). Paper: equations 6-22, Table 1 third column.
+    """
+    _count("node_equations")
+    cap, n = sem.shape
+    dt = sem.dtype
+    one = jnp.ones((n,), dt)
+    zero = jnp.zeros((n,), dt)
+    A = jnp.zeros((cap, n), dt).at[0].set(one)
+    B = jnp.zeros((cap, n), dt).at[0].set(y.astype(dt))
+    C = jnp.zeros((cap, n), dt)
+    D = jnp.full((cap, n), -1.0, dt)
+
+    def body(j, carry):
+        A, B, C, D = carry
+        p = tree.parent[j]
+        first = tree.left[p] == j
+        other = jnp.where(first, sem[tree.right[p]], sem[tree.left[p]])
+        a, b, c, d = child_equation(tree.op[p], first, A[p], B[p], C[p], D[p], other)
+        real = j < tree.n_nodes
+        A = A.at[j].set(jnp.where(real, a, zero))
+        B = B.at[j].set(jnp.where(real, b, zero))
+        C = C.at[j].set(jnp.where(real, c, zero))
+        D = D.at[j].set(jnp.where(real, d, -one))
+        return A, B, C, D
+
+    A, B, C, D = lax.fori_loop(1, cap, body, (A, B, C, D))
+    return Equations(A, B, C, D)
+
+
+@functools.partial(jax.jit, static_argnames=("n_slots",))
+def forbidden_sets(tree: TreeArrays, sem: jax.Array, n_slots: int) -> jax.Array:
+    """Forbidden sets ``S`` of every node (domain of division, section 2, Tables 1 and 2).
+
+    Args:
+      tree: :class:`TreeArrays` of ``capacity`` nodes (``tree.n_slots[j]`` is the size of
+        ``S`` at node ``j``).
+      sem: ``(capacity, N)`` semantics.
+      n_slots: static int ``K >= max(tree.n_slots)``, the number of slots per node.
+
+    Returns:
+      ``(capacity, K, N)`` array. Slot ``k < n_slots[j]`` of row ``j`` is an element of ``S``
+      (``+inf``: any value allowed; ``nan``: no value allowed); other slots are ``+inf``.
+    """
+    _count("forbidden_sets")
+    cap, n = sem.shape
+    K = n_slots
+    S = jnp.full((cap, K, n), jnp.inf, sem.dtype)
+    slot = jnp.arange(K)[:, None]
+
+    def body(j, S):
+        p = tree.parent[j]
+        first = tree.left[p] == j
+        op = tree.op[p]
+        other = jnp.where(first, sem[tree.right[p]], sem[tree.left[p]])
+        new = child_forbidden(op, first, S[p], other[None, :])
+        cp = tree.n_slots[p]
+        new = jnp.where(slot < cp, new, jnp.inf)
+        add_zero = (op == DIV) & ~first
+        new = jnp.where(add_zero & (slot == cp), 0.0, new)
+        new = jnp.where(j < tree.n_nodes, new, jnp.inf)
+        return S.at[j].set(new)
+
+    return lax.fori_loop(1, cap, body, S)
+
+
+def equation_mse(a, b, c, d, o):
+    """``mean(((a*o - b)/(c*o - d))**2)`` over the last axis (equation 6)."""
+    return jnp.mean(((a * o - b) / (c * o - d)) ** 2, axis=-1)
+
+
+def is_forbidden(S, n_used, v):
+    """True where the semantic ``v`` hits the forbidden set.
+
+    Args:
+      S: ``(..., K, N)`` forbidden values; n_used: number of used slots (broadcastable to
+        ``(...)``); v: ``(..., N)`` candidate semantic (or a scalar constant, ``(...)`` with
+        a trailing axis of 1).
+
+    Returns:
+      bool ``(...)``: some used slot has ``nan`` anywhere, or equals ``v`` somewhere.
+    """
+    K = S.shape[-2]
+    used = jnp.arange(K) < jnp.asarray(n_used)[..., None]
+    hit = jnp.isnan(S) | (S == v[..., None, :])
+    return jnp.any(hit & used[..., None], axis=(-2, -1))

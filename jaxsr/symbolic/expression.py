@@ -1,0 +1,478 @@
+"""Expression trees of ``+ - * /`` over variables and constants, as flat pre-order arrays.
+
+An :class:`Expression` with ``n`` nodes is three host-side numpy arrays in pre-order (node 1
+of the paper is index 0): ``op`` (one of the codes below), ``value`` (the constant of a
+constant node) and ``feature`` (the column index of a variable node). Children, parents and
+subtree sizes follow from the pre-order layout. Edits (replacing a subtree) happen here, on
+the host; every numeric pass runs on :class:`TreeArrays`, the same arrays padded to a
+capacity bucket (16, 32, 64, ...) so that a growing tree recompiles only when it changes
+bucket.
+
+Paper: section 2 (trees of terminals and the four arithmetic operators, Figure 1).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "PAD",
+    "CONST",
+    "VAR",
+    "ADD",
+    "SUB",
+    "MUL",
+    "DIV",
+    "OP_SYMBOLS",
+    "Expression",
+    "TreeArrays",
+    "capacity_bucket",
+]
+
+# Operator codes (int32). PAD marks unused slots of a padded tree.
+PAD, CONST, VAR, ADD, SUB, MUL, DIV = 0, 1, 2, 3, 4, 5, 6
+OP_SYMBOLS = {ADD: "+", SUB: "-", MUL: "*", DIV: "/"}
+_SYMBOL_OPS = {v: k for k, v in OP_SYMBOLS.items()}
+MIN_CAPACITY = 16
+
+
+def capacity_bucket(n_nodes: int, minimum: int = MIN_CAPACITY) -> int:
+    """Smallest power of two ``>= max(n_nodes, minimum)`` (16, 32, 64, ...)."""
+    cap = max(int(minimum), 1)
+    while cap < n_nodes:
+        cap *= 2
+    return cap
+
+
+class TreeArrays(NamedTuple):
+    """A tree padded to ``capacity`` nodes, as device arrays (a JAX pytree).
+
+    All arrays have shape ``(capacity,)``; entries at index ``>= n_nodes`` are padding
+    (``op == PAD``). Indices refer to pre-order positions; for leaves and padding ``left``,
+    ``right`` are 0 and for the root ``parent`` is 0 (use ``op`` / the index to mask).
+    """
+
+    op: np.ndarray  # int32 (capacity,): PAD, CONST, VAR, ADD, SUB, MUL, DIV
+    left: np.ndarray  # int32 (capacity,): index of the first child (0 for leaves)
+    right: np.ndarray  # int32 (capacity,): index of the second child (0 for leaves)
+    parent: np.ndarray  # int32 (capacity,): index of the parent (0 for the root)
+    value: np.ndarray  # float (capacity,): constant of CONST nodes (0 elsewhere)
+    feature: np.ndarray  # int32 (capacity,): column of VAR nodes (0 elsewhere)
+    size: np.ndarray  # int32 (capacity,): number of nodes of the subtree rooted here
+    depth: np.ndarray  # int32 (capacity,): depth (root = 0)
+    height: np.ndarray  # int32 (capacity,): height of the subtree rooted here (leaf = 1)
+    n_slots: np.ndarray  # int32 (capacity,): number of forbidden sets S of the node
+    n_nodes: np.ndarray  # int32 (): number of real nodes
+
+
+class Expression:
+    """An expression tree as flat pre-order arrays (host side, immutable by convention).
+
+    Args:
+      op: int array ``(n,)`` of operator codes (``CONST, VAR, ADD, SUB, MUL, DIV``).
+      value: float array ``(n,)``, the constant of each ``CONST`` node.
+      feature: int array ``(n,)``, the variable (column) index of each ``VAR`` node.
+
+    Raises:
+      ValueError: if the arrays are not a valid pre-order binary tree.
+    """
+
+    __slots__ = ("op", "value", "feature", "_left", "_right", "_parent", "_size", "_depth",
+                 "_height")
+
+    def __init__(self, op, value, feature):
+        self.op = np.asarray(op, dtype=np.int32).copy()
+        self.value = np.asarray(value, dtype=np.float64).copy()
+        self.feature = np.asarray(feature, dtype=np.int32).copy()
+        n = self.op.shape[0]
+        if n == 0 or self.value.shape != (n,) or self.feature.shape != (n,):
+            raise ValueError("an expression needs op, value and feature arrays of equal "
+                             "length >= 1")
+        self._structure()
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def constant(cls, k: float) -> Expression:
+        return cls([CONST], [float(k)], [0])
+
+    @classmethod
+    def variable(cls, j: int) -> Expression:
+        return cls([VAR], [0.0], [int(j)])
+
+    @classmethod
+    def binary(cls, op: int | str, first: Expression, second: Expression) -> Expression:
+        code = _SYMBOL_OPS[op] if isinstance(op, str) else int(op)
+        if code not in OP_SYMBOLS:
+            raise ValueError(f"unknown binary operator {op!r}")
+        return cls(
+            np.concatenate([[code], first.op, second.op]),
+            np.concatenate([[0.0], first.value, second.value]),
+            np.concatenate([[0], first.feature, second.feature]),
+        )
+
+    @classmethod
+    def parse(cls, text: str, feature_names: list[str] | None = None) -> Expression:
+        """Parse an infix expression over ``+ - * /``, parentheses, numbers and names.
+
+        Names are looked up in ``feature_names`` (default ``x1, x2, ...`` meaning columns
+        0, 1, ...); a name with spaces or operators can be written in backquotes.
+        Usual precedence; ``-`` and ``/`` associate to the left.
+
+        Raises:
+          ValueError: on a syntax error or an unknown name.
+        """
+        return _Parser(text, feature_names).parse()
+
+    def _structure(self) -> None:
+        n = self.op.shape[0]
+        left = np.zeros(n, np.int32)
+        right = np.zeros(n, np.int32)
+        parent = np.zeros(n, np.int32)
+        size = np.ones(n, np.int32)
+        depth = np.zeros(n, np.int32)
+        # Walk the pre-order with a stack of (node, children seen).
+        stack: list[list[int]] = []
+        for i in range(n):
+            code = int(self.op[i])
+            if code not in (CONST, VAR, ADD, SUB, MUL, DIV):
+                raise ValueError(f"invalid operator code {code} at node {i}")
+            if stack:
+                p, seen = stack[-1]
+                parent[i] = p
+                depth[i] = depth[p] + 1
+                if seen == 0:
+                    left[p] = i
+                else:
+                    right[p] = i
+                stack[-1][1] += 1
+                if stack[-1][1] == 2:
+                    stack.pop()
+            elif i > 0:
+                raise ValueError("the arrays hold more than one tree (extra nodes after the root)")
+            if code in OP_SYMBOLS:
+                stack.append([i, 0])
+        if stack:
+            raise ValueError("incomplete tree: an operator is missing a child")
+        height = np.ones(n, np.int32)
+        for i in range(n - 1, -1, -1):
+            if self.op[i] in OP_SYMBOLS:
+                size[i] = 1 + size[left[i]] + size[right[i]]
+                height[i] = 1 + max(height[left[i]], height[right[i]])
+        self._left, self._right, self._parent = left, right, parent
+        self._size, self._depth, self._height = size, depth, height
+
+    # ----------------------------------------------------------------- structure
+    @property
+    def n_nodes(self) -> int:
+        return int(self.op.shape[0])
+
+    @property
+    def left(self) -> np.ndarray:
+        return self._left
+
+    @property
+    def right(self) -> np.ndarray:
+        return self._right
+
+    @property
+    def parent(self) -> np.ndarray:
+        return self._parent
+
+    @property
+    def subtree_sizes(self) -> np.ndarray:
+        return self._size
+
+    @property
+    def depths(self) -> np.ndarray:
+        return self._depth
+
+    @property
+    def height(self) -> int:
+        return int(self._depth.max()) + 1
+
+    def forbidden_slot_counts(self) -> np.ndarray:
+        """Number of elements of ``S`` at each node: ancestors that are divisions whose
+        second child is on the path (section 2, the S set grows by one there)."""
+        n = self.n_nodes
+        cnt = np.zeros(n, np.int32)
+        for i in range(1, n):
+            p = self._parent[i]
+            cnt[i] = cnt[p] + int(self.op[p] == DIV and self._right[p] == i)
+        return cnt
+
+    def subtree(self, i: int) -> Expression:
+        s = int(self._size[i])
+        return Expression(self.op[i : i + s], self.value[i : i + s], self.feature[i : i + s])
+
+    def replace(self, i: int, new: Expression) -> Expression:
+        """Return a new expression with the subtree at pre-order index ``i`` replaced."""
+        s = int(self._size[i])
+        return Expression(
+            np.concatenate([self.op[:i], new.op, self.op[i + s :]]),
+            np.concatenate([self.value[:i], new.value, self.value[i + s :]]),
+            np.concatenate([self.feature[:i], new.feature, self.feature[i + s :]]),
+        )
+
+    def with_constant(self, i: int, k: float) -> Expression:
+        if self.op[i] != CONST:
+            raise ValueError(f"node {i} is not a constant")
+        value = self.value.copy()
+        value[i] = float(k)
+        return Expression(self.op, value, self.feature)
+
+    def padded(self, capacity: int | None = None, dtype=np.float64) -> TreeArrays:
+        """The tree padded to ``capacity`` (default: its bucket) as :class:`TreeArrays`."""
+        n = self.n_nodes
+        cap = capacity_bucket(n) if capacity is None else int(capacity)
+        if cap < n:
+            raise ValueError(f"capacity {cap} is smaller than the tree ({n} nodes)")
+
+        def pad(a, dt):
+            out = np.zeros(cap, dt)
+            out[:n] = a
+            return out
+
+        return TreeArrays(
+            op=pad(self.op, np.int32),
+            left=pad(self._left, np.int32),
+            right=pad(self._right, np.int32),
+            parent=pad(self._parent, np.int32),
+            value=pad(self.value, dtype),
+            feature=pad(self.feature, np.int32),
+            size=pad(self._size, np.int32),
+            depth=pad(self._depth, np.int32),
+            height=pad(self._height, np.int32),
+            n_slots=pad(self.forbidden_slot_counts(), np.int32),
+            n_nodes=np.asarray(n, np.int32),
+        )
+
+    # ----------------------------------------------------------------- evaluation
+    def evaluate(self, X) -> np.ndarray:
+        """Plain numpy evaluation (float64, IEEE: a zero denominator gives inf/nan).
+
+        Args:
+          X: ``(n_samples, n_features)`` array.
+
+        Returns:
+          ``(n_samples,)`` outputs of the root.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        n = self.n_nodes
+        sem: list[np.ndarray | None] = [None] * n
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for i in range(n - 1, -1, -1):
+                code = self.op[i]
+                if code == CONST:
+                    sem[i] = np.full(X.shape[0], self.value[i])
+                elif code == VAR:
+                    sem[i] = X[:, self.feature[i]].copy()
+                else:
+                    a, b = sem[self._left[i]], sem[self._right[i]]
+                    sem[i] = _NUMPY_OPS[int(code)](a, b)
+        return sem[0]
+
+    def to_jax(self):
+        """A pure JAX function ``f(X) -> (n_samples,)`` of ``X`` ``(n_samples, n_features)``.
+
+        The function closes over the constants; it is jit-, vmap- and grad-able and
+        computes exactly the operations of :meth:`evaluate` in the same order.
+        """
+        import jax.numpy as jnp
+
+        op, value, feature = self.op.copy(), self.value.copy(), self.feature.copy()
+        left, right = self._left.copy(), self._right.copy()
+
+        def f(X):
+            X = jnp.asarray(X)
+
+            def rec(i):
+                code = int(op[i])
+                if code == CONST:
+                    return jnp.full(X.shape[:-1], value[i], dtype=X.dtype)
+                if code == VAR:
+                    return X[..., int(feature[i])]
+                a, b = rec(int(left[i])), rec(int(right[i]))
+                if code == ADD:
+                    return a + b
+                if code == SUB:
+                    return a - b
+                if code == MUL:
+                    return a * b
+                return a / b
+
+            return rec(0)
+
+        return f
+
+    # ----------------------------------------------------------------- printing
+    def to_string(self, feature_names: list[str] | None = None) -> str:
+        """Fully parenthesised infix, e.g. ``((6.67e-11 / x3) * x1)``.
+
+        Constants are printed with ``repr`` (all float64 digits); names that are not plain
+        identifiers are quoted in backquotes so that :meth:`parse` reads them back.
+        """
+        names = feature_names
+
+        def name(j):
+            s = names[j] if names is not None else f"x{j + 1}"
+            return s if _IDENT.fullmatch(s) else "`" + s.replace("`", "'") + "`"
+
+        def rec(i):
+            code = int(self.op[i])
+            if code == CONST:
+                return repr(float(self.value[i]))
+            if code == VAR:
+                return name(int(self.feature[i]))
+            return f"({rec(int(self._left[i]))} {OP_SYMBOLS[code]} {rec(int(self._right[i]))})"
+
+        return rec(0)
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+    def __repr__(self) -> str:
+        return f"Expression({self.to_string()!r})"
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, Expression)
+            and np.array_equal(self.op, other.op)
+            and np.array_equal(self.feature * (self.op == VAR), other.feature * (other.op == VAR))
+            and np.array_equal(self.value * (self.op == CONST), other.value * (other.op == CONST))
+        )
+
+    __hash__ = None  # mutable numpy arrays inside
+
+    def sympy(self, feature_names: list[str] | None = None):
+        """The expression as a ``sympy`` expression (sympy is imported lazily).
+
+        Each variable becomes ``sympy.Symbol(name)`` whatever characters the name holds;
+        constants become ``sympy.Float`` with 17 significant digits. The tree is built with
+        ``evaluate=False`` so its structure is kept.
+        """
+        import sympy
+
+        names = feature_names
+        symbols: dict[int, object] = {}
+
+        def sym(j):
+            if j not in symbols:
+                symbols[j] = sympy.Symbol(names[j] if names is not None else f"x{j + 1}")
+            return symbols[j]
+
+        def rec(i):
+            code = int(self.op[i])
+            if code == CONST:
+                return sympy.Float(float(self.value[i]), 17)
+            if code == VAR:
+                return sym(int(self.feature[i]))
+            a, b = rec(int(self._left[i])), rec(int(self._right[i]))
+            if code == ADD:
+                return sympy.Add(a, b, evaluate=False)
+            if code == SUB:
+                return sympy.Add(a, sympy.Mul(-1, b, evaluate=False), evaluate=False)
+            if code == MUL:
+                return sympy.Mul(a, b, evaluate=False)
+            return sympy.Mul(a, sympy.Pow(b, -1, evaluate=False), evaluate=False)
+
+        return rec(0)
+
+    def to_dict(self) -> dict:
+        return {
+            "op": [int(v) for v in self.op],
+            "value": [float(v) for v in self.value],
+            "feature": [int(v) for v in self.feature],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Expression:
+        return cls(d["op"], d["value"], d["feature"])
+
+
+def _div(a, b):
+    return a / b
+
+
+_NUMPY_OPS = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, DIV: _div}
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
+    r"|`(?P<quoted>[^`]*)`|(?P<sym>[-+*/()]))"
+)
+
+
+class _Parser:
+    def __init__(self, text: str, feature_names):
+        self.text = text
+        self.names = feature_names
+        self.tokens: list[tuple[str, str]] = []
+        pos = 0
+        text = text.rstrip()
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if m is None or m.end() == pos:
+                raise ValueError(f"cannot parse {self.text!r} at position {pos}")
+            kind = m.lastgroup
+            self.tokens.append((kind, m.group(kind)))
+            pos = m.end()
+        self.i = 0
+
+    def peek(self):
+        return self.tokens[self.i] if self.i < len(self.tokens) else (None, None)
+
+    def take(self):
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def parse(self) -> Expression:
+        e = self.expr()
+        if self.i != len(self.tokens):
+            raise ValueError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
+        return e
+
+    def expr(self):
+        e = self.term()
+        while self.peek() in (("sym", "+"), ("sym", "-")):
+            op = self.take()[1]
+            e = Expression.binary(op, e, self.term())
+        return e
+
+    def term(self):
+        e = self.factor()
+        while self.peek() in (("sym", "*"), ("sym", "/")):
+            op = self.take()[1]
+            e = Expression.binary(op, e, self.factor())
+        return e
+
+    def factor(self):
+        kind, tok = self.take()
+        if kind == "sym" and tok == "(":
+            e = self.expr()
+            if self.take() != ("sym", ")"):
+                raise ValueError(f"missing ')' in {self.text!r}")
+            return e
+        if kind == "sym" and tok == "-":
+            nk, nt = self.peek()
+            if nk == "num":
+                self.take()
+                return Expression.constant(-float(nt))
+            return Expression.binary("-", Expression.constant(0.0), self.factor())
+        if kind == "num":
+            return Expression.constant(float(tok))
+        if kind in ("name", "quoted"):
+            return Expression.variable(self._lookup(tok))
+        raise ValueError(f"unexpected {tok!r} in {self.text!r}")
+
+    def _lookup(self, name: str) -> int:
+        if self.names is not None:
+            if name in self.names:
+                return self.names.index(name)
+            raise ValueError(f"unknown variable {name!r}; known: {list(self.names)}")
+        m = re.fullmatch(r"x(\d+)", name)
+        if m and int(m.group(1)) >= 1:
+            return int(m.group(1)) - 1
+        raise ValueError(f"unknown variable {name!r}; without feature_names use x1, x2, ...")
