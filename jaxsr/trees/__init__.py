@@ -1,0 +1,29 @@
+"""Optimal sparse regression trees (OSRT): provably optimal trees by DP with bounds.
+
+Estimator layer: :class:`OptimalTreeRegressor`, :class:`Tree`, :class:`Binarizer`.
+Functional layer (pure, jittable, vmappable JAX functions with documented shapes):
+:func:`weighted_kmeans`, :func:`weighted_kmedians`, :func:`kmeans_lower_bound`,
+:func:`leaf_statistics`, :func:`optimal_subtree_cost`.
+"""
+
+from .bounds import leaf_statistics as leaf_statistics
+from .kmeans import kmeans_lower_bound as kmeans_lower_bound
+from .kmeans import weighted_kmeans as weighted_kmeans
+from .kmeans import weighted_kmedians as weighted_kmedians
+from .subtrees import optimal_subtree_cost as optimal_subtree_cost
+from .tree import Tree as Tree
+
+try:  # Binarizer lands in parallel (binarize.py); the package must import before it does
+    from .binarize import Binarizer as Binarizer
+except ImportError:  # pragma: no cover
+    Binarizer = None
+
+__all__ = [
+    "Binarizer",
+    "Tree",
+    "kmeans_lower_bound",
+    "leaf_statistics",
+    "optimal_subtree_cost",
+    "weighted_kmeans",
+    "weighted_kmedians",
+]

@@ -1,0 +1,122 @@
+"""Leaf statistics and lower bounds of subproblems (OSRT section 3).
+
+A *subproblem* is a support set over the equivalence classes (unique binary feature rows)
+together with the number of levels ``r`` a subtree on it may still use (``r = 1``: a leaf).
+Every class ``u`` carries six statistics, the columns of ``class_stats``:
+
+====  =====================================================================
+``W``  summed sample weight of the class
+``S``  summed ``w * y`` (``y`` centred on its weighted mean, for accuracy)
+``Q``  summed ``w * y^2``
+``E``  the class's own loss around its best constant (equivalence loss, eq. 4)
+``N``  number of samples (unweighted; for ``min_samples_leaf``)
+``C``  1 (so sums count classes)
+====  =====================================================================
+
+Sums over a support set are matrix products, so the statistics of the children of *every*
+split of a subproblem come out of one product ``class_features.T @ (mask * class_stats)``
+(:func:`leaf_statistics`). The bounds, all in objective units (loss / normaliser +
+lambda * leaves):
+
+* one leaf: ``(Q - S^2 / W) / normaliser + lambda`` for squared loss (:func:`leaf_cost`);
+* equivalent points (Theorem 3.3): a tree that splits costs at least
+  ``sum_u E_u / normaliser + 2 lambda`` (``+ lambda`` without the one-step lookahead of
+  Theorem 3.2, which counts the second leaf a split must create);
+* k-Means equivalent points (Theorem 3.5): :func:`jaxsr.trees.kmeans.kmeans_lower_bound`;
+* hierarchical (Theorem 3.1): a bound of a subproblem holds for all its descendants; the
+  search prunes a split whose children's bounds already reach the best objective found.
+
+The lower bound of a subproblem is ``min(leaf cost, bound for trees that split)``.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = [
+    "STAT_W",
+    "STAT_S",
+    "STAT_Q",
+    "STAT_E",
+    "STAT_N",
+    "STAT_C",
+    "N_STATS",
+    "leaf_statistics",
+    "squared_loss",
+    "leaf_cost",
+    "equivalent_points_bound",
+]
+
+STAT_W, STAT_S, STAT_Q, STAT_E, STAT_N, STAT_C = range(6)
+N_STATS = 6
+
+
+def leaf_statistics(class_features, class_stats, mask):
+    """Statistics of a subproblem and of the "feature is true" child of every split.
+
+    Args:
+      class_features: ``(U, M)`` float 0/1, the binary feature row of each class.
+      class_stats: ``(U, s)`` float, per-class statistics (columns ``W, S, Q, E, N, C``).
+      mask: ``(U,)`` bool or 0/1, the support set.
+
+    Returns:
+      ``(true_stats, total)``: ``true_stats`` of shape ``(M, s)`` are the sums over the
+      classes of the support with feature ``m`` equal to 1; ``total`` ``(s,)`` the sums over
+      the support. The "false" child of split ``m`` is ``total - true_stats[m]``.
+      Pure; jittable; ``jax.vmap`` over ``mask`` gives a batch of subproblems.
+    """
+    st = jnp.asarray(class_stats) * jnp.asarray(mask).astype(jnp.asarray(class_stats).dtype)[
+        :, None]
+    return jnp.asarray(class_features, dtype=st.dtype).T @ st, jnp.sum(st, axis=0)
+
+
+def _squared_loss(xp, st):
+    W, S, Q = st[..., STAT_W], st[..., STAT_S], st[..., STAT_Q]
+    pos = W > 0
+    loss = Q - xp.where(pos, S * S / xp.where(pos, W, 1.0), 0.0)
+    return xp.maximum(loss, 0.0)
+
+
+def squared_loss(stats):
+    """Sum of weighted squared errors around the weighted mean: ``Q - S^2 / W`` (>= 0).
+
+    Args:
+      stats: ``(..., s)`` float statistics (columns as in the module docstring).
+
+    Returns:
+      ``(...)`` float. Numpy in, numpy out; JAX in, JAX out.
+    """
+    xp = np if isinstance(stats, np.ndarray) else jnp
+    return _squared_loss(xp, stats)
+
+
+def leaf_cost(stats, regularization, normalizer, min_samples_leaf=1):
+    """Objective of a single leaf: ``squared_loss / normalizer + lambda``.
+
+    Args:
+      stats: ``(..., s)`` float statistics.
+      regularization: ``lambda``.
+      normalizer: the loss normaliser (``SST``, or ``sum of weights`` for the raw mean loss).
+      min_samples_leaf: a leaf needs at least ``max(1, min_samples_leaf)`` samples.
+
+    Returns:
+      ``(...)`` float; ``inf`` where the leaf holds too few samples.
+    """
+    xp = np if isinstance(stats, np.ndarray) else jnp
+    ok = stats[..., STAT_N] >= max(1, min_samples_leaf)
+    return xp.where(ok, _squared_loss(xp, stats) / normalizer + regularization, xp.inf)
+
+
+def equivalent_points_bound(stats, regularization, normalizer, lookahead=True):
+    """Equivalent points bound for trees that split (Theorem 3.3, with Theorem 3.2).
+
+    Args:
+      stats: ``(..., s)`` float statistics.
+      regularization, normalizer: as in :func:`leaf_cost`.
+      lookahead: count the two leaves every split creates (``2 lambda``) instead of one.
+
+    Returns:
+      ``(...)`` float: ``E / normalizer + (2 if lookahead else 1) * lambda``.
+    """
+    return stats[..., STAT_E] / normalizer + (2.0 if lookahead else 1.0) * regularization
