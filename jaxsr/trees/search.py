@@ -1,0 +1,514 @@
+"""Dynamic programming with bounds over support sets (OSRT section 4).
+
+A subproblem is a support set over the *equivalence classes* (unique binary feature rows;
+a support always contains whole classes) plus the number ``r`` of levels a subtree on it
+may use (``r = 1``: a leaf). Its memo key is the bit-packed support and ``r``.
+
+The search is a depth-first branch and bound in the style of GOSDT / MurTree:
+``solve(subproblem, cap)`` either proves the optimum (lower bound = upper bound) or proves
+that no tree on the subproblem costs less than ``cap`` (its lower bound reaches ``cap``),
+and memoises lower bound, upper bound and best root split per subproblem. At each
+subproblem:
+
+1. the statistics of the children of *every* split come from one matrix product
+   (:func:`jaxsr.trees.bounds.leaf_statistics`), giving their leaf costs and cheap bounds
+   (equivalent points + one-step lookahead, or their memoised bounds);
+2. splits are tried in order of the sum of their children's lower bounds; a split whose
+   bound sum reaches ``min(best so far, cap)`` is pruned together with all later ones
+   (hierarchical bound, Theorem 3.1); each child is solved with the cap its sibling
+   leaves (``cap - lower bound of the sibling``);
+3. when a subproblem is first expanded, its k-Means equivalent-points lower bound
+   (Theorem 3.5, Algorithm 1; :mod:`jaxsr.trees.kmeans`) is computed with at most
+   ``min(2^(r-1), ...)`` clusters; if the bound for trees that split reaches the leaf
+   cost, the leaf is optimal (lookahead, Theorem 3.2).
+
+Two reformulations keep the answer exact and shrink the space:
+
+* a tree with ``H`` leaves costs at least ``E / normaliser + lambda H``, so no tree with
+  more than ``(leaf cost - E / normaliser) / lambda`` leaves (or more leaves than classes,
+  or than ``n / min_samples_leaf``) can beat the leaf: ``r`` is capped there. This is what
+  makes ``depth_budget=None`` (the paper's unconstrained problem) a finite-depth problem;
+* for squared loss, subproblems with at most ``exact_levels + 1`` levels left are solved
+  exactly and at once by :mod:`jaxsr.trees.subtrees` (pair / triple statistics).
+
+The result carries the certificate: the root's lower bound and the objective of the tree
+returned. With a time limit the search stops, and the lower bound is still valid: it is
+the minimum over the root's splits of the (memoised or cheap) bounds of their children.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bounds import N_STATS, STAT_C, STAT_E, STAT_N, STAT_Q, STAT_S, STAT_W
+from .kmeans import kmeans_losses_np, kmedians_losses_np, penalized_minimum
+from .subtrees import best_subtree_np
+from .tree import Tree
+
+__all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS"]
+
+ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")
+_BIG_DEPTH = 1 << 30
+_KMEDIANS_MAX_VALUES = 2000  # k-medians table is O(n^2): skip the bound above this size
+LB, UB, FEAT, SOLVED = range(4)
+
+
+@dataclass
+class SearchResult:
+    """What :meth:`OptimalTreeSearch.run` returns.
+
+    Attributes:
+      tree: the best tree found (a :class:`~jaxsr.trees.tree.Tree`).
+      objective: its objective as the search computed it (normalised loss + lambda*leaves).
+      lower_bound: a proven lower bound on the optimal objective.
+      timed_out: the time limit stopped the search.
+      n_subproblems: memoised subproblems; n_kernel_calls: exact-subtree evaluations;
+      n_kmeans: k-means / k-medians bounds computed; seconds: wall time of the search.
+    """
+
+    tree: Tree
+    objective: float
+    lower_bound: float
+    timed_out: bool
+    n_subproblems: int
+    n_kernel_calls: int
+    n_kmeans: int
+    seconds: float
+
+
+def _sq_loss(st):
+    W, S, Q = st[..., STAT_W], st[..., STAT_S], st[..., STAT_Q]
+    pos = W > 0
+    return np.maximum(Q - np.where(pos, S * S / np.where(pos, W, 1.0), 0.0), 0.0)
+
+
+def _wmad_columns(ys, Wm):
+    """Weighted absolute deviation around the weighted median, per column.
+
+    ``ys`` ``(n,)`` sorted ascending, ``Wm`` ``(n, B)`` weights (0 = not in the set).
+    Returns ``(loss (B,), median (B,))``.
+    """
+    if ys.shape[0] == 0:
+        return np.zeros(Wm.shape[1]), np.zeros(Wm.shape[1])
+    cw = np.cumsum(Wm, axis=0)
+    tot = cw[-1]
+    k = np.argmax(cw >= 0.5 * tot[None, :], axis=0)
+    med = ys[k]
+    return np.sum(Wm * np.abs(ys[:, None] - med[None, :]), axis=0), med
+
+
+class OptimalTreeSearch:
+    """The search state for one fit (see the module docstring).
+
+    Args:
+      X: ``(n, M)`` bool binary features.
+      y: ``(n,)`` float targets. w: ``(n,)`` float non-negative sample weights.
+      loss: ``"squared_error"`` or ``"absolute_error"``.
+      regularization: ``lambda >= 0`` per leaf, in normalised-loss units.
+      normalize: divide the loss by the one-leaf loss (SST or SAD around the median) if
+        True, else by the total sample weight (the paper's mean loss).
+      depth_budget: levels (1 = a single leaf) or None (no limit; needs ``lambda > 0``).
+      min_samples_leaf: minimum samples (unweighted) per leaf.
+      bounds: subset of :data:`ALL_BOUNDS` to use.
+      exact_levels: 0..3, split levels solved by the matrix-product kernels (squared
+        loss only); None picks the largest that fits in memory.
+      time_limit: seconds or None. verbose: progress lines on stderr.
+    """
+
+    def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
+                 depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
+                 time_limit=None, verbose=False):
+        self.l1 = loss == "absolute_error"
+        self.lam = float(regularization)
+        self.m1 = max(1, int(min_samples_leaf))
+        self.bounds = frozenset(bounds)
+        self.hier = "hierarchical" in self.bounds
+        self.look = 2 if "lookahead" in self.bounds else 1
+        self.equiv = "equivalent" in self.bounds
+        self.use_kmeans = "kmeans" in self.bounds
+        self.depth = _BIG_DEPTH if depth_budget is None else int(depth_budget)
+        self.time_limit = time_limit
+        self.verbose = verbose
+        X = np.asarray(X, dtype=bool)
+        y = np.asarray(y, dtype=np.float64)
+        w = np.asarray(w, dtype=np.float64)
+        self.n, self.M = X.shape
+        self.y, self.w = y, w
+        wsum = float(w.sum())
+        self.ybar = float(np.dot(w, y) / wsum) if wsum > 0 else float(y.mean())
+        yc = y - self.ybar
+        self.yc = yc
+
+        # equivalence classes = unique binary rows
+        packed = np.packbits(X, axis=1)
+        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
+        inv = np.asarray(inv).reshape(-1)
+        self.inv = inv
+        self.U = U = uniq.shape[0]
+        self.Xc_bool = np.unpackbits(uniq, axis=1, count=self.M).astype(bool)  # (U, M)
+        self.XcT = np.ascontiguousarray(self.Xc_bool.T)  # (M, U)
+        self.Xc = self.Xc_bool.astype(np.float64)
+        st = np.zeros((U, N_STATS))
+        st[:, STAT_W] = np.bincount(inv, w, U)
+        st[:, STAT_S] = np.bincount(inv, w * yc, U)
+        st[:, STAT_Q] = np.bincount(inv, w * yc * yc, U)
+        st[:, STAT_N] = np.bincount(inv, None, U)
+        st[:, STAT_C] = 1.0
+
+        # samples sorted by y (for absolute loss)
+        order = np.argsort(y, kind="stable")
+        self.ys, self.ws, self.cls_s = y[order], w[order], inv[order]
+        if self.l1:
+            E = np.zeros(U)
+            grp = np.argsort(self.cls_s, kind="stable")  # by class, y-sorted inside
+            bounds_ = np.searchsorted(self.cls_s[grp], np.arange(U + 1))
+            for u in range(U):
+                sl = grp[bounds_[u]:bounds_[u + 1]]
+                E[u] = _wmad_columns(self.ys[sl], self.ws[sl][:, None])[0][0]
+            st[:, STAT_E] = E
+            self.Xsamp = self.Xc_bool[self.cls_s]  # (n, M) in y order
+        else:
+            st[:, STAT_E] = _sq_loss(st)
+        self.stats = st
+        self.st4 = np.ascontiguousarray(st[:, [STAT_W, STAT_S, STAT_Q, STAT_N]])
+
+        # normaliser
+        if self.l1:
+            total_loss = float(_wmad_columns(self.ys, self.ws[:, None])[0][0])
+        else:
+            total_loss = float(_sq_loss(st.sum(0)))
+        # a target constant up to rounding has no loss to normalise: one leaf is optimal
+        scale = float(np.dot(w, y * y)) if self.l1 is False else float(np.dot(w, np.abs(y)))
+        if total_loss <= 1e-20 * max(scale, 1e-300):
+            total_loss = 0.0
+        if normalize:
+            self.norm = total_loss if total_loss > 0 else 1.0
+        else:
+            self.norm = wsum if wsum > 0 else 1.0
+        self.root_leaf_loss = total_loss / self.norm
+
+        # classes sorted by mean target (k-means order)
+        Wc = st[:, STAT_W]
+        v = np.where(Wc > 0, st[:, STAT_S] / np.where(Wc > 0, Wc, 1.0), 0.0)
+        self.korder = np.argsort(v, kind="stable")
+
+        if self.l1:
+            self.kl = 0
+        elif exact_levels is None:
+            self.kl = self.auto_exact_levels(U, self.M)
+        else:
+            self.kl = int(exact_levels)
+        self.tol = 1e-12 * max(1.0, self.root_leaf_loss + self.lam)
+        self.memo: dict = {}
+        self.n_kernel = 0
+        self.n_kmeans = 0
+        self._stop = False
+        self._timed_out = False
+
+    @staticmethod
+    def auto_exact_levels(U: int, M: int, budget_bytes: float = 6e8) -> int:
+        """Largest kernel depth whose work arrays fit in ``budget_bytes``."""
+        if 8.0 * (U * M * M + 60.0 * M ** 3) <= budget_bytes:
+            return 3
+        if 8.0 * (U * M * 4 + 60.0 * M ** 2) <= budget_bytes:
+            return 2
+        return 1
+
+    # ------------------------------------------------------------------ leaf costs
+    def _leaf_l1(self, mask):
+        sm = mask[self.cls_s]
+        return float(_wmad_columns(self.ys[sm], self.ws[sm][:, None])[0][0])
+
+    def _leaf_cost(self, mask, tot):
+        loss = self._leaf_l1(mask) if self.l1 else float(_sq_loss(tot))
+        return loss / self.norm + self.lam
+
+    def _deff(self, d, st, leaf):
+        """Levels that can matter (vectorised over leading axes of ``st``)."""
+        r = np.minimum(st[..., STAT_C], np.floor(st[..., STAT_N] / self.m1))
+        r = np.minimum(r, d)
+        if self.lam > 0:
+            gap = leaf - (st[..., STAT_E] / self.norm if self.equiv else 0.0)
+            h = np.floor(gap / self.lam * (1 + 1e-9) + 1e-9)
+            r = np.minimum(r, h)
+        return np.maximum(r, 1).astype(np.int64)
+
+    def _cheap_split_bound(self, st):
+        eq = st[..., STAT_E] / self.norm if self.equiv else 0.0
+        return eq + self.look * self.lam
+
+    # ------------------------------------------------------------------ entries
+    def _split_bound(self, mask, tot, d):
+        """Lower bound of trees that split, for a subproblem first expanded."""
+        b = float(self._cheap_split_bound(tot))
+        if not self.use_kmeans or (not self.l1 and d <= self.kl + 1):
+            return b
+        cmax = int(min(tot[STAT_C], np.floor(tot[STAT_N] / self.m1)))
+        if d - 1 < 40:
+            cmax = min(cmax, 1 << (d - 1))
+        if cmax < self.look:
+            return np.inf
+        stop = self.lam * self.norm
+        if self.l1:
+            sm = mask[self.cls_s]
+            vals, wts = self.ys[sm], self.ws[sm]
+            if vals.size == 0:
+                return b
+            brk = np.flatnonzero(np.diff(vals) > 0) + 1
+            starts = np.concatenate([[0], brk])
+            vals, wts = vals[starts], np.add.reduceat(wts, starts)
+            if vals.size > _KMEDIANS_MAX_VALUES:
+                return b
+            losses = kmedians_losses_np(vals, wts, cmax, stop)
+        else:
+            sel = self.korder[mask[self.korder]]
+            s = self.stats[sel]
+            losses = kmeans_losses_np(s[:, STAT_W], s[:, STAT_S], s[:, STAT_Q], cmax, stop)
+        self.n_kmeans += 1
+        if losses.shape[0] < self.look:
+            return b
+        return max(b, float(penalized_minimum(losses, self.lam, self.norm, self.look)))
+
+    def _new_entry(self, mask, tot, leaf, d):
+        if d <= 1:
+            return [leaf, leaf, -1, True]
+        sb = self._split_bound(mask, tot, d)
+        if sb >= leaf - self.tol:
+            return [leaf, leaf, -1, True]
+        return [min(leaf, sb), leaf, -1, False]
+
+    # ------------------------------------------------------------------ search
+    def _check_time(self):
+        if self._deadline is not None and time.perf_counter() > self._deadline:
+            self._stop = True
+            self._timed_out = True
+        if self.verbose and time.perf_counter() >= self._next_print:
+            self._print()
+        return self._stop
+
+    def _print(self):
+        self._next_print = time.perf_counter() + 1.0
+        r = self._root
+        lb = self._root_live_lb if self._root_live_lb is not None else r[LB]
+        print(f"[osrt] lower bound {lb:.6f}  upper bound {r[UB]:.6f}  "
+              f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
+              f"elapsed {time.perf_counter() - self._t0:.2f} s", file=sys.stderr, flush=True)
+
+    def _solve(self, mask, tot, leaf, d, key, cap):
+        e = self.memo.get(key)
+        if e is None:
+            e = self._new_entry(mask, tot, leaf, d)
+            self.memo[key] = e
+        if e[SOLVED] or e[LB] >= cap - self.tol or self._stop:
+            return e
+        if self.kl and d <= self.kl + 1:
+            idx = np.flatnonzero(mask)
+            c, f = best_subtree_np(self.Xc[idx], self.st4[idx], d - 1, self.lam, self.norm,
+                                   self.m1)
+            self.n_kernel += 1
+            e[:] = [c, c, f, True]
+            return e
+        return self._expand(mask, tot, leaf, d, e, cap, key is self._root_key)
+
+    def _children(self, mask, tot):
+        idx = np.flatnonzero(mask)
+        a = self.Xc[idx].T @ self.stats[idx]  # (M, s): the "true" children
+        comp = tot[None, :] - a
+        F = np.flatnonzero((a[:, STAT_N] >= self.m1) & (comp[:, STAT_N] >= self.m1))
+        a, comp = a[F], comp[F]
+        if self.l1:
+            sm = mask[self.cls_s]
+            ys, ws, Xn = self.ys[sm], self.ws[sm], self.Xsamp[sm][:, F]
+            lt = _wmad_columns(ys, ws[:, None] * Xn)[0]
+            lf = _wmad_columns(ys, ws[:, None] * ~Xn)[0]
+        else:
+            lt, lf = _sq_loss(a), _sq_loss(comp)
+        return F, a, comp, lt / self.norm + self.lam, lf / self.norm + self.lam
+
+    def _expand(self, mask, tot, leaf, d, e, cap, is_root):
+        F, a, comp, leafT, leafF = self._children(mask, tot)
+        if F.size == 0:
+            e[:] = [leaf, leaf, -1, True]
+            return e
+        dT = self._deff(d - 1, a, leafT)
+        dF = self._deff(d - 1, comp, leafF)
+        maskT = mask[None, :] & self.XcT[F]
+        maskF = mask[None, :] & ~self.XcT[F]
+        packT = np.packbits(maskT, axis=1)
+        packF = np.packbits(maskF, axis=1)
+        cheapT = np.minimum(leafT, self._cheap_split_bound(a))
+        cheapF = np.minimum(leafF, self._cheap_split_bound(comp))
+        lbT = np.where(dT > 1, cheapT, leafT)
+        lbF = np.where(dF > 1, cheapF, leafF)
+        keysT = [None] * F.size
+        keysF = [None] * F.size
+        memo = self.memo
+        for i in range(F.size):
+            if dT[i] > 1:
+                k = (packT[i].tobytes(), int(dT[i]))
+                keysT[i] = k
+                ce = memo.get(k)
+                if ce is not None:
+                    lbT[i] = max(lbT[i], ce[LB])
+            if dF[i] > 1:
+                k = (packF[i].tobytes(), int(dF[i]))
+                keysF[i] = k
+                ce = memo.get(k)
+                if ce is not None:
+                    lbF[i] = max(lbF[i], ce[LB])
+        lbsum = lbT + lbF
+        order = np.argsort(lbsum, kind="stable")
+        inf = np.inf
+        completed = True
+        for i in order:
+            if self._check_time():
+                completed = False
+                break
+            bound = min(e[UB], cap)
+            if self.hier and lbsum[i] >= bound - self.tol:
+                break
+            # the "true" child
+            if keysT[i] is None:
+                t_lb = t_ub = leafT[i]
+                t_ok = True
+            else:
+                ce = self._solve(maskT[i], a[i], leafT[i], int(dT[i]), keysT[i],
+                                 bound - lbF[i] if self.hier else inf)
+                t_lb, t_ub, t_ok = ce[LB], ce[UB], ce[SOLVED]
+            lbT[i] = max(lbT[i], t_lb)
+            lbsum[i] = lbT[i] + lbF[i]
+            if not t_ok:
+                if self._stop:
+                    if t_ub + leafF[i] < e[UB]:
+                        e[UB], e[FEAT] = t_ub + leafF[i], int(F[i])
+                    completed = False
+                    break
+                continue
+            # the "false" child
+            if keysF[i] is None:
+                f_lb = f_ub = leafF[i]
+                f_ok = True
+            else:
+                ce = self._solve(maskF[i], comp[i], leafF[i], int(dF[i]), keysF[i],
+                                 bound - t_ub if self.hier else inf)
+                f_lb, f_ub, f_ok = ce[LB], ce[UB], ce[SOLVED]
+            lbF[i] = max(lbF[i], f_lb)
+            lbsum[i] = lbT[i] + lbF[i]
+            if f_ok or self._stop:
+                total = t_ub + f_ub
+                if total < e[UB]:
+                    e[UB], e[FEAT] = total, int(F[i])
+            if is_root:
+                self._root_live_lb = max(e[LB], min(e[UB], float(lbsum.min())))
+            if not f_ok and self._stop:
+                completed = False
+                break
+        e[LB] = max(e[LB], min(e[UB], float(lbsum.min())))
+        if completed and e[UB] <= cap:
+            e[LB] = e[UB]
+            e[SOLVED] = True
+        elif e[LB] >= e[UB]:
+            e[LB] = e[UB]
+            e[SOLVED] = True
+        return e
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> SearchResult:
+        t0 = time.perf_counter()
+        self._t0 = t0
+        self._deadline = None if self.time_limit is None else t0 + float(self.time_limit)
+        self._next_print = t0 + 1.0
+        self._root_live_lb = None
+        mask = np.ones(self.U, dtype=bool)
+        tot = self.stats.sum(0)
+        leaf = self._leaf_cost(mask, tot)
+        d = int(self._deff(self.depth, tot, leaf))
+        key = (np.packbits(mask).tobytes(), d)
+        self._root_key = key
+        self._root = [leaf, leaf, -1, False]
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 4 * min(d, 100000) + 2000))
+        try:
+            e = self._new_entry(mask, tot, leaf, d)
+            self.memo[key] = e
+            self._root = e
+            if not e[SOLVED]:
+                if self._deadline is not None and self.time_limit <= 0:
+                    self._stop = self._timed_out = True
+                else:
+                    e = self._solve(mask, tot, leaf, d, key, np.inf)
+            self._root = e
+            tree = self._build(mask, self.depth)
+        finally:
+            sys.setrecursionlimit(old)
+        if self.verbose:
+            self._print()
+        return SearchResult(tree=tree, objective=float(e[UB]), lower_bound=float(e[LB]),
+                            timed_out=self._timed_out, n_subproblems=len(self.memo),
+                            n_kernel_calls=self.n_kernel, n_kmeans=self.n_kmeans,
+                            seconds=time.perf_counter() - t0)
+
+    # ------------------------------------------------------------------ tree extraction
+    def _root_feature(self, mask, tot, leaf, d):
+        if d <= 1:
+            return -1
+        key = (np.packbits(mask).tobytes(), d)
+        e = self.memo.get(key)
+        if e is not None and e[SOLVED]:
+            return int(e[FEAT])
+        if self.kl and d <= self.kl + 1:
+            idx = np.flatnonzero(mask)
+            return best_subtree_np(self.Xc[idx], self.st4[idx], d - 1, self.lam, self.norm,
+                                   self.m1)[1]
+        if e is not None:
+            return int(e[FEAT])
+        if not self._timed_out:
+            # never reached: a leaf can only be optimal here if it was pruned as such
+            return -1
+        return -1
+
+    def _node_value(self, mask):
+        sm = mask[self.inv]
+        ys, ws = self.y[sm], self.w[sm]
+        W = float(ws.sum())
+        if self.l1:
+            o = np.argsort(ys, kind="stable")
+            ww = ws[o] if W > 0 else np.ones(o.size)
+            loss, med = _wmad_columns(ys[o], ww[:, None])
+            v = float(med[0])
+            loss = float(np.sum(ws * np.abs(ys - v)))
+        else:
+            v = float(np.dot(ws, ys) / W) if W > 0 else float(ys.mean())
+            loss = float(np.sum(ws * (ys - v) ** 2))
+        return v, int(sm.sum()), W, loss
+
+    def _build(self, mask, depth) -> Tree:
+        rows = []  # (feature, true, false, value, n, w, loss)
+
+        def rec(m, d_in):
+            tot = self.stats[m].sum(0)
+            leaf = self._leaf_cost(m, tot)
+            d = int(self._deff(d_in, tot, leaf))
+            f = self._root_feature(m, tot, leaf, d)
+            v, n, W, loss = self._node_value(m)
+            i = len(rows)
+            rows.append([-1, -1, -1, v, n, W, loss])
+            if f >= 0:
+                rows[i][0] = f
+                rows[i][1] = rec(m & self.Xc_bool[:, f], d - 1)
+                rows[i][2] = rec(m & ~self.Xc_bool[:, f], d - 1)
+            return i
+
+        rec(mask, depth)
+        cols = list(zip(*rows, strict=True))
+        return Tree(feature=np.asarray(cols[0], dtype=int),
+                    true_child=np.asarray(cols[1], dtype=int),
+                    false_child=np.asarray(cols[2], dtype=int),
+                    value=np.asarray(cols[3], dtype=float),
+                    n_samples=np.asarray(cols[4], dtype=int),
+                    weight=np.asarray(cols[5], dtype=float),
+                    loss=np.asarray(cols[6], dtype=float))
