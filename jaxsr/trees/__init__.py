@@ -10,6 +10,7 @@ from .bounds import leaf_statistics as leaf_statistics
 from .kmeans import kmeans_lower_bound as kmeans_lower_bound
 from .kmeans import weighted_kmeans as weighted_kmeans
 from .kmeans import weighted_kmedians as weighted_kmedians
+from .regressor import OptimalTreeRegressor as OptimalTreeRegressor
 from .subtrees import optimal_subtree_cost as optimal_subtree_cost
 from .tree import Tree as Tree
 
@@ -20,6 +21,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = [
     "Binarizer",
+    "OptimalTreeRegressor",
     "Tree",
     "kmeans_lower_bound",
     "leaf_statistics",

@@ -1,0 +1,447 @@
+"""OptimalTreeRegressor: the provably optimal sparse regression tree (OSRT), scikit-learn style."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import numbers
+import os
+
+import numpy as np
+
+from .._config import precision, resolve_dtype
+from .._validation import (
+    as_2d_float,
+    check_sample_weight,
+    check_target,
+    default_feature_names,
+)
+from .search import ALL_BOUNDS, OptimalTreeSearch
+from .tree import Tree
+
+__all__ = ["OptimalTreeRegressor"]
+
+_LOSSES = ("squared_error", "absolute_error")
+_FORMAT = "jaxsr.OptimalTreeRegressor"
+
+
+def _available_memory_bytes() -> float:
+    try:
+        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 8e9
+
+
+class OptimalTreeRegressor:
+    """Provably optimal sparse regression tree over binary features (OSRT).
+
+    Minimises the objective (OSRT eq. 1 and 2)
+
+        R(t) = loss(t) / normaliser + regularization * leaves(t),   depth(t) <= depth_budget,
+
+    over all binary trees whose splits test one binary feature and whose leaves predict a
+    constant (the weighted mean for ``loss="squared_error"``, the weighted median for
+    ``"absolute_error"``), by dynamic programming with bounds (hierarchical, one-step
+    lookahead, equivalent points and the k-Means equivalent-points lower bound; see
+    :mod:`jaxsr.trees.search`). The fit ends with a certificate: ``lower_bound_`` is a
+    proven lower bound on the optimal objective, ``objective_`` the objective of the tree
+    returned, ``optimal_`` tells whether they meet.
+
+    **What is normalised.** ``loss(t)`` is the summed weighted loss over the training
+    samples: ``sum_i w_i (y_i - yhat_i)^2`` or ``sum_i w_i |y_i - yhat_i|``. With
+    ``normalize=True`` (default, as in the ``osrt`` package) the normaliser is that loss for
+    the one-leaf tree -- ``SST = sum_i w_i (y_i - ybar)^2`` for squared loss, the summed
+    absolute deviation from the weighted median for absolute loss -- so the one-leaf tree has
+    loss 1, ``loss / normaliser = 1 - R^2`` and ``regularization`` is scale-free. With
+    ``normalize=False`` the normaliser is ``sum_i w_i`` (``n`` without weights): the paper's
+    raw mean loss (MSE / MAE), and ``regularization`` is in units of ``y^2`` (``|y|``).
+
+    Args:
+      regularization: ``lambda >= 0``, the price of one leaf in objective units.
+      depth_budget: the most levels of the tree counting the root as 1 (the ``osrt``
+        package's meaning: 1 = a single leaf, 2 = one split); ``None`` = no depth limit
+        (the paper's unconstrained problem; needs ``regularization > 0``).
+      loss: ``"squared_error"`` or ``"absolute_error"``.
+      min_samples_leaf: every leaf holds at least this many training samples (unweighted).
+      time_limit: seconds; the search stops there and returns the best tree found, with
+        ``optimal_`` False unless the bounds already met. ``None``: no limit.
+      binarizer: ``None`` (``X`` must already be 0/1) or an unfitted
+        :class:`~jaxsr.trees.Binarizer`; a copy is fitted on ``X`` in :meth:`fit` and
+        applied in :meth:`predict`.
+      normalize: see above.
+      bounds: the bounds to use, any subset of ``("hierarchical", "lookahead",
+        "equivalent", "kmeans")``. Every subset gives the same optimum; fewer bounds only
+        make the search slower (ablation, OSRT section 6.4).
+      exact_levels: split levels solved at once by the matrix-product kernels of
+        :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks the
+        largest that fits in memory.
+      verbose: progress lines (lower bound, upper bound, subproblems, elapsed seconds) on
+        stderr.
+      dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
+        the predictions. The search's sums are always accumulated in float64 on the host,
+        so the certificate is exact to about 1e-12.
+
+    Attributes (after :meth:`fit`):
+      tree_: the fitted :class:`~jaxsr.trees.Tree`.
+      objective_: ``loss_ + regularization * n_leaves_`` of ``tree_``, recomputed from its
+        own predictions on the training data.
+      loss_: ``loss(tree_) / normaliser``.
+      lower_bound_: proven lower bound on the optimal objective (<= ``objective_``).
+      gap_: ``objective_ - lower_bound_`` (>= 0).
+      optimal_: ``gap_ <= 1e-9 * max(1, objective_)``: the tree is certified optimal.
+      timed_out_: the time limit stopped the search.
+      n_leaves_, depth_: size of ``tree_`` (``depth_`` counts the root as 1).
+      normalizer_: the normaliser of the loss.
+      n_features_in_, feature_names_in_: the columns of ``X`` seen in :meth:`fit`.
+      binary_feature_names_: names of the binary features the tree splits on.
+      binarizer_: the fitted copy of ``binarizer`` (or ``None``).
+      n_subproblems_, fit_seconds_: search statistics.
+
+    Raises:
+      ValueError: from :meth:`fit` for invalid hyper-parameters or data (see there).
+
+    Example:
+      >>> import numpy as np
+      >>> X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]] * 5)
+      >>> y = np.array([1.0, 1.0, 5.0, 5.0] * 5)
+      >>> m = OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, y)
+      >>> m.n_leaves_, m.optimal_, round(m.objective_, 6)
+      (2, True, 0.02)
+    """
+
+    def __init__(self, regularization=0.01, depth_budget=5, loss="squared_error",
+                 min_samples_leaf=1, time_limit=None, binarizer=None, normalize=True,
+                 bounds=ALL_BOUNDS, exact_levels=None, verbose=False, dtype="float64"):
+        self.regularization = regularization
+        self.depth_budget = depth_budget
+        self.loss = loss
+        self.min_samples_leaf = min_samples_leaf
+        self.time_limit = time_limit
+        self.binarizer = binarizer
+        self.normalize = normalize
+        self.bounds = bounds
+        self.exact_levels = exact_levels
+        self.verbose = verbose
+        self.dtype = dtype
+
+    # ------------------------------------------------------------------ params
+    @classmethod
+    def _get_param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep=True):
+        """Hyper-parameters as a dict (scikit-learn convention)."""
+        out = {}
+        for k in self._get_param_names():
+            v = getattr(self, k)
+            out[k] = v
+            if deep and hasattr(v, "get_params") and not isinstance(v, type):
+                for kk, vv in v.get_params().items():
+                    out[f"{k}__{kk}"] = vv
+        return out
+
+    def set_params(self, **params):
+        """Set hyper-parameters (``binarizer__n_thresholds=...`` reaches the binarizer)."""
+        valid = self._get_param_names()
+        nested: dict = {}
+        for k, v in params.items():
+            key, _, sub = k.partition("__")
+            if key not in valid:
+                raise ValueError(f"invalid parameter {key!r} for OptimalTreeRegressor; "
+                                 f"valid parameters are {valid}")
+            if sub:
+                nested.setdefault(key, {})[sub] = v
+            else:
+                setattr(self, key, v)
+        for key, sub in nested.items():
+            getattr(self, key).set_params(**sub)
+        return self
+
+    def __repr__(self):
+        defaults = {k: p.default for k, p in
+                    inspect.signature(type(self).__init__).parameters.items() if k != "self"}
+        parts = [f"{k}={getattr(self, k)!r}" for k in self._get_param_names()
+                 if not _same(getattr(self, k), defaults[k])]
+        return f"OptimalTreeRegressor({', '.join(parts)})"
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self):
+        lam = self.regularization
+        if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
+            raise ValueError(f"regularization must be a real number >= 0; got {lam!r}")
+        lam = float(lam)
+        if not math.isfinite(lam) or lam < 0:
+            raise ValueError(f"regularization must be a finite number >= 0; got {lam!r}")
+        d = self.depth_budget
+        if d is not None:
+            if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
+                raise ValueError("depth_budget must be None or an integer >= 1 "
+                                 f"(1 = a single leaf, 2 = one split); got {d!r}")
+            d = int(d)
+        if d is None and lam == 0:
+            raise ValueError("regularization=0 with depth_budget=None is unbounded: every "
+                             "split that lowers the loss pays off, so the tree would grow "
+                             "until each leaf is one equivalence class. Give "
+                             "regularization > 0 or a depth_budget.")
+        if self.loss not in _LOSSES:
+            raise ValueError(f"loss must be one of {_LOSSES}; got {self.loss!r}")
+        msl = self.min_samples_leaf
+        if isinstance(msl, bool) or not isinstance(msl, numbers.Integral) or msl < 1:
+            raise ValueError(f"min_samples_leaf must be an integer >= 1; got {msl!r}")
+        tl = self.time_limit
+        if tl is not None:
+            if isinstance(tl, bool) or not isinstance(tl, numbers.Real) or not tl >= 0 \
+                    or not math.isfinite(float(tl)):
+                raise ValueError(f"time_limit must be None or seconds >= 0; got {tl!r}")
+        bounds = (self.bounds,) if isinstance(self.bounds, str) else tuple(self.bounds)
+        unknown = [b for b in bounds if b not in ALL_BOUNDS]
+        if unknown:
+            raise ValueError(f"unknown bounds {unknown}; choose from {ALL_BOUNDS}")
+        el = self.exact_levels
+        if el is not None and (isinstance(el, bool) or not isinstance(el, numbers.Integral)
+                               or not 0 <= el <= 3):
+            raise ValueError(f"exact_levels must be None or an integer 0..3; got {el!r}")
+        if self.binarizer is not None and not (hasattr(self.binarizer, "fit")
+                                               and hasattr(self.binarizer, "transform")):
+            raise ValueError("binarizer must be None or a Binarizer (an object with fit and "
+                             f"transform); got {type(self.binarizer).__name__}")
+        return lam, d, int(msl), bounds, resolve_dtype(self.dtype)
+
+    @staticmethod
+    def _check_binary(Xa, names):
+        bad = np.flatnonzero(~np.all((Xa == 0) | (Xa == 1), axis=0))
+        if bad.size:
+            cols = [names[j] for j in bad[:5]] + (["..."] if bad.size > 5 else [])
+            raise ValueError(
+                f"X must be binary (0/1) when binarizer=None, but {bad.size} column(s) hold "
+                f"other values: {cols}. Binarize real features first, e.g. "
+                "OptimalTreeRegressor(binarizer=Binarizer()) or "
+                "Binarizer().fit_transform(X)."
+            )
+
+    @staticmethod
+    def _check_memory(n, M, U_est, exact_levels):
+        if M > 65535:
+            raise ValueError(f"X has {M} binary features; at most 65535 are supported. "
+                             "Use fewer thresholds per feature (Binarizer).")
+        need = 8.0 * n * M * 4
+        if exact_levels is not None and exact_levels >= 3:
+            need += 8.0 * (U_est * M * M + 60.0 * M ** 3)
+        elif exact_levels is not None and exact_levels == 2:
+            need += 8.0 * (U_est * M * 4 + 60.0 * M ** 2)
+        avail = _available_memory_bytes()
+        if need > 0.5 * avail:
+            raise ValueError(
+                f"X has {n} samples and {M} binary features: the search needs about "
+                f"{need / 1e9:.1f} GB, more than half of the memory available "
+                f"({avail / 1e9:.1f} GB). Use fewer binary features (fewer Binarizer "
+                "thresholds) or a smaller exact_levels.")
+
+    def _binary_X(self, X, *, fitting, y=None):
+        """(binary bool matrix, input feature names, binary feature names)."""
+        binarizer = self.binarizer if fitting else self.binarizer_
+        if binarizer is None:
+            Xa, names = as_2d_float(X)
+            if names is None:
+                names = default_feature_names(Xa.shape[1])
+            if not fitting:
+                if Xa.shape[1] != self.n_features_in_:
+                    raise ValueError(f"X has {Xa.shape[1]} features, but the model was "
+                                     f"fitted with {self.n_features_in_}")
+            self._check_binary(Xa, names)
+            return Xa > 0.5, names, list(names)
+        if fitting:
+            b = copy.deepcopy(self.binarizer)
+            Xb = b.fit(X, y).transform(X)
+            self.binarizer_ = b
+        else:
+            Xb = self.binarizer_.transform(X)
+        Xb = np.asarray(Xb)
+        if hasattr(X, "columns"):
+            names = [str(c) for c in X.columns]
+        else:
+            names = default_feature_names(np.asarray(X).shape[1] if np.ndim(X) == 2 else 0)
+        try:
+            bnames = [str(s) for s in self.binarizer_.get_feature_names_out()]
+        except Exception:  # noqa: BLE001 - any binarizer without names
+            bnames = default_feature_names(Xb.shape[1])
+        return Xb > 0.5, names, bnames
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, sample_weight=None):
+        """Find the optimal tree.
+
+        Args:
+          X: ``(n_samples, n_features)`` array-like or DataFrame; 0/1 values when
+            ``binarizer`` is None, else anything the binarizer accepts.
+          y: ``(n_samples,)`` real targets.
+          sample_weight: ``(n_samples,)`` non-negative weights, or None (all 1).
+
+        Returns:
+          ``self``.
+
+        Raises:
+          ValueError: invalid hyper-parameters (negative/NaN ``regularization``,
+            ``regularization=0`` with ``depth_budget=None``, ...); NaN/inf, empty data,
+            mismatched lengths; non-binary ``X`` with ``binarizer=None`` (the message names
+            the columns); too many binary features for the memory at hand.
+        """
+        lam, depth, msl, bounds, dt = self._check_params()
+        with precision(dt):
+            ya = check_target(y, dtype=dt)
+            Xb, names, bnames = self._binary_X(X, fitting=True, y=ya)
+            if self.binarizer is None:
+                self.binarizer_ = None
+            if Xb.shape[0] != ya.shape[0]:
+                raise ValueError(f"X and y have different numbers of samples: X has "
+                                 f"{Xb.shape[0]} rows, y has {ya.shape[0]}")
+            w = check_sample_weight(sample_weight, ya.shape[0], dtype=np.float64)
+            n, M = Xb.shape
+            el = self.exact_levels
+            if el is None and self.loss == "squared_error":
+                el = OptimalTreeSearch.auto_exact_levels(n, M)
+            self._check_memory(n, M, n, el)
+            search = OptimalTreeSearch(
+                Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
+                normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
+                bounds=bounds, exact_levels=el, time_limit=self.time_limit,
+                verbose=bool(self.verbose))
+            res = search.run()
+        tree = res.tree
+        tree.feature_names = list(bnames)
+        self.tree_ = tree
+        self.feature_names_in_ = np.asarray(names, dtype=object)
+        self.n_features_in_ = len(names)
+        self.binary_feature_names_ = list(bnames)
+        self.normalizer_ = float(search.norm)
+        self._finish(Xb, ya.astype(np.float64), w, lam, res.lower_bound)
+        self.timed_out_ = bool(res.timed_out)
+        self.n_subproblems_ = int(res.n_subproblems)
+        self.fit_seconds_ = float(res.seconds)
+        return self
+
+    def _finish(self, Xb, y, w, lam, lower_bound):
+        pred = self.tree_.predict(Xb)
+        r = y - pred
+        loss = np.dot(w, r * r) if self.loss == "squared_error" else np.dot(w, np.abs(r))
+        self.loss_ = float(loss / self.normalizer_)
+        self.n_leaves_ = self.tree_.n_leaves
+        self.depth_ = self.tree_.depth
+        self.objective_ = self.loss_ + lam * self.n_leaves_
+        self.lower_bound_ = float(min(lower_bound, self.objective_))
+        self.gap_ = float(self.objective_ - self.lower_bound_)
+        self.optimal_ = bool(self.gap_ <= 1e-9 * max(1.0, abs(self.objective_)))
+
+    # ------------------------------------------------------------------ predict
+    def _check_fitted(self):
+        if not hasattr(self, "tree_"):
+            raise ValueError("this OptimalTreeRegressor is not fitted yet; call fit(X, y) "
+                             "first")
+
+    def predict(self, X):
+        """Predictions ``(n_samples,)`` of dtype ``dtype`` for ``X`` (same kind as in fit).
+
+        Raises:
+          ValueError: not fitted, wrong number of features, NaN/inf, non-binary ``X``
+            without a binarizer.
+        """
+        self._check_fitted()
+        dt = resolve_dtype(self.dtype)
+        Xb, _, _ = self._binary_X(X, fitting=False)
+        if Xb.shape[1] != len(self.binary_feature_names_):
+            raise ValueError(f"X gives {Xb.shape[1]} binary features, but the model was "
+                             f"fitted with {len(self.binary_feature_names_)}")
+        return self.tree_.predict(Xb).astype(dt)
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination ``R^2`` of :meth:`predict` on ``(X, y)``."""
+        pred = self.predict(X).astype(np.float64)
+        ya = check_target(y, n_samples=pred.shape[0])
+        w = check_sample_weight(sample_weight, ya.shape[0])
+        ybar = np.dot(w, ya) / w.sum()
+        sst = np.dot(w, (ya - ybar) ** 2)
+        sse = np.dot(w, (ya - pred) ** 2)
+        if sst == 0:
+            return 1.0 if sse == 0 else 0.0
+        return float(1.0 - sse / sst)
+
+    def export_text(self, decimals: int = 4, show_counts: bool = True) -> str:
+        """The tree as an index card: ``if <feature> is true: ... else ... predict v``."""
+        self._check_fitted()
+        return self.tree_.export_text(self.binary_feature_names_, decimals=decimals,
+                                      show_counts=show_counts)
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict:
+        """A JSON-able dictionary of the fitted model; :meth:`from_dict` rebuilds it.
+
+        Raises:
+          ValueError: not fitted, or a binarizer without ``to_dict``.
+        """
+        self._check_fitted()
+        params = {k: v for k, v in self.get_params(deep=False).items() if k != "binarizer"}
+        params["bounds"] = list((params["bounds"],) if isinstance(params["bounds"], str)
+                                else params["bounds"])
+        params["dtype"] = str(resolve_dtype(params["dtype"]))
+        if params["regularization"] is not None:
+            params["regularization"] = float(params["regularization"])
+        b = None
+        if self.binarizer_ is not None:
+            if not hasattr(self.binarizer_, "to_dict"):
+                raise ValueError("the binarizer has no to_dict(); cannot serialise the model")
+            b = self.binarizer_.to_dict()
+        return {
+            "format": _FORMAT,
+            "version": 1,
+            "params": params,
+            "binarizer": b,
+            "tree": self.tree_.to_dict(),
+            "feature_names_in": [str(s) for s in self.feature_names_in_],
+            "binary_feature_names": list(self.binary_feature_names_),
+            "normalizer": self.normalizer_,
+            "certificate": {
+                "objective": self.objective_, "loss": self.loss_,
+                "lower_bound": self.lower_bound_, "gap": self.gap_,
+                "optimal": self.optimal_, "timed_out": self.timed_out_,
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> OptimalTreeRegressor:
+        """Rebuild a fitted model from :meth:`to_dict` output.
+
+        Raises:
+          ValueError: not a dictionary written by :meth:`to_dict`.
+        """
+        if not isinstance(d, dict) or d.get("format") != _FORMAT:
+            raise ValueError(f"not a {_FORMAT} dictionary (missing or wrong 'format')")
+        params = dict(d["params"])
+        params["bounds"] = tuple(params.get("bounds", ALL_BOUNDS))
+        est = cls(**params)
+        if d.get("binarizer") is not None:
+            from .binarize import Binarizer
+            est.binarizer = Binarizer.from_dict(d["binarizer"])
+            est.binarizer_ = est.binarizer
+        else:
+            est.binarizer_ = None
+        est.tree_ = Tree.from_dict(d["tree"])
+        est.feature_names_in_ = np.asarray(d["feature_names_in"], dtype=object)
+        est.n_features_in_ = len(d["feature_names_in"])
+        est.binary_feature_names_ = list(d["binary_feature_names"])
+        est.tree_.feature_names = list(est.binary_feature_names_)
+        est.normalizer_ = float(d["normalizer"])
+        c = d["certificate"]
+        est.objective_, est.loss_ = float(c["objective"]), float(c["loss"])
+        est.lower_bound_, est.gap_ = float(c["lower_bound"]), float(c["gap"])
+        est.optimal_, est.timed_out_ = bool(c["optimal"]), bool(c["timed_out"])
+        est.n_leaves_, est.depth_ = est.tree_.n_leaves, est.tree_.depth
+        return est
+
+
+def _same(a, b):
+    try:
+        return bool(a == b) if not isinstance(a, tuple | list) else tuple(a) == tuple(b)
+    except Exception:  # noqa: BLE001
+        return a is b
