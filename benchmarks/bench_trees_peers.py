@@ -1,0 +1,422 @@
+"""Optimal sparse regression trees: jaxsr against the PyPI packages ``osrt`` and ``pystreed``.
+
+On every CSV of ``shared/data/osrt/binarized/`` (last column = target, the others 0/1), with
+squared loss, ``regularization`` (lambda) 0.01 and ``depth_budget`` 5 (plus a few extra
+cases, e.g. ``sync`` with lambda 0.1 where pystreed's k-means bound is known to go wrong), in
+one run:
+
+* jaxsr's ``OptimalTreeRegressor`` (in this process; 'n/a' when it cannot be imported);
+* ``osrt`` 0.2.2 (config: ``regularization``, ``depth_budget``, ``minimum_captured_points: 1``
+  (its default 7 is a minimum leaf size that changes the optimum), ``k_cluster: True``,
+  ``time_limit``; it computes in float32);
+* ``pystreed`` 1.4 ``STreeDRegressor(optimization_task="cost-complex-regression",
+  max_depth=depth_budget - 1, cost_complexity=regularization)``, with its default
+  ``regression_lower_bound="kmeans"`` and with ``"equivalent"``.
+
+The peers need no JAX and live in another virtual environment, so they run in a subprocess
+of *their* python (``--peers-python``, or ``$JAXSR_PEERS_PYTHON``, default
+``/tmp/benchvenv/bin/python``) that runs this same file with ``--mode peers`` and writes JSON.
+
+Every tool's objective is recomputed here the same way, in float64, from the tool's own
+predictions on the training data and its own leaf count:
+
+    objective = SSE / SST + lambda * leaves,   SSE = sum (y - prediction)^2,
+                                               SST = sum (y - mean(y))^2
+
+(OSRT's normalised squared loss; pystreed's cost-complex objective charges lambda per branch
+node, i.e. lambda * (leaves - 1), the same optimum.) Times are wall-clock seconds around
+``fit``; for jaxsr both the first fit (with JIT compilation) and a second fit on the same data.
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/bench_trees_peers.py                 # all, one run, table
+    .venv/bin/python benchmarks/bench_trees_peers.py --datasets sync,servo
+    /tmp/benchvenv/bin/python benchmarks/bench_trees_peers.py --mode peers --json-out p.json
+
+The combined results go to ``benchmarks/results/trees_peers.json`` (``--out``) and the table
+to ``benchmarks/results/trees_peers.txt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEFAULT_PEERS_PYTHON = "/tmp/benchvenv/bin/python"
+EXTRA_CASES = [("sync", 0.1, 5), ("sync", 0.05, 5)]
+
+
+# ------------------------------------------------------------------------------ data
+def shared_data_dir() -> Path:
+    """``shared/data``: from ``jaxsr.datasets`` when importable, else walk up from here."""
+    try:
+        sys.path.insert(0, str(REPO))
+        from jaxsr.datasets import shared_data_dir as _sdd
+
+        return Path(_sdd())
+    except Exception:  # peers' python has no jax; or jaxsr.datasets not there yet
+        pass
+    finally:
+        if sys.path and sys.path[0] == str(REPO):
+            sys.path.pop(0)
+    env = os.environ.get("JAXSR_SHARED_DATA")
+    if env and Path(env).is_dir():
+        return Path(env)
+    for parent in HERE.parents:
+        cand = parent / "shared" / "data"
+        if cand.is_dir():
+            return cand
+    raise FileNotFoundError("shared/data not found; set JAXSR_SHARED_DATA to its path")
+
+
+def dataset_paths() -> dict[str, Path]:
+    folder = shared_data_dir() / "osrt" / "binarized"
+    return {p.stem: p for p in sorted(folder.glob("*.csv"))}
+
+
+def load_binarized(path: Path):
+    """``(X, y, names)``: X ``(n, m)`` uint8 0/1, y ``(n,)`` float64, m feature names."""
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    X = df.iloc[:, :-1].to_numpy()
+    if not np.isin(X, (0, 1)).all():
+        raise ValueError(f"{path.name}: features are not all 0/1")
+    y = df.iloc[:, -1].to_numpy(dtype=np.float64)
+    return X.astype(np.uint8), y, [str(c) for c in df.columns[:-1]]
+
+
+def objective(y: np.ndarray, pred: np.ndarray, leaves: int, lam: float) -> tuple[float, float]:
+    """``(SSE/SST + lam*leaves, SSE/SST)`` in float64 from predictions and a leaf count."""
+    y = np.asarray(y, dtype=np.float64)
+    pred = np.asarray(pred, dtype=np.float64).reshape(-1)
+    sst = float(np.sum((y - y.mean()) ** 2))
+    sse = float(np.sum((y - pred) ** 2))
+    loss = sse / sst if sst > 0 else (0.0 if sse == 0 else float("inf"))
+    return loss + lam * leaves, loss
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Silence stdout, also the C++ level (osrt prints from both)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            with contextlib.redirect_stdout(devnull):
+                yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+# ------------------------------------------------------------------------------ peers
+def run_osrt(X, y, names, lam, depth_budget, time_limit) -> dict:
+    import pandas as pd
+    from osrt.model.osrt import OSRT
+
+    config = {
+        "regularization": lam,
+        "depth_budget": depth_budget,
+        "minimum_captured_points": 1,
+        "k_cluster": True,
+        "time_limit": time_limit,
+        "metric": "L2",
+        "verbose": False,
+        "diagnostics": False,
+    }
+    Xf = pd.DataFrame(X.astype(int), columns=names)
+    model = OSRT(config)
+    with _quiet():
+        t0 = time.perf_counter()
+        model.fit(Xf, pd.DataFrame(y))
+        seconds = time.perf_counter() - t0
+        pred = np.asarray(model.predict(Xf), dtype=np.float64)
+    leaves = int(model.leaves())
+    obj, loss = objective(y, pred, leaves, lam)
+    return {
+        "objective": obj,
+        "loss": loss,
+        "leaves": leaves,
+        "depth": int(model.max_depth()),
+        "seconds": seconds,
+        "solver_seconds": float(model.time),
+        "timed_out": bool(model.timeout),
+        "reported_lower_bound": float(model.lb),
+        "reported_upper_bound": float(model.ub),
+        "reported_loss": float(model.reported_loss),
+        "config": config,
+    }
+
+
+def run_pystreed(X, y, lam, depth_budget, time_limit, lower_bound) -> dict:
+    from pystreed import STreeDRegressor
+
+    params = {
+        "optimization_task": "cost-complex-regression",
+        "max_depth": depth_budget - 1,
+        "cost_complexity": lam,
+        "regression_lower_bound": lower_bound,
+        "time_limit": time_limit,
+    }
+    model = STreeDRegressor(**params)
+    Xi = X.astype(np.intc)
+    t0 = time.perf_counter()
+    model.fit(Xi, y)
+    seconds = time.perf_counter() - t0
+    same_features = bool(np.array_equal(model.binarizer_.transform(Xi), Xi))
+    pred = np.asarray(model.predict(Xi), dtype=np.float64)
+    leaves = int(model.get_n_leaves())
+    obj, loss = objective(y, pred, leaves, lam)
+    return {
+        "objective": obj,
+        "loss": loss,
+        "leaves": leaves,
+        "depth": int(model.get_depth()),
+        "seconds": seconds,
+        "optimal_claimed": bool(model.fit_result.is_optimal()),
+        "features_unchanged_by_its_binarizer": same_features,
+        "params": params,
+    }
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("osrt", "pystreed", "scikit-learn", "numpy"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def peers_main(cases, time_limit, json_out) -> None:
+    paths = dataset_paths()
+    results = []
+    for name, lam, budget in cases:
+        X, y, names = load_binarized(paths[name])
+        row = {"dataset": name, "rows": int(X.shape[0]), "features": int(X.shape[1]),
+               "regularization": lam, "depth_budget": budget}
+        for key, fn in [
+            ("osrt", lambda X=X, y=y, n=names, l=lam, b=budget: run_osrt(X, y, n, l, b,
+                                                                         time_limit)),
+            ("pystreed", lambda X=X, y=y, l=lam, b=budget: run_pystreed(X, y, l, b, time_limit,
+                                                                        "kmeans")),
+            ("pystreed_equivalent", lambda X=X, y=y, l=lam, b=budget: run_pystreed(
+                X, y, l, b, time_limit, "equivalent")),
+        ]:
+            try:
+                row[key] = fn()
+            except Exception as err:  # report, keep going
+                row[key] = {"error": f"{type(err).__name__}: {err}"}
+            print(f"[peers] {name} lambda={lam} budget={budget} {key}: "
+                  f"{_fmt_obj(row[key])} in {_fmt_s(row[key].get('seconds'))}",
+                  file=sys.stderr, flush=True)
+        results.append(row)
+    payload = {"versions": _versions(), "python": sys.version.split()[0],
+               "time_limit": time_limit, "results": results}
+    Path(json_out).write_text(json.dumps(payload, indent=1))
+
+
+# ------------------------------------------------------------------------------ jaxsr
+def _make_jaxsr(lam, depth_budget, time_limit):
+    sys.path.insert(0, str(REPO))
+    from jaxsr.trees import OptimalTreeRegressor  # noqa: PLC0415
+
+    wanted = {"regularization": lam, "depth_budget": depth_budget, "loss": "squared_error",
+              "time_limit": time_limit, "binarizer": None}
+    accepted = OptimalTreeRegressor().get_params()
+    return OptimalTreeRegressor(**{k: v for k, v in wanted.items() if k in accepted})
+
+
+def run_jaxsr(X, y, lam, depth_budget, time_limit, warm=True) -> dict:
+    out = {}
+    for run in ("cold", "warm") if warm else ("cold",):
+        model = _make_jaxsr(lam, depth_budget, time_limit)
+        t0 = time.perf_counter()
+        model.fit(X.astype(np.float64), y)
+        seconds = time.perf_counter() - t0
+        out[f"seconds_{run}"] = seconds
+    pred = np.asarray(model.predict(X.astype(np.float64)), dtype=np.float64)
+    leaves = int(model.n_leaves_)
+    obj, loss = objective(y, pred, leaves, lam)
+    out.update({
+        "objective": obj,
+        "loss": loss,
+        "leaves": leaves,
+        "depth": int(getattr(model, "depth_", -1)),
+        "seconds": out.get("seconds_warm", out["seconds_cold"]),
+        "reported_objective": float(getattr(model, "objective_", float("nan"))),
+        "lower_bound": float(getattr(model, "lower_bound_", float("nan"))),
+        "optimal": bool(getattr(model, "optimal_", False)),
+    })
+    return out
+
+
+def jaxsr_available() -> str | None:
+    """``None`` if ``jaxsr.trees.OptimalTreeRegressor`` imports, else the reason."""
+    try:
+        sys.path.insert(0, str(REPO))
+        from jaxsr.trees import OptimalTreeRegressor  # noqa: F401
+    except Exception as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+# ------------------------------------------------------------------------------ report
+def _fmt_obj(r) -> str:
+    if not r or "objective" not in r:
+        return "n/a"
+    return f"{r['objective']:.6f}"
+
+
+def _fmt_s(s) -> str:
+    return "n/a" if s is None else f"{s:.3f}"
+
+
+def _ratio(a, b) -> str:
+    if a is None or b is None or b <= 0:
+        return "n/a"
+    return f"{a / b:.2f}"
+
+
+def table(results) -> str:
+    head = (f"{'dataset':<30} {'rows':>5} {'feat':>4} {'lam':>5} {'D':>2} | "
+            f"{'jaxsr s':>8} {'jaxsr obj':>9} {'L':>3} | {'osrt s':>8} {'osrt obj':>9} {'L':>3} | "
+            f"{'streed s':>8} {'streed obj':>10} {'L':>3} | {'str-eq s':>8} {'str-eq obj':>10} "
+            f"{'L':>3} | {'osrt/jx':>7} {'str/jx':>7}")
+    lines = [head, "-" * len(head)]
+    for r in results:
+        j, o = r.get("jaxsr") or {}, r.get("osrt") or {}
+        s, e = r.get("pystreed") or {}, r.get("pystreed_equivalent") or {}
+
+        def cell(d, w=9):
+            if "objective" not in d:
+                return f"{'n/a':>8} {'n/a':>{w}} {'':>3}"
+            flag = "*" if d.get("timed_out") else " "
+            return f"{d['seconds']:>8.3f} {d['objective']:>{w - 1}.6f}{flag}{d['leaves']:>3}"
+
+        lines.append(
+            f"{r['dataset'][:30]:<30} {r['rows']:>5} {r['features']:>4} "
+            f"{r['regularization']:>5g} {r['depth_budget']:>2} | {cell(j)} | {cell(o)} | "
+            f"{cell(s, 10)} | {cell(e, 10)} | "
+            f"{_ratio(o.get('seconds'), j.get('seconds')):>7} "
+            f"{_ratio(s.get('seconds'), j.get('seconds')):>7}"
+        )
+    lines.append("")
+    lines.append("times: wall-clock seconds around fit (jaxsr: second fit, after compilation); "
+                 "obj = SSE/SST + lambda*leaves recomputed in float64 from each tool's own "
+                 "predictions; L = leaves; * = osrt timed out (no certificate); "
+                 "streed = pystreed kmeans bound (default), str-eq = pystreed equivalent bound; "
+                 "osrt/jx, str/jx = peer time / jaxsr time.")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mode", choices=["all", "peers", "jaxsr"], default="all")
+    ap.add_argument("--datasets", default=None, help="comma-separated stems (default: all)")
+    ap.add_argument("--regularization", type=float, default=0.01)
+    ap.add_argument("--depth-budget", type=int, default=5)
+    ap.add_argument("--no-extra", action="store_true", help="skip the extra cases (sync 0.1)")
+    ap.add_argument("--time-limit", type=float, default=300.0, help="per tool and case (s)")
+    ap.add_argument("--peers-python",
+                    default=os.environ.get("JAXSR_PEERS_PYTHON", DEFAULT_PEERS_PYTHON))
+    ap.add_argument("--peers-json", default=None,
+                    help="reuse a peers JSON written earlier instead of running the peers")
+    ap.add_argument("--json-out", default=None, help="peers mode: where to write the JSON")
+    ap.add_argument("--out", default=str(HERE / "results" / "trees_peers.json"))
+    ap.add_argument("--no-warm", action="store_true", help="jaxsr: one fit only")
+    args = ap.parse_args(argv)
+
+    names = list(dataset_paths())
+    if args.datasets:
+        names = [n.strip() for n in args.datasets.split(",") if n.strip()]
+        unknown = sorted(set(names) - set(dataset_paths()))
+        if unknown:
+            ap.error(f"unknown datasets {unknown}; known: {sorted(dataset_paths())}")
+    cases = [(n, args.regularization, args.depth_budget) for n in names]
+    if not args.no_extra:
+        cases += [c for c in EXTRA_CASES if c[0] in names and c not in cases]
+
+    if args.mode == "peers":
+        peers_main(cases, args.time_limit, args.json_out or "/dev/stdout")
+        return 0
+
+    peers = {"results": []}
+    if args.mode == "all":
+        if args.peers_json:
+            peers = json.loads(Path(args.peers_json).read_text())
+        elif not Path(args.peers_python).exists():
+            print(f"peers python {args.peers_python} not found: peers are n/a "
+                  "(pip install -e '.[bench]' in a venv, pass --peers-python)", file=sys.stderr)
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "peers.json"
+                cmd = [args.peers_python, str(Path(__file__).resolve()), "--mode", "peers",
+                       "--json-out", str(out), "--time-limit", str(args.time_limit),
+                       "--regularization", str(args.regularization),
+                       "--depth-budget", str(args.depth_budget), "--datasets", ",".join(names)]
+                if args.no_extra:
+                    cmd.append("--no-extra")
+                subprocess.run(cmd, check=True)
+                peers = json.loads(out.read_text())
+    by_case = {(r["dataset"], r["regularization"], r["depth_budget"]): r
+               for r in peers["results"]}
+
+    reason = jaxsr_available()
+    if reason:
+        print(f"jaxsr OptimalTreeRegressor not importable ({reason}): n/a", file=sys.stderr)
+    paths = dataset_paths()
+    results = []
+    for name, lam, budget in cases:
+        X, y, _ = load_binarized(paths[name])
+        row = dict(by_case.get((name, lam, budget)) or {
+            "dataset": name, "rows": int(X.shape[0]), "features": int(X.shape[1]),
+            "regularization": lam, "depth_budget": budget})
+        if reason is None:
+            try:
+                row["jaxsr"] = run_jaxsr(X, y, lam, budget, args.time_limit,
+                                         warm=not args.no_warm)
+            except Exception as err:
+                row["jaxsr"] = {"error": f"{type(err).__name__}: {err}"}
+            print(f"[jaxsr] {name} lambda={lam} budget={budget}: {_fmt_obj(row['jaxsr'])} "
+                  f"in {_fmt_s(row['jaxsr'].get('seconds'))}", file=sys.stderr, flush=True)
+        results.append(row)
+
+    text = table(results)
+    print(text)
+    payload = {
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "peers_versions": peers.get("versions"),
+        "time_limit": args.time_limit,
+        "objective": "SSE/SST + lambda*leaves, float64, from each tool's own predictions",
+        "results": results,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=1) + "\n")
+    out.with_suffix(".txt").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
