@@ -6,8 +6,24 @@ Two methods, both batched and jitted in JAX:
   expression over ``+ - * /``, variables and constants, grown greedily.
 * :class:`OptimalTreeRegressor` -- optimal sparse regression trees (OSRT): the provably
   optimal tree for ``normalised loss + lambda * leaves``, with its certificate.
+
+The functional layers (pure kernels for research with ``jax.vmap``) live in
+:mod:`jaxsr.symbolic` and :mod:`jaxsr.trees`.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from .symbolic import Expression as Expression
+from .symbolic import SymbolicRegressor as SymbolicRegressor
+from .trees import Binarizer as Binarizer
+from .trees import OptimalTreeRegressor as OptimalTreeRegressor
+from .trees import Tree as Tree
+
+__all__ = [
+    "__version__",
+    "SymbolicRegressor",
+    "Expression",
+    "OptimalTreeRegressor",
+    "Tree",
+    "Binarizer",
+]
