@@ -1,0 +1,178 @@
+"""SymbolicRegressor: the paper's Newton example, exact recovery, determinism, no retrace
+inside a capacity bucket, bad input, exports and persistence."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy
+
+from jaxsr.symbolic import SymbolicRegressor
+from jaxsr.symbolic.semantics import _TRACES
+
+G = 6.67392e-11
+
+
+def newton_data(n=1000, seed=0):
+    try:
+        from jaxsr.datasets import make_newton_gravitation
+    except ImportError:  # pragma: no cover - the datasets module is built separately
+        rng = np.random.default_rng(seed)
+        m1, m2 = 10 ** rng.uniform(23, 25, n), 10 ** rng.uniform(23, 25, n)
+        d = 10 ** rng.uniform(8, 12, n)
+        return np.c_[m1, m2, d], G * m1 * m2 / d**2
+    return make_newton_gravitation(n, seed=seed)
+
+
+def rational_data():
+    x1 = np.arange(1.0, 101.0)
+    x2 = np.arange(200.0, 0.0, -2.0)
+    return np.c_[x1, x2], 2.4 * x1 - x2 / x1 - 10
+
+
+@pytest.fixture(scope="module")
+def newton_fit():
+    X, y = newton_data()
+    assert X.min() >= 1e8 and X[:, :2].min() >= 1e23 and X[:, :2].max() <= 1e25
+    return X, y, SymbolicRegressor(strategy=1, goal_mse=float(np.mean(y))).fit(X, y)
+
+
+def test_newton_law_recovered_as_in_table3(newton_fit):
+    X, y, sr = newton_fit
+    assert sr.stop_reason_ == "goal"
+    assert sr.n_iterations_ <= 6
+    assert sr.mse_ <= np.mean(y)
+    # Table 3: every change is a constant-variable search at a constant
+    assert all(h["search"] == "constant-variable" for h in sr.history_)
+    x1, x2, x3 = sympy.symbols("x1 x2 x3")
+    ratio = sympy.simplify(sr.sympy() / (x1 * x2 / x3**2))
+    assert ratio.free_symbols == set()
+    np.testing.assert_allclose(float(ratio), G, rtol=1e-9)
+    np.testing.assert_allclose(sr.predict(X), y, rtol=1e-9)
+
+
+def test_exports_equal_predict(newton_fit):
+    X, y, sr = newton_fit
+    pred = sr.predict(X)
+    np.testing.assert_allclose(np.asarray(jax.jit(sr.to_jax())(jnp.asarray(X))), pred,
+                               rtol=1e-14)
+    f = sympy.lambdify(sorted(sr.sympy().free_symbols, key=str), sr.sympy(), "numpy")
+    np.testing.assert_allclose(f(X[:, 0], X[:, 1], X[:, 2]), pred, rtol=1e-12)
+    assert sr.score(X, y) > 1 - 1e-12
+    assert sr.expression_ == str(sr.expression_tree_)
+
+
+def test_to_dict_round_trip(newton_fit):
+    X, _, sr = newton_fit
+    d = json.loads(json.dumps(sr.to_dict()))
+    sr2 = SymbolicRegressor.from_dict(d)
+    assert sr2.expression_ == sr.expression_ and sr2.get_params() == sr.get_params()
+    np.testing.assert_array_equal(sr2.predict(X), sr.predict(X))
+    assert sr2.history_ == sr.history_ and sr2.n_iterations_ == sr.n_iterations_
+    with pytest.raises(ValueError, match="not a saved"):
+        SymbolicRegressor.from_dict({"format": "other"})
+
+
+def test_rational_function_exact_recovery():
+    """y = 2.4*x1 - x2/x1 - 10, max 13 nodes: strategy 1 recovers it to rounding."""
+    X, y = rational_data()
+    sr = SymbolicRegressor(max_nodes=13, strategy=1).fit(X, y)
+    assert sr.mse_ < 1e-20
+    assert sr.expression_tree_.n_nodes <= 13
+    np.testing.assert_allclose(sr.predict(X), y, rtol=1e-10, atol=1e-10)
+
+
+def test_rational_function_strategy3_reaches_a_local_optimum():
+    """Strategy 3 stops at the least-squares line: no candidate of any of its stages
+    improves it (checked by the search oracle tests); the constants are the LS fit."""
+    X, y = rational_data()
+    sr = SymbolicRegressor(max_nodes=13, strategy=3).fit(X, y)
+    A = np.c_[np.ones(100), X[:, 0]]
+    coef = np.linalg.lstsq(A, y, rcond=None)[0]
+    assert sr.stop_reason_ == "no improvement"
+    np.testing.assert_allclose(sr.mse_, np.mean((A @ coef - y) ** 2), rtol=1e-5)
+
+
+def test_deterministic_and_all_strategies_run():
+    X, y = rational_data()
+    for strategy in (1, 2, 3, 4):
+        a = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25).fit(X, y)
+        b = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25).fit(X, y)
+        assert a.expression_ == b.expression_ and a.mse_ == b.mse_
+        assert [h["mse"] for h in a.history_] == [h["mse"] for h in b.history_]
+        mses = [h["mse"] for h in a.history_]
+        assert all(m2 < m1 for m1, m2 in zip(mses, mses[1:], strict=False))
+        assert a.expression_tree_.n_nodes <= 13
+
+
+def test_no_retrace_while_growing_inside_a_bucket():
+    rng = np.random.default_rng(11)
+    X = rng.uniform(1.0, 2.0, size=(37, 2))  # a shape no other test uses
+    y = 1.7 * X[:, 0] * X[:, 1] + 0.3 / X[:, 1] - 0.2 * X[:, 0]
+    before = dict(_TRACES)
+    sr = SymbolicRegressor(max_nodes=13, strategy=1, max_iterations=12).fit(X, y)
+    sizes = [h["n_nodes"] for h in sr.history_]
+    assert max(sizes) >= 7 and len(set(sizes)) >= 3  # the tree really grew (capacity 16)
+    new = {k: _TRACES.get(k, 0) - before.get(k, 0) for k in _TRACES}
+    for name in ("analyse", "check", "constant_search", "variable_search",
+                 "constant_variable_search", "constant_expression_search"):
+        assert new.get(name, 0) <= 1, (name, new)
+
+
+@pytest.mark.parametrize("X, y, match", [
+    (np.array([[1.0, np.nan]] * 3), np.ones(3), "NaN"),
+    (np.ones((3, 2)), np.array([1.0, np.inf, 2.0]), "NaN or infinite"),
+    (np.ones((3, 2)), np.ones(4), "different numbers of samples"),
+    (np.ones((0, 2)), np.ones(0), "no rows"),
+    (np.ones(3), np.ones(3), "2-D"),
+])
+def test_bad_input_raises(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        SymbolicRegressor().fit(X, y)
+
+
+def test_bad_params_and_frames():
+    pd = pytest.importorskip("pandas")
+    X, y = rational_data()
+    with pytest.raises(ValueError, match="strategy"):
+        SymbolicRegressor(strategy=5).fit(X, y)
+    with pytest.raises(ValueError, match="max_nodes"):
+        SymbolicRegressor(max_nodes=0).fit(X, y)
+    with pytest.raises(ValueError, match="not fitted"):
+        SymbolicRegressor().predict(X)
+    df = pd.DataFrame({"a": pd.Series(["x", "y", "z"], dtype=object), "b": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match="non-numeric"):
+        SymbolicRegressor().fit(df, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="invalid parameter"):
+        SymbolicRegressor().set_params(nodes=3)
+    assert SymbolicRegressor().set_params(strategy=2).get_params()["strategy"] == 2
+
+
+def test_constant_target_single_row_and_constant_columns():
+    X, y = rational_data()
+    sr = SymbolicRegressor().fit(X, np.full(100, 4.25))
+    assert sr.expression_ == "4.25" and sr.mse_ == 0.0 and sr.n_iterations_ == 0
+    np.testing.assert_array_equal(sr.predict(X), 4.25)
+    sr = SymbolicRegressor().fit(X[:1], y[:1])
+    assert sr.n_iterations_ == 0 and np.isfinite(sr.predict(X)).all()
+    np.testing.assert_allclose(sr.predict(X[:1]), y[:1])
+    pd = pytest.importorskip("pandas")
+    Xn, _ = newton_data()  # reuse the compiled shapes of the Newton fit
+    df = pd.DataFrame({"mass 1": Xn[:, 0], "flat": 3.0, "d": Xn[:, 2]})
+    yn = 2.5 * Xn[:, 0] + 1e24
+    sr = SymbolicRegressor(max_nodes=5, strategy=3).fit(df, yn)
+    assert sr.dropped_features_ == ["flat"] and sr.feature_names_in_ == ["mass 1", "flat", "d"]
+    assert "flat" not in sr.expression_ and "`mass 1`" in sr.expression_
+    assert {str(s) for s in sr.sympy().free_symbols} <= {"mass 1", "d"}
+    np.testing.assert_allclose(sr.predict(df), sr.to_jax()(jnp.asarray(df.to_numpy())),
+                               rtol=1e-14)
+    np.testing.assert_allclose(sr.predict(df), yn, rtol=1e-9)
+
+
+def test_float32_option():
+    X, y = rational_data()
+    sr = SymbolicRegressor(strategy=4, max_iterations=1, dtype="float32").fit(X, y)
+    assert sr.predict(X).dtype == np.float32
+    assert np.isfinite(sr.mse_) and sr.mse_ < np.var(y)
