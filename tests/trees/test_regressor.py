@@ -1,0 +1,226 @@
+"""OptimalTreeRegressor: certificate, time limit, persistence, text, bad input."""
+
+import json
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from jaxsr.trees import Binarizer, OptimalTreeRegressor, Tree
+from jaxsr.trees import regressor as regressor_module
+
+
+def _data(seed=0, n=200, M=12):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(n, M))
+    y = 3.0 * X[:, 0] - 2.0 * X[:, 1] * X[:, 2 % M] + X[:, 3 % M] + rng.normal(size=n) * 0.5
+    return X, y
+
+
+def test_worked_example_two_leaves():
+    """y depends on x1 only: the optimum is one split on x1, objective = 2 * lambda."""
+    X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]] * 5)
+    y = np.array([1.0, 1.0, 5.0, 5.0] * 5)
+    m = OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, y)
+    assert m.n_leaves_ == 2 and m.depth_ == 2
+    assert m.objective_ == pytest.approx(0.02, abs=1e-15)
+    assert m.optimal_ and m.gap_ == 0.0
+    np.testing.assert_allclose(m.predict(X), y)
+    assert m.score(X, y) == 1.0
+    assert m.export_text() == ("if x1 is true:\n|   predict 5  (n = 10)\n"
+                               "else (x1 is false):\n|   predict 1  (n = 10)")
+
+
+def test_objective_is_recomputed_from_predictions():
+    X, y = _data(1)
+    m = OptimalTreeRegressor(regularization=0.01, depth_budget=4).fit(X, y)
+    sst = np.sum((y - y.mean()) ** 2)
+    loss = np.sum((y - m.predict(X)) ** 2) / sst
+    assert m.loss_ == pytest.approx(loss, rel=1e-12)
+    assert m.objective_ == pytest.approx(loss + 0.01 * m.n_leaves_, rel=1e-12)
+    assert m.score(X, y) == pytest.approx(1 - loss, rel=1e-12)
+    assert m.optimal_ and m.lower_bound_ <= m.objective_
+    assert m.normalizer_ == pytest.approx(sst, rel=1e-12)
+
+
+def test_time_limit_returns_best_tree_with_a_valid_gap():
+    X, y = _data(2, n=300, M=16)
+    full = OptimalTreeRegressor(regularization=0.002, depth_budget=5).fit(X, y)
+    assert full.optimal_
+    # time_limit=0: nothing but the root's bounds; the tree is a leaf
+    m0 = OptimalTreeRegressor(regularization=0.002, depth_budget=5, time_limit=0).fit(X, y)
+    assert not m0.optimal_ and m0.timed_out_
+    assert m0.n_leaves_ == 1 and m0.gap_ > 0
+    assert m0.lower_bound_ <= full.objective_ + 1e-12 <= m0.objective_ + 1e-12
+    # a short limit on an unbounded-depth problem: stops, certificate still valid
+    t0 = time.perf_counter()
+    m1 = OptimalTreeRegressor(regularization=0.0005, depth_budget=None,
+                              time_limit=0.3).fit(X, y)
+    assert time.perf_counter() - t0 < 30  # generous: stops, not a speed test
+    assert m1.timed_out_
+    assert m1.lower_bound_ <= m1.objective_
+    assert m1.gap_ == pytest.approx(m1.objective_ - m1.lower_bound_, abs=1e-15)
+    assert m1.optimal_ == (m1.gap_ <= 1e-9 * max(1.0, m1.objective_))
+
+
+def test_verbose_prints_progress(capsys):
+    X, y = _data(3)
+    OptimalTreeRegressor(regularization=0.01, depth_budget=4, verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    assert "lower bound" in err and "upper bound" in err and "elapsed" in err
+
+
+def test_to_dict_round_trip_json():
+    X, y = _data(4)
+    m = OptimalTreeRegressor(regularization=0.02, depth_budget=4,
+                             loss="absolute_error").fit(X, y)
+    d = json.loads(json.dumps(m.to_dict()))
+    m2 = OptimalTreeRegressor.from_dict(d)
+    np.testing.assert_array_equal(m2.predict(X), m.predict(X))
+    assert m2.export_text() == m.export_text()
+    assert m2.get_params() == m.get_params()
+    assert (m2.objective_, m2.lower_bound_, m2.optimal_) == (m.objective_, m.lower_bound_,
+                                                              m.optimal_)
+    t = Tree.from_dict(m.tree_.to_dict())
+    np.testing.assert_array_equal(t.feature, m.tree_.feature)
+    with pytest.raises(ValueError, match="format"):
+        OptimalTreeRegressor.from_dict({"tree": {}})
+    bad = m.tree_.to_dict()
+    bad["true_child"][0] = 0
+    with pytest.raises(ValueError, match="tree"):
+        Tree.from_dict(bad)
+
+
+def test_dataframe_names_and_index_card():
+    X, y = _data(5, M=4)
+    df = pd.DataFrame(X, columns=["hot", "wet", "windy", "weekend"])
+    m = OptimalTreeRegressor(regularization=0.02, depth_budget=3).fit(df, y)
+    assert list(m.feature_names_in_) == ["hot", "wet", "windy", "weekend"]
+    assert m.n_features_in_ == 4
+    text = m.export_text()
+    assert text.startswith("if hot is true:")
+    assert text.count("predict") == m.n_leaves_
+    # follow the card by hand for one row
+    row = df.iloc[0]
+    node = 0
+    while m.tree_.feature[node] >= 0:
+        f = m.tree_.feature[node]
+        node = m.tree_.true_child[node] if row.iloc[f] else m.tree_.false_child[node]
+    assert m.predict(df.iloc[:1])[0] == m.tree_.value[node]
+
+
+def test_with_binarizer_on_real_features():
+    rng = np.random.default_rng(6)
+    Xr = rng.uniform(0, 10, size=(150, 2))
+    y = np.where(Xr[:, 0] > 5, 10.0, 0.0) + rng.normal(size=150) * 0.1
+    m = OptimalTreeRegressor(regularization=0.01, depth_budget=3,
+                             binarizer=Binarizer(strategy="midpoints")).fit(Xr, y)
+    assert m.optimal_
+    assert m.score(Xr, y) > 0.99
+    assert m.binarizer is not m.binarizer_  # the estimator's binarizer stays unfitted
+    assert m.export_text().startswith("if x1 <= ")
+    d = json.loads(json.dumps(m.to_dict()))
+    np.testing.assert_array_equal(OptimalTreeRegressor.from_dict(d).predict(Xr),
+                                  m.predict(Xr))
+
+
+def test_get_set_params():
+    m = OptimalTreeRegressor()
+    assert m.get_params()["regularization"] == 0.01
+    m.set_params(regularization=0.1, depth_budget=None)
+    assert m.regularization == 0.1 and m.depth_budget is None
+    with pytest.raises(ValueError, match="invalid parameter"):
+        m.set_params(alpha=1)
+
+
+def test_constant_target_is_one_optimal_leaf():
+    X, _ = _data(7)
+    y = np.full(X.shape[0], 3.25)
+    for lam in (0.0, 0.01):
+        m = OptimalTreeRegressor(regularization=lam, depth_budget=4).fit(X, y)
+        assert m.n_leaves_ == 1 and m.optimal_
+        assert m.objective_ == pytest.approx(lam, abs=1e-15)
+        np.testing.assert_array_equal(m.predict(X), y)
+
+
+def test_huge_lambda_gives_one_leaf():
+    X, y = _data(8)
+    m = OptimalTreeRegressor(regularization=10.0, depth_budget=None).fit(X, y)
+    assert m.n_leaves_ == 1 and m.optimal_
+    assert m.objective_ == pytest.approx(1.0 + 10.0)
+    np.testing.assert_allclose(m.predict(X), y.mean())
+
+
+def test_lambda_zero_with_depth_budget_fits_exactly_to_the_classes():
+    X, y = _data(9, n=60, M=3)
+    m = OptimalTreeRegressor(regularization=0.0, depth_budget=4).fit(X, y)
+    # three binary features, depth 4: every class can get its own leaf -> equivalence loss
+    keys = X @ (1 << np.arange(3))
+    within = sum(np.sum((y[keys == k] - y[keys == k].mean()) ** 2) for k in np.unique(keys))
+    assert m.objective_ == pytest.approx(within / np.sum((y - y.mean()) ** 2), rel=1e-9)
+
+
+def test_float32_dtype():
+    X, y = _data(10)
+    m = OptimalTreeRegressor(regularization=0.01, depth_budget=3, dtype="float32").fit(X, y)
+    assert m.predict(X).dtype == np.float32
+    m64 = OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, y)
+    assert m.objective_ == pytest.approx(m64.objective_, rel=1e-5)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"regularization": -0.1}, "regularization"),
+    ({"regularization": float("nan")}, "regularization"),
+    ({"regularization": "big"}, "regularization"),
+    ({"regularization": 0.0, "depth_budget": None}, "unbounded"),
+    ({"depth_budget": 0}, "depth_budget"),
+    ({"depth_budget": 2.5}, "depth_budget"),
+    ({"loss": "huber"}, "loss"),
+    ({"min_samples_leaf": 0}, "min_samples_leaf"),
+    ({"time_limit": -1}, "time_limit"),
+    ({"bounds": ("kmeans", "magic")}, "unknown bounds"),
+    ({"exact_levels": 7}, "exact_levels"),
+    ({"binarizer": "quantile"}, "binarizer"),
+])
+def test_bad_hyperparameters(kwargs, match):
+    X, y = _data(11, n=20, M=3)
+    with pytest.raises(ValueError, match=match):
+        OptimalTreeRegressor(**kwargs).fit(X, y)
+
+
+def test_bad_data():
+    X, y = _data(12, n=20, M=3)
+    m = OptimalTreeRegressor()
+    Xn = X.astype(float)
+    Xn[0, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        m.fit(Xn, y)
+    yi = y.copy()
+    yi[3] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        m.fit(X, yi)
+    with pytest.raises(ValueError, match="different numbers of samples"):
+        m.fit(X, y[:-1])
+    with pytest.raises(ValueError, match="empty|no rows"):
+        m.fit(X[:0], y[:0])
+    with pytest.raises(ValueError, match="sample_weight"):
+        m.fit(X, y, sample_weight=-np.ones(20))
+    Xr = X.astype(float)
+    Xr[:, 2] = np.linspace(0, 1, 20)
+    with pytest.raises(ValueError, match=r"binary.*\['x3'\].*Binarizer"):
+        m.fit(Xr, y)
+    with pytest.raises(ValueError, match="not fitted"):
+        OptimalTreeRegressor().predict(X)
+    m.fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        m.predict(X[:, :2])
+    with pytest.raises(ValueError, match="binary"):
+        m.predict(Xr)
+
+
+def test_too_many_features_for_memory(monkeypatch):
+    X, y = _data(13, n=50, M=40)
+    monkeypatch.setattr(regressor_module, "_available_memory_bytes", lambda: 1e5)
+    with pytest.raises(ValueError, match="binary features.*memory"):
+        OptimalTreeRegressor(depth_budget=3).fit(X, y)

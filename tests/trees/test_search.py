@@ -1,0 +1,236 @@
+"""The search returns the optimum: exhaustive enumeration of all trees as the oracle."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxsr.trees import OptimalTreeRegressor, optimal_subtree_cost
+from jaxsr.trees.search import ALL_BOUNDS, OptimalTreeSearch
+from jaxsr.trees.subtrees import best_subtree_np
+
+# ----------------------------------------------------------------------------- oracles
+
+
+def _leaf_loss(y, w, loss):
+    if y.size == 0:
+        return 0.0
+    if loss == "squared_error":
+        if w.sum() == 0:
+            return 0.0
+        m = np.dot(w, y) / w.sum()
+        return float(np.dot(w, (y - m) ** 2))
+    return float(min(np.dot(w, np.abs(y - c)) for c in y))  # a median is a sample value
+
+
+def _norm(y, w, loss, normalize):
+    if not normalize:
+        return float(w.sum())
+    v = _leaf_loss(y, w, loss)
+    return v if v > 0 else 1.0
+
+
+def exhaustive(X, y, w, lam, depth, loss="squared_error", msl=1, normalize=True):
+    """Minimum objective over all trees of at most ``depth`` levels, by plain recursion over
+    every split at every node (no bounds, no memo, on samples, not classes)."""
+    n, M = X.shape
+    norm = _norm(y, w, loss, normalize)
+    m1 = max(1, msl)
+
+    def best(idx, d):
+        c = _leaf_loss(y[idx], w[idx], loss) / norm + lam
+        if d <= 1:
+            return c
+        for f in range(M):
+            t, e = idx[X[idx, f] == 1], idx[X[idx, f] == 0]
+            if len(t) >= m1 and len(e) >= m1:
+                c = min(c, best(t, d - 1) + best(e, d - 1))
+        return c
+
+    return best(np.arange(n), depth)
+
+
+def _all_trees(M, depth):
+    """Every tree structure with at most ``depth`` levels: None = leaf, (f, true, false)."""
+    if depth <= 1:
+        return [None]
+    sub = _all_trees(M, depth - 1)
+    return [None] + [(f, a, b) for f in range(M) for a in sub for b in sub]
+
+
+def enumerate_trees(X, y, w, lam, depth, loss="squared_error", msl=1):
+    """Literal enumeration: evaluate every tree structure, keep the best objective."""
+    norm = _norm(y, w, loss, True)
+    best = np.inf
+    for t in _all_trees(X.shape[1], depth):
+        leaves = []
+
+        def route(node, idx, leaves=leaves):
+            if node is None:
+                leaves.append(idx)
+                return
+            f, a, b = node
+            route(a, idx[X[idx, f] == 1])
+            route(b, idx[X[idx, f] == 0])
+
+        route(t, np.arange(X.shape[0]))
+        if any(len(ix) < max(1, msl) for ix in leaves):
+            continue
+        obj = sum(_leaf_loss(y[ix], w[ix], loss) for ix in leaves) / norm + lam * len(leaves)
+        best = min(best, obj)
+    return best
+
+
+def _problem(seed, n=None, M=None, weights=False):
+    rng = np.random.default_rng(seed)
+    n = n or int(rng.integers(8, 30))
+    M = M or int(rng.integers(2, 7))
+    X = rng.integers(0, 2, size=(n, M))
+    y = np.round(rng.normal(size=n) * 2 + 2.0 * X[:, 0] - 1.5 * X[:, -1] * X[:, 0], 1)
+    w = rng.integers(0, 4, size=n).astype(float) if weights else np.ones(n)
+    if w.sum() == 0:
+        w[0] = 1.0
+    return X, y, w
+
+
+# ----------------------------------------------------------------------------- tests
+
+
+def test_recursive_oracle_equals_literal_enumeration():
+    """The recursive oracle is the minimum over the explicit list of all trees."""
+    for seed in range(4):
+        X, y, w = _problem(seed, n=14, M=3, weights=seed % 2 == 1)
+        for loss in ("squared_error", "absolute_error"):
+            for msl in (1, 3):
+                a = exhaustive(X, y, w, 0.02, 3, loss, msl)
+                b = enumerate_trees(X, y, w, 0.02, 3, loss, msl)
+                assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
+
+
+CASES = [
+    (seed, depth, loss, weights, msl)
+    for seed, (depth, loss, weights, msl) in enumerate(itertools.product(
+        (3, 4), ("squared_error", "absolute_error"), (False, True), (1, 2)))
+]
+
+
+@pytest.mark.parametrize("seed,depth,loss,weights,msl", CASES)
+def test_optimal_objective_equals_exhaustive_enumeration(seed, depth, loss, weights, msl):
+    X, y, w = _problem(seed, M=6 if seed % 3 == 0 else None, weights=weights)
+    for lam in (0.0, 0.01, 0.05):
+        ref = exhaustive(X, y, w, lam, depth, loss, msl)
+        m = OptimalTreeRegressor(regularization=lam, depth_budget=depth, loss=loss,
+                                 min_samples_leaf=msl).fit(X, y, sample_weight=w)
+        assert m.objective_ == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        assert m.optimal_
+        assert m.lower_bound_ == pytest.approx(ref, rel=1e-9, abs=1e-12)
+        assert m.depth_ <= depth
+        assert np.all(m.tree_.n_samples[m.tree_.feature < 0] >= msl)
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+def test_raw_mean_loss_objective(loss):
+    """normalize=False is the paper's objective: mean loss + lambda * leaves."""
+    X, y, w = _problem(11, M=5)
+    ref = exhaustive(X, y, w, 0.05, 4, loss, 1, normalize=False)
+    m = OptimalTreeRegressor(regularization=0.05, depth_budget=4, loss=loss,
+                             normalize=False).fit(X, y)
+    assert m.objective_ == pytest.approx(ref, rel=1e-9)
+    resid = y - m.predict(X)
+    mean_loss = np.mean(resid ** 2) if loss == "squared_error" else np.mean(np.abs(resid))
+    assert m.loss_ == pytest.approx(mean_loss, rel=1e-12)
+
+
+SUBSETS = [b for r in range(len(ALL_BOUNDS) + 1) for b in itertools.combinations(ALL_BOUNDS, r)]
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+def test_removing_any_bound_never_changes_the_optimum(loss):
+    """All 16 subsets of the bounds, generic search (exact_levels=0) and kernels."""
+    for seed, depth in ((21, 4), (22, 5)):
+        X, y, w = _problem(seed, n=40, M=6)
+        ref = exhaustive(X, y, w, 0.01, depth, loss)
+        for bounds in SUBSETS:
+            for el in ((0, 2) if loss == "squared_error" else (0,)):
+                r = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.01,
+                                      depth_budget=depth, bounds=bounds,
+                                      exact_levels=el).run()
+                assert r.objective == pytest.approx(ref, rel=1e-9), (bounds, el)
+                assert r.lower_bound == pytest.approx(ref, rel=1e-9), (bounds, el)
+
+
+def test_bounds_prune_the_search():
+    """The bounds are not idle: with all of them the generic search memoises fewer
+    subproblems than with none (same optimum, checked above)."""
+    X, y, w = _problem(5, n=60, M=6)
+    sizes = {}
+    for bounds in ((), ALL_BOUNDS):
+        r = OptimalTreeSearch(X, y, w, regularization=0.02, depth_budget=5, bounds=bounds,
+                              exact_levels=0).run()
+        sizes[bounds] = r.n_subproblems
+    assert sizes[ALL_BOUNDS] < sizes[()]
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+def test_depth_budget_none_equals_a_large_enough_budget(loss):
+    """No depth limit: the optimum of eq. 1. With lambda > 0 no tree deeper than the number
+    of equivalence classes helps, so a budget of n levels gives the same optimum."""
+    X, y, w = _problem(31, n=12, M=4)
+    lam = 0.03
+    ref = exhaustive(X, y, w, lam, 7, loss)  # 7 levels: more than any useful tree here
+    m = OptimalTreeRegressor(regularization=lam, depth_budget=None, loss=loss).fit(X, y)
+    assert m.objective_ == pytest.approx(ref, rel=1e-9)
+    assert m.optimal_
+    m5 = OptimalTreeRegressor(regularization=lam, depth_budget=3, loss=loss).fit(X, y)
+    assert m.objective_ <= m5.objective_ + 1e-12
+
+
+@pytest.mark.parametrize("levels", [1, 2, 3])
+def test_subtree_kernels_numpy_jax_vmap(levels):
+    """The matrix-product kernels: numpy, jitted JAX and vmapped JAX agree with the oracle."""
+    rng = np.random.default_rng(levels)
+    U, M = 24, 5
+    Xc = rng.integers(0, 2, size=(U, M)).astype(float)
+    y = rng.normal(size=U) * 3 + 2 * Xc[:, 1]
+    Wc = rng.integers(1, 4, size=U).astype(float)
+    st = np.column_stack([Wc, Wc * y, Wc * y * y + rng.random(U), Wc])
+    masks = rng.random((5, U)) < 0.7
+    masks[0] = True
+    lam, norm = 0.02, 10.0
+    batched = jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
+        jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(masks), lam, norm, levels, 2)
+    for b, m in enumerate(masks):
+        c_np, f_np = best_subtree_np(Xc[m], st[m], levels, lam, norm, 2)
+        c_jx, f_jx = optimal_subtree_cost(jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(m),
+                                          lam, norm, levels=levels, min_samples_leaf=2)
+        assert float(c_jx) == pytest.approx(c_np, rel=1e-12)
+        assert float(batched[0][b]) == pytest.approx(c_np, rel=1e-12)
+        # oracle on the classes as weighted "samples": class internal spread is a constant
+        idx = np.flatnonzero(m)
+        spread = float(np.sum(st[idx, 2] - st[idx, 1] ** 2 / st[idx, 0]))
+
+        def best(ix, d):
+            def leaf(ix):
+                W, S, Q = st[ix, 0].sum(), st[ix, 1].sum(), st[ix, 2].sum()
+                return (Q - S * S / W) / norm + lam
+
+            c = leaf(ix)
+            if d <= 1:
+                return c
+            for f in range(M):
+                t, e = ix[Xc[ix, f] == 1], ix[Xc[ix, f] == 0]
+                if st[t, 3].sum() >= 2 and st[e, 3].sum() >= 2:
+                    c = min(c, best(t, d - 1) + best(e, d - 1))
+            return c
+
+        assert c_np == pytest.approx(best(idx, levels + 1), rel=1e-12)
+        assert spread >= 0
+        # both root features are optimal roots (ties may break differently)
+        for f in (f_np, int(f_jx)):
+            if f < 0:
+                assert best(idx, 1) == pytest.approx(c_np, rel=1e-12)
+            else:
+                t, e = idx[Xc[idx, f] == 1], idx[Xc[idx, f] == 0]
+                assert best(t, levels) + best(e, levels) == pytest.approx(c_np, rel=1e-12)
