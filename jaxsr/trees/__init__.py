@@ -6,6 +6,7 @@ Functional layer (pure, jittable, vmappable JAX functions with documented shapes
 :func:`leaf_statistics`, :func:`optimal_subtree_cost`.
 """
 
+from .binarize import Binarizer as Binarizer
 from .bounds import leaf_statistics as leaf_statistics
 from .kmeans import kmeans_lower_bound as kmeans_lower_bound
 from .kmeans import weighted_kmeans as weighted_kmeans
@@ -13,11 +14,6 @@ from .kmeans import weighted_kmedians as weighted_kmedians
 from .regressor import OptimalTreeRegressor as OptimalTreeRegressor
 from .subtrees import optimal_subtree_cost as optimal_subtree_cost
 from .tree import Tree as Tree
-
-try:  # Binarizer lands in parallel (binarize.py); the package must import before it does
-    from .binarize import Binarizer as Binarizer
-except ImportError:  # pragma: no cover
-    Binarizer = None
 
 __all__ = [
     "Binarizer",
