@@ -35,7 +35,7 @@ def _error_line(err: str) -> str:
 
 @pytest.fixture
 def rational_csv(tmp_path):
-    """y = 2.4*x1 - x2/x1 - 10 (the paper's example) with unusual column names."""
+    """y = 2.4*x1 - x2/x1 - 10 (issue 2's exact-recovery example) with unusual column names."""
     x1 = np.arange(1.0, 101.0)
     x2 = np.arange(200.0, 0.0, -2.0)
     df = pd.DataFrame({"dose (mg)": x1, "weight.kg": x2,
@@ -157,7 +157,7 @@ def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
     path, df = rational_csv
     model_path = tmp_path / "model.json"
     rc, out, err = _run(capsys, "symbolic", str(path), "--target", "response",
-                        "--max-nodes", "13", "--strategy", "3", "--output", str(model_path))
+                        "--max-nodes", "13", "--strategy", "1", "--output", str(model_path))
     assert rc == 0, err
     assert "dose (mg)" in out and "weight.kg" in out  # names of the columns in the expression
     train_line = next(ln for ln in out.splitlines() if ln.startswith("train"))
@@ -179,22 +179,27 @@ def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
     assert rc == 0 and out.splitlines()[0] == "prediction" and len(out.splitlines()) == 101
 
 
-def test_symbolic_test_size(capsys, rational_csv):
+def test_symbolic_test_size(capsys, tmp_path):
     _engine("jaxsr.symbolic", "SymbolicRegressor")
-    path, _ = rational_csv
-    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "response",
-                        "--max-nodes", "13", "--test-size", "0.2", "--seed", "1")
+    x1 = np.arange(1.0, 126.0)
+    x2 = np.arange(250.0, 0.0, -2.0)
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"a": x1, "b": x2, "t": 2.4 * x1 - x2 / x1 - 10}).to_csv(path, index=False)
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "t",
+                        "--max-nodes", "13", "--strategy", "1", "--test-size", "0.2",
+                        "--seed", "1")
     assert rc == 0, err
     train = next(ln for ln in out.splitlines() if ln.startswith("train"))
     test = next(ln for ln in out.splitlines() if ln.startswith("test"))
-    assert "(n=80)" in train and "(n=20)" in test
+    assert "(n=100)" in train and "(n=25)" in test
+    assert float(test.split()[2]) < 1e-18  # held-out rows predicted exactly
 
 
 def test_tree_fit_certificate_and_predict(capsys, tmp_path):
     _engine("jaxsr.trees", "OptimalTreeRegressor", "Binarizer")
     rng = np.random.default_rng(0)
     n = 200
-    temp = rng.uniform(0, 40, n)
+    temp = rng.integers(0, 40, n).astype(float)  # whole degrees: 39 midpoints
     city = np.where(rng.uniform(size=n) < 0.5, "north", "south")
     noise = rng.normal(0, 0.01, n)
     # two leaves on temperature, one more split on the city: the optimal tree has 3 leaves
@@ -204,11 +209,12 @@ def test_tree_fit_certificate_and_predict(capsys, tmp_path):
     df.to_csv(path, index=False)
     model_path = tmp_path / "tree.json"
     rc, out, err = _run(capsys, "tree", str(path), "--target", "sales", "--regularization",
-                        "0.01", "--depth-budget", "3", "--output", str(model_path))
+                        "0.01", "--depth-budget", "3", "--binarize", "midpoints",
+                        "--output", str(model_path))
     assert rc == 0, err
     assert "optimal: yes" in out
     assert "3 leaves" in out
-    assert "city" in out and "temp C" in out
+    assert "temp C <= 20.5" in out and "city == " in out  # the split points of the truth
     rc, out, err = _run(capsys, "predict", str(model_path), str(path))
     assert rc == 0, err
     pred = pd.read_csv(__import__("io").StringIO(out))["prediction"].to_numpy()
