@@ -76,6 +76,11 @@ class OptimalTreeRegressor:
       exact_levels: split levels solved at once by the matrix-product kernels of
         :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks the
         largest that fits in memory.
+      backend: ``"numpy"``: host kernels one subproblem at a time, pruning between them
+        (fastest on CPU); ``"jax"``: every expanded subproblem's children are evaluated in
+        batched, jitted device calls (exact subtrees at the bottom, k-means bounds above;
+        :mod:`jaxsr.trees.device`); ``"auto"`` (default): ``"jax"`` when JAX's default
+        backend is an accelerator, else ``"numpy"``. Same optimum either way.
       verbose: progress lines (lower bound, upper bound, subproblems, elapsed seconds) on
         stderr.
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
@@ -112,7 +117,8 @@ class OptimalTreeRegressor:
 
     def __init__(self, regularization=0.01, depth_budget=5, loss="squared_error",
                  min_samples_leaf=1, time_limit=None, binarizer=None, normalize=True,
-                 bounds=ALL_BOUNDS, exact_levels=None, verbose=False, dtype="float64"):
+                 bounds=ALL_BOUNDS, exact_levels=None, backend="auto", verbose=False,
+                 dtype="float64"):
         self.regularization = regularization
         self.depth_budget = depth_budget
         self.loss = loss
@@ -122,6 +128,7 @@ class OptimalTreeRegressor:
         self.normalize = normalize
         self.bounds = bounds
         self.exact_levels = exact_levels
+        self.backend = backend
         self.verbose = verbose
         self.dtype = dtype
 
@@ -203,6 +210,8 @@ class OptimalTreeRegressor:
         if el is not None and (isinstance(el, bool) or not isinstance(el, numbers.Integral)
                                or not 0 <= el <= 3):
             raise ValueError(f"exact_levels must be None or an integer 0..3; got {el!r}")
+        if self.backend not in ("auto", "numpy", "jax"):
+            raise ValueError(f"backend must be 'auto', 'numpy' or 'jax'; got {self.backend!r}")
         if self.binarizer is not None and not (hasattr(self.binarizer, "fit")
                                                and hasattr(self.binarizer, "transform")):
             raise ValueError("binarizer must be None or a Binarizer (an object with fit and "
@@ -269,6 +278,12 @@ class OptimalTreeRegressor:
             bnames = default_feature_names(Xb.shape[1])
         return Xb > 0.5, names, bnames
 
+    def _resolve_backend(self):
+        if self.backend != "auto":
+            return self.backend
+        import jax
+        return "numpy" if jax.default_backend() == "cpu" else "jax"
+
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, sample_weight=None):
         """Find the optimal tree.
@@ -307,7 +322,7 @@ class OptimalTreeRegressor:
                 Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
                 bounds=bounds, exact_levels=el, time_limit=self.time_limit,
-                verbose=bool(self.verbose))
+                verbose=bool(self.verbose), backend=self._resolve_backend())
             res = search.run()
         tree = res.tree
         tree.feature_names = list(bnames)

@@ -54,7 +54,7 @@ __all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS"]
 
 ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")
 _BIG_DEPTH = 1 << 30
-_KMEDIANS_MAX_VALUES = 2000  # k-medians table is O(n^2): skip the bound above this size
+_KMEDIANS_MAX_VALUES = 500  # k-medians table is O(n^2 log n): skip the bound above this
 LB, UB, FEAT, SOLVED = range(4)
 
 
@@ -132,11 +132,15 @@ class OptimalTreeSearch:
       exact_levels: 0..3, split levels solved by the matrix-product kernels (squared
         loss only); None picks the largest that fits in memory.
       time_limit: seconds or None. verbose: progress lines on stderr.
+      backend: ``"numpy"`` (host kernels, one subproblem at a time, with pruning between
+        them) or ``"jax"`` (all children of an expanded subproblem evaluated in batched,
+        jitted device calls: exact subtrees at the bottom, k-means bounds above;
+        :mod:`jaxsr.trees.device`).
     """
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
-                 time_limit=None, verbose=False):
+                 time_limit=None, verbose=False, backend="numpy"):
         self.l1 = loss == "absolute_error"
         self.lam = float(regularization)
         self.m1 = max(1, int(min_samples_leaf))
@@ -218,6 +222,11 @@ class OptimalTreeSearch:
         else:
             self.kl = int(exact_levels)
         self.tol = 1e-12 * max(1.0, self.root_leaf_loss + self.lam)
+        self.dev = None
+        if backend == "jax":
+            from .device import DeviceBatcher
+            self.dev = DeviceBatcher(self.Xc, self.st4, self.korder, self.lam, self.norm,
+                                     self.m1)
         self.memo: dict = {}
         self.n_kernel = 0
         self.n_kmeans = 0
@@ -260,7 +269,7 @@ class OptimalTreeSearch:
     def _split_bound(self, mask, tot, d):
         """Lower bound of trees that split, for a subproblem first expanded."""
         b = float(self._cheap_split_bound(tot))
-        if not self.use_kmeans or (not self.l1 and d <= self.kl + 1):
+        if not self.use_kmeans or d <= max(self.kl + 1, 2 if self.l1 else 0):
             return b
         cmax = int(min(tot[STAT_C], np.floor(tot[STAT_N] / self.m1)))
         if d - 1 < 40:
@@ -344,6 +353,42 @@ class OptimalTreeSearch:
             lt, lf = _sq_loss(a), _sq_loss(comp)
         return F, a, comp, lt / self.norm + self.lam, lf / self.norm + self.lam
 
+    def _device_children(self, d, masks, keys, stats, leaves, deffs):
+        """Evaluate all new children of a subproblem in batched device calls."""
+        memo = self.memo
+        sel_m, sel_k, sel_st, sel_leaf, sel_d = [], [], [], [], []
+        for side in (0, 1):
+            for i, k in enumerate(keys[side]):
+                if k is not None and k not in memo:
+                    sel_m.append(masks[side][i])
+                    sel_k.append(k)
+                    sel_st.append(stats[side][i])
+                    sel_leaf.append(leaves[side][i])
+                    sel_d.append(int(deffs[side][i]))
+        if not sel_k:
+            return
+        bm = np.stack(sel_m)
+        if not self.l1 and d - 1 <= self.kl + 1:
+            costs, feats = self.dev.subtrees(bm, d - 2)
+            self.n_kernel += len(sel_k)
+            for k, c, f in zip(sel_k, costs, feats, strict=True):
+                memo[k] = [float(c), float(c), int(f), True]
+            return
+        if self.l1 or not self.use_kmeans:
+            return
+        cheap = self._cheap_split_bound(np.stack(sel_st))
+        # children have at most max(sel_d) levels, so at most 2^(max(sel_d)-1) leaves
+        kmax = int(min(1 << min(max(sel_d) - 1, 20), self.U))
+        kb = self.dev.kmeans_bounds(bm, max(kmax, self.look), self.look)
+        self.n_kmeans += len(sel_k)
+        for j, k in enumerate(sel_k):
+            leaf = sel_leaf[j]
+            sb = max(float(cheap[j]), float(kb[j]))
+            if sb >= leaf - self.tol:
+                memo[k] = [leaf, leaf, -1, True]
+            else:
+                memo[k] = [min(leaf, sb), leaf, -1, False]
+
     def _expand(self, mask, tot, leaf, d, e, cap, is_root):
         F, a, comp, leafT, leafF = self._children(mask, tot)
         if F.size == 0:
@@ -359,20 +404,21 @@ class OptimalTreeSearch:
         cheapF = np.minimum(leafF, self._cheap_split_bound(comp))
         lbT = np.where(dT > 1, cheapT, leafT)
         lbF = np.where(dF > 1, cheapF, leafF)
-        keysT = [None] * F.size
-        keysF = [None] * F.size
+        keysT = [(packT[i].tobytes(), int(dT[i])) if dT[i] > 1 else None
+                 for i in range(F.size)]
+        keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None
+                 for i in range(F.size)]
         memo = self.memo
+        if self.dev is not None and d >= 3:
+            self._device_children(d, (maskT, maskF), (keysT, keysF), (a, comp),
+                                  (leafT, leafF), (dT, dF))
         for i in range(F.size):
-            if dT[i] > 1:
-                k = (packT[i].tobytes(), int(dT[i]))
-                keysT[i] = k
-                ce = memo.get(k)
+            if keysT[i] is not None:
+                ce = memo.get(keysT[i])
                 if ce is not None:
                     lbT[i] = max(lbT[i], ce[LB])
-            if dF[i] > 1:
-                k = (packF[i].tobytes(), int(dF[i]))
-                keysF[i] = k
-                ce = memo.get(k)
+            if keysF[i] is not None:
+                ce = memo.get(keysF[i])
                 if ce is not None:
                     lbF[i] = max(lbF[i], ce[LB])
         lbsum = lbT + lbF

@@ -181,6 +181,7 @@ def test_float32_dtype():
     ({"time_limit": -1}, "time_limit"),
     ({"bounds": ("kmeans", "magic")}, "unknown bounds"),
     ({"exact_levels": 7}, "exact_levels"),
+    ({"backend": "cuda"}, "backend"),
     ({"binarizer": "quantile"}, "binarizer"),
 ])
 def test_bad_hyperparameters(kwargs, match):
