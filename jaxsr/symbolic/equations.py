@@ -71,9 +71,12 @@ def child_equation(op, first, a, b, c, d, other):
       other: the sibling's semantic, broadcastable to ``(..., N)``.
 
     Returns:
-      ``(a', b', c', d')`` of the child.
+      ``(a', b', c', d')`` of the child. With a Python ``int`` ``op`` and ``bool`` ``first``
+      only that rule is computed (the searches' fast path).
     """
     w = other
+    if isinstance(op, int) and isinstance(first, bool):
+        return _static_child_equation(op, first, a, b, c, d, w)
     # first child
     fa = jnp.where(op == MUL, a * w, a)
     fb = jnp.where(op == ADD, b - a * w,
@@ -105,12 +108,35 @@ def child_forbidden(op, first, S, other):
       other: the sibling's semantic, broadcastable to ``(..., 1, N)``.
     """
     w = other
+    if isinstance(op, int) and isinstance(first, bool):
+        out = _STATIC_S[(op, first)](S, w)
+        return jnp.where(jnp.isinf(out), jnp.inf, out)
     f = jnp.where(op == ADD, S - w, jnp.where(op == SUB, S + w,
                   jnp.where(op == MUL, S / w, S * w)))
     s = jnp.where(op == ADD, S - w, jnp.where(op == SUB, w - S,
                   jnp.where(op == MUL, S / w, w / S)))
     out = jnp.where(first, f, s)
     return jnp.where(jnp.isinf(out), jnp.inf, out)
+
+
+def _static_child_equation(op, first, a, b, c, d, w):
+    if op == ADD:
+        return a, b - a * w, c, d - c * w
+    if op == SUB:
+        return (a, b + a * w, c, d + c * w) if first else (a, a * w - b, c, c * w - d)
+    if op == MUL:
+        return a * w, b, c * w, d
+    if op == DIV:
+        return (a, b * w, c, d * w) if first else (b, a * w, d, c * w)
+    raise ValueError(f"not a binary operator code: {op}")
+
+
+_STATIC_S = {
+    (ADD, True): lambda S, w: S - w, (ADD, False): lambda S, w: S - w,
+    (SUB, True): lambda S, w: S + w, (SUB, False): lambda S, w: w - S,
+    (MUL, True): lambda S, w: S / w, (MUL, False): lambda S, w: S / w,
+    (DIV, True): lambda S, w: S * w, (DIV, False): lambda S, w: w / S,
+}
 
 
 @jax.jit
@@ -132,28 +158,24 @@ def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array) -> Equations:
     _count("node_equations")
     cap, n = sem.shape
     dt = sem.dtype
-    one = jnp.ones((n,), dt)
-    zero = jnp.zeros((n,), dt)
-    A = jnp.zeros((cap, n), dt).at[0].set(one)
-    B = jnp.zeros((cap, n), dt).at[0].set(y.astype(dt))
-    C = jnp.zeros((cap, n), dt)
-    D = jnp.full((cap, n), -1.0, dt)
+    pad_row = jnp.stack([jnp.zeros((n,), dt), jnp.zeros((n,), dt), jnp.zeros((n,), dt),
+                         jnp.full((n,), -1.0, dt)])
+    root = jnp.stack([jnp.ones((n,), dt), y.astype(dt), jnp.zeros((n,), dt),
+                      jnp.full((n,), -1.0, dt)])
+    E = jnp.broadcast_to(pad_row, (cap, 4, n))
+    E = lax.dynamic_update_slice(E, root[None], (0, 0, 0))
 
-    def body(j, carry):
-        A, B, C, D = carry
+    def body(j, E):
         p = tree.parent[j]
         first = tree.left[p] == j
         other = jnp.where(first, sem[tree.right[p]], sem[tree.left[p]])
-        a, b, c, d = child_equation(tree.op[p], first, A[p], B[p], C[p], D[p], other)
-        real = j < tree.n_nodes
-        A = A.at[j].set(jnp.where(real, a, zero))
-        B = B.at[j].set(jnp.where(real, b, zero))
-        C = C.at[j].set(jnp.where(real, c, zero))
-        D = D.at[j].set(jnp.where(real, d, -one))
-        return A, B, C, D
+        ep = lax.dynamic_index_in_dim(E, p, axis=0, keepdims=False)
+        row = jnp.stack(child_equation(tree.op[p], first, ep[0], ep[1], ep[2], ep[3], other))
+        row = jnp.where(j < tree.n_nodes, row, pad_row)
+        return lax.dynamic_update_slice(E, row[None], (j, 0, 0))
 
-    A, B, C, D = lax.fori_loop(1, cap, body, (A, B, C, D))
-    return Equations(A, B, C, D)
+    E = lax.fori_loop(1, cap, body, E)
+    return Equations(E[:, 0], E[:, 1], E[:, 2], E[:, 3])
 
 
 @functools.partial(jax.jit, static_argnames=("n_slots",))
@@ -187,7 +209,7 @@ def forbidden_sets(tree: TreeArrays, sem: jax.Array, n_slots: int) -> jax.Array:
         add_zero = (op == DIV) & ~first
         new = jnp.where(add_zero & (slot == cp), 0.0, new)
         new = jnp.where(j < tree.n_nodes, new, jnp.inf)
-        return S.at[j].set(new)
+        return lax.dynamic_update_slice(S, new[None], (j, 0, 0))
 
     return lax.fori_loop(1, cap, body, S)
 

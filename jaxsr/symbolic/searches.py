@@ -60,17 +60,32 @@ def node_base_mse(eqs: Equations, sem: jax.Array) -> jax.Array:
 
 
 def _constant_candidates(a, b, c, d, S, n_used, W, ops, general):
-    """Optimal ``k`` of ``k op w`` for R candidates at one node.
+    """Optimal ``k`` of ``k op w`` at one node, for every ``w`` row and static ``op``.
 
-    a, b, c, d: ``(N,)`` node equation; S: ``(K, N)``; W: ``(R, N)``; ops: ``(R,)``.
-    Returns ``k, mse, ok`` each ``(R,)``.
+    a, b, c, d: ``(N,)`` node equation; S: ``(K, N)``; W: ``(R, N)``; ops: tuple of Python
+    operator codes. Returns ``k, mse, ok`` each ``(len(ops) * R,)``, row-major in
+    ``(w, op)``.
     """
-    a2, b2, c2, d2 = child_equation(ops[:, None], True, a, b, c, d, W)
-    k, f, ok = jax.vmap(lambda a_, b_, c_, d_: _solve(a_, b_, c_, d_, general))(a2, b2, c2, d2)
-    S2 = child_forbidden(ops[:, None, None], True, S[None], W[:, None, :])
-    ok = ok & ~is_forbidden(S2, n_used, k[:, None])
-    ok = ok & ~((ops == DIV) & jnp.any(W == 0, axis=-1))  # k/x with a zero in x
-    return k, jnp.where(ok, f, jnp.inf), ok
+    ks, fs, oks = [], [], []
+    for op in ops:
+        a2, b2, c2, d2 = child_equation(op, True, a, b, c, d, W)
+        a2, b2, c2, d2 = (jnp.broadcast_to(v, W.shape) for v in (a2, b2, c2, d2))
+        k, f, ok = jax.vmap(lambda a_, b_, c_, d_: _solve(a_, b_, c_, d_, general))(
+            a2, b2, c2, d2)
+
+        def forbidden(k=k, op=op):
+            S2 = child_forbidden(op, True, S[None], W[:, None, :])
+            return is_forbidden(S2, n_used, k[:, None])
+
+        # the forbidden sets are only looked at below a division (n_used > 0)
+        ok = ok & ~lax.cond(n_used > 0, forbidden, lambda k=k: jnp.zeros(k.shape, bool))
+        if op == DIV:
+            ok = ok & ~jnp.any(W == 0, axis=-1)  # k/x with a zero in x
+        ks.append(k)
+        fs.append(jnp.where(ok, f, jnp.inf))
+        oks.append(ok)
+    k, f, ok = (jnp.stack(v, axis=1).reshape(-1) for v in (ks, fs, oks))
+    return k, f, ok
 
 
 def _map_nodes(tree, eqs, active, fn, empty):
@@ -115,11 +130,10 @@ def constant_search(tree: TreeArrays, sem, eqs: Equations, S, node_mask):
     base = node_base_mse(eqs, sem)
     active = node_mask & _real(tree)
     zero = jnp.zeros((1, sem.shape[1]), dt)
-    ops = jnp.array([ADD], jnp.int32)  # k + 0 == k: the node's own equation
 
-    def fn(j, general):
+    def fn(j, general):  # k + 0 == k: the node's own equation
         k, f, ok = _constant_candidates(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j],
-                                        tree.n_slots[j], zero, ops, general)
+                                        tree.n_slots[j], zero, (ADD,), general)
         return k[0], f[0], ok[0]
 
     empty = (jnp.array(jnp.nan, dt), jnp.array(jnp.inf, dt), jnp.array(False))
@@ -181,12 +195,11 @@ def constant_variable_search(tree: TreeArrays, sem, eqs: Equations, S, XT, node_
     room = (max_nodes - tree.n_nodes + tree.size >= 3) & (tree.depth + 2 <= max_height)
     active = node_mask & _real(tree) & room
     ops = jnp.tile(jnp.array(CV_OPS, jnp.int32), M)  # (4M,) variable-major
-    W = jnp.repeat(XT, len(CV_OPS), axis=0)  # (4M, N)
     var_of = jnp.repeat(jnp.arange(M), len(CV_OPS))
 
     def fn(j, general):
         k, f, ok = _constant_candidates(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j],
-                                        tree.n_slots[j], W, ops, general)
+                                        tree.n_slots[j], XT, CV_OPS, general)
         l, r = tree.left[j], tree.right[j]
         hides = ((tree.op[j] == ops) & (tree.op[l] == CONST) & (tree.op[r] == VAR)
                  & (tree.feature[r] == var_of))
@@ -222,12 +235,9 @@ def constant_expression_search(tree: TreeArrays, sem, eqs: Equations, S, node_ma
     nonterminal = tree.op >= ADD
     room = (max_nodes - tree.n_nodes >= 2) & (tree.depth + tree.height + 1 <= max_height)
     active = node_mask & _real(tree) & nonterminal & room
-    ops = jnp.array(CE_OPS, jnp.int32)
-
     def fn(j, general):
-        W = jnp.broadcast_to(sem[j], (len(CE_OPS), sem.shape[1]))
         k, f, ok = _constant_candidates(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j],
-                                        tree.n_slots[j], W, ops, general)
+                                        tree.n_slots[j], sem[j][None, :], CE_OPS, general)
         op = tree.op[j]
         const_child = (tree.op[tree.left[j]] == CONST) | (tree.op[tree.right[j]] == CONST)
         hide_add = ((op == ADD) | (op == SUB)) & const_child

@@ -61,7 +61,7 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
         inner = combine(op, x, y)
         leaf = jnp.where(op == CONST, tree.value[i].astype(XT.dtype), XT[tree.feature[i]])
         row = jnp.where(op >= ADD, inner, jnp.where((op == CONST) | (op == VAR), leaf, 0.0))
-        return sem.at[i].set(row)
+        return lax.dynamic_update_slice(sem, row[None, :], (i, 0))
 
     return lax.fori_loop(0, cap, body, sem0)
 
