@@ -225,3 +225,20 @@ def test_too_many_features_for_memory(monkeypatch):
     monkeypatch.setattr(regressor_module, "_available_memory_bytes", lambda: 1e5)
     with pytest.raises(ValueError, match="binary features.*memory"):
         OptimalTreeRegressor(depth_budget=3).fit(X, y)
+
+
+def test_depth_budget_one_is_a_single_leaf():
+    X, y = _data(14)
+    m = OptimalTreeRegressor(regularization=0.01, depth_budget=1).fit(X, y)
+    assert m.n_leaves_ == 1 and m.depth_ == 1 and m.optimal_
+    assert m.objective_ == pytest.approx(1.01, rel=1e-12)
+
+
+def test_sklearn_clone_and_params_round_trip():
+    sklearn_base = pytest.importorskip("sklearn.base")
+    m = OptimalTreeRegressor(regularization=0.1, binarizer=Binarizer(n_thresholds=3))
+    c = sklearn_base.clone(m)
+    assert c.get_params()["binarizer__n_thresholds"] == 3
+    assert c.binarizer is not m.binarizer
+    c.set_params(binarizer__n_thresholds=5)
+    assert c.binarizer.n_thresholds == 5 and m.binarizer.n_thresholds == 3

@@ -251,3 +251,17 @@ def test_jax_backend_equals_numpy_backend(depth, el):
     if depth is not None:
         assert res["numpy"].objective == pytest.approx(
             exhaustive(X, y, w, 0.02, depth), rel=1e-9)
+
+
+def test_jax_backend_compiles_once_per_shape():
+    """Refitting on new targets of the same shapes traces nothing new (pad and mask)."""
+    from jaxsr.trees import device
+
+    X, y, w = _problem(43, n=60, M=6)
+    rng = np.random.default_rng(0)
+    OptimalTreeSearch(X, y, w, regularization=0.01, depth_budget=5, backend="jax").run()
+    before = device._batched_subtrees._cache_size()
+    for _ in range(2):
+        y2 = rng.normal(size=y.shape[0])
+        OptimalTreeSearch(X, y2, w, regularization=0.01, depth_budget=5, backend="jax").run()
+    assert device._batched_subtrees._cache_size() == before
