@@ -9,7 +9,8 @@ own predictions (SSE/SST + lambda * leaves).
 Usage::
 
     python benchmarks/bench_trees_self.py [--lam 0.01] [--depth 5] [--loss squared_error]
-                                          [--time-limit 120] [dataset.csv ...]
+                                          [--time-limit 120] [--repeat 1]
+                                          [--backend auto|numpy|jax] [dataset.csv ...]
 """
 
 from __future__ import annotations
@@ -33,10 +34,12 @@ def main(argv=None):
     p.add_argument("--loss", default="squared_error")
     p.add_argument("--time-limit", type=float, default=120.0)
     p.add_argument("--repeat", type=int, default=1, help="fits per dataset (best time)")
+    p.add_argument("--backend", default="auto", choices=("auto", "numpy", "jax"))
     a = p.parse_args(argv)
     folder = shared_data_dir() / "osrt" / "binarized"
     names = a.datasets or sorted(f.name for f in folder.glob("*.csv"))
-    print(f"lambda={a.lam} depth_budget={a.depth or None} loss={a.loss}")
+    print(f"lambda={a.lam} depth_budget={a.depth or None} loss={a.loss} "
+          f"backend={a.backend}")
     print(f"{'dataset':<50} {'rows':>5} {'feat':>4} {'classes':>7} {'seconds':>8} "
           f"{'objective':>10} {'lower_bd':>10} {'leaves':>6} optimal")
     for name in names:
@@ -45,7 +48,8 @@ def main(argv=None):
         best = np.inf
         for _ in range(a.repeat):
             m = OptimalTreeRegressor(regularization=a.lam, depth_budget=a.depth or None,
-                                     loss=a.loss, time_limit=a.time_limit)
+                                     loss=a.loss, time_limit=a.time_limit,
+                                     backend=a.backend)
             t0 = time.perf_counter()
             m.fit(X, y)
             best = min(best, time.perf_counter() - t0)
