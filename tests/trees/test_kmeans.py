@@ -91,10 +91,11 @@ def test_weighted_kmeans_equals_brute_force(n):
         return float(np.dot(w[idx], (v[idx] - m) ** 2))
 
     ref = _brute(group_cost, n, K)
-    got = np.asarray(kmeans.weighted_kmeans(jnp.asarray(v), jnp.asarray(w), K))  # op by op
     got_jit = np.asarray(_jit_kmeans(*_padded(v, w), PAD))
-    host = kmeans.kmeans_losses_np(w, w * v, w * v * v, K)
-    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-9)
+    host = kmeans.kmeans_losses_np(w, w * v, w * v * v, K)  # the same code on numpy
+    if n in (0, 1, 4, 9):  # op-by-op JAX compiles every primitive per shape: a few sizes
+        got = np.asarray(kmeans.weighted_kmeans(jnp.asarray(v), jnp.asarray(w), K))
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-9)
     np.testing.assert_allclose(got_jit, _extend(ref), rtol=1e-10, atol=1e-9)
     np.testing.assert_allclose(host, ref[: host.shape[0]], rtol=1e-10, atol=1e-9)
     assert np.all(np.diff(ref) <= 1e-12)  # more clusters never hurt
@@ -120,14 +121,15 @@ def test_constrained_kmeans_equals_brute_force_over_samples(n):
         return float(np.sum((ys - ys.mean()) ** 2))
 
     ref = _brute(group_cost, n, K)
-    got = np.asarray(kmeans.weighted_kmeans(jnp.asarray(S / np.maximum(W, 1)),
-                                            jnp.asarray(W), K, sq_sums=jnp.asarray(Q)))
-    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-9)
-    # the correction term of Algorithm 1: constrained = weighted k-means + sum y^2 - sum W v^2
     v = S / np.maximum(W, 1)
-    plain = np.asarray(kmeans.weighted_kmeans(jnp.asarray(v), jnp.asarray(W), K))
-    np.testing.assert_allclose(plain + (Q.sum() - np.dot(W, v * v)), ref, rtol=1e-10,
-                               atol=1e-9)
+    vp, wp = _padded(v, W)
+    qp = jnp.asarray(np.concatenate([Q, np.zeros(PAD - n)]))
+    got = np.asarray(_jit_kmeans(vp, wp, PAD, sq_sums=qp))
+    np.testing.assert_allclose(got, _extend(ref), rtol=1e-10, atol=1e-9)
+    # the correction term of Algorithm 1: constrained = weighted k-means + sum y^2 - sum W v^2
+    plain = np.asarray(_jit_kmeans(vp, wp, PAD))
+    np.testing.assert_allclose(plain + (Q.sum() - np.dot(W, v * v)), _extend(ref),
+                               rtol=1e-10, atol=1e-9)
 
 
 @pytest.mark.parametrize("n", SIZES)
