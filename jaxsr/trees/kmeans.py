@@ -21,8 +21,10 @@ so the loss with at most ``k`` clusters of the first ``i + 1`` sorted items sati
     D_1[i] = cost(0..i),
     D_k[i] = min_{0 <= j <= i} D_{k-1}[j - 1] + cost(j..i),    D_{k-1}[-1] = 0,
 
-an O(K n^2) dynamic programme (Song and Zhong 2020 give faster ones; the tables here are
-small). Choosing ``j = 0`` leaves clusters empty, so ``D_k`` is the loss with *at most*
+an O(K n^2) dynamic programme with an ``n x n`` cost table in the JAX layer (fixed shapes,
+fine for batches of small subproblems); the host versions used by the search find each row
+by divide and conquer in O(n log n) time and O(n) memory (Song and Zhong 2020 use the same
+monotonicity). Choosing ``j = 0`` leaves clusters empty, so ``D_k`` is the loss with *at most*
 ``k`` clusters and is non-increasing in ``k``.
 
 Two layers share one implementation:
@@ -232,17 +234,84 @@ def kmeans_lower_bound(weights, sums, sq_sums, mask, regularization, max_cluster
 
 
 # --------------------------------------------------------------------------- host versions
-def _dp_np(cost: np.ndarray, max_clusters: int, stop_gain: float | None) -> np.ndarray:
-    n = cost.shape[0]
+# The host versions never build the n x n table. Both costs satisfy the quadrangle
+# inequality (1-D clustering of sorted items; the classes' internal spread adds a modular
+# term), so the leftmost optimal split point ``j*(i)`` of every DP row is non-decreasing in
+# ``i`` and a row is found by divide and conquer over ``i``: O(n log n) cost evaluations per
+# row, in O(n) memory, each level of the recursion evaluated as one vectorised batch.
+
+
+def _kmeans_cost_fn(W, S, Q):
+    PW, PS, PQ = _prefix(np, W), _prefix(np, S), _prefix(np, Q)
+
+    def cost(j, i):
+        w = PW[i + 1] - PW[j]
+        s = PS[i + 1] - PS[j]
+        q = PQ[i + 1] - PQ[j]
+        pos = w > 0
+        return np.maximum(q - np.where(pos, s * s / np.where(pos, w, 1.0), 0.0), 0.0)
+
+    return cost
+
+
+def _kmedians_cost_fn(v, w):
+    n = v.shape[0]
+    PW, PV = _prefix(np, w), _prefix(np, w * v)
+
+    def cost(j, i):
+        half = PW[j] + 0.5 * (PW[i + 1] - PW[j])
+        m = np.searchsorted(PW[1:], half, side="left")
+        m = np.clip(m, j, i).clip(0, n - 1)
+        vm = v[m]
+        left = vm * (PW[m] - PW[j]) - (PV[m] - PV[j])
+        right = (PV[i + 1] - PV[m + 1]) - vm * (PW[i + 1] - PW[m + 1])
+        return np.maximum(left + right, 0.0)
+
+    return cost
+
+
+def _dc_row(prev, cost, n):
+    """``D[i] = min_{0 <= j <= i} prev[j] + cost(j, i)`` by divide and conquer."""
+    D = np.empty(n)
+    opt = np.zeros(n, dtype=np.int64)
+    D[0] = prev[0] + cost(np.zeros(1, np.int64), np.zeros(1, np.int64))[0]
+    if n > 1:
+        j = np.arange(n)
+        v = prev + cost(j, np.full(n, n - 1))
+        k = int(np.argmin(v))
+        D[n - 1], opt[n - 1] = v[k], k
+    seg_l = np.zeros(1, np.int64)
+    seg_r = np.full(1, n - 1, np.int64)
+    while True:
+        keep = seg_r - seg_l > 1
+        seg_l, seg_r = seg_l[keep], seg_r[keep]
+        if seg_l.size == 0:
+            return D
+        mid = (seg_l + seg_r) // 2
+        lo = opt[seg_l]
+        hi = np.maximum(np.minimum(opt[seg_r], mid), lo)
+        L = hi - lo + 1
+        starts = np.concatenate([[0], np.cumsum(L)[:-1]])
+        seg = np.repeat(np.arange(L.size), L)
+        jj = lo[seg] + (np.arange(int(L.sum())) - starts[seg])
+        vals = prev[jj] + cost(jj, mid[seg])
+        mins = np.minimum.reduceat(vals, starts)
+        pos = np.where(vals <= mins[seg], np.arange(vals.size), vals.size)
+        D[mid] = mins
+        opt[mid] = jj[np.minimum.reduceat(pos, starts)]
+        seg_l, seg_r = np.concatenate([seg_l, mid]), np.concatenate([mid, seg_r])
+
+
+def _dp_host(cost, n: int, max_clusters: int, stop_gain: float | None) -> np.ndarray:
     if n == 0:
         return np.zeros(1)
-    D = cost[0].copy()
+    D = cost(np.zeros(n, np.int64), np.arange(n))
     out = [D[-1]]
     prev = np.empty(n)
     for _ in range(1, min(max_clusters, n)):
         prev[0] = 0.0
         prev[1:] = D[:-1]
-        D = np.min(prev[:, None] + cost, axis=0)
+        D = _dc_row(prev, cost, n)
         out.append(D[-1])
         if stop_gain is not None and out[-2] - out[-1] <= stop_gain:
             break  # Theorem 3.7: every further cluster gains even less
@@ -252,13 +321,23 @@ def _dp_np(cost: np.ndarray, max_clusters: int, stop_gain: float | None) -> np.n
 def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None):
     """Host version of the constrained k-means losses (items already sorted by mean).
 
-    Stops after the first ``k`` whose gain ``D_{k-1} - D_k`` is at most ``stop_gain``
-    (Theorem 3.7), so the result may be shorter than ``max_clusters``; the penalised
-    minimum over the returned prefix equals the one over all ``k``.
+    Args:
+      W, S, Q: ``(n,)`` float64 class statistics sorted by mean ``S / W``.
+      max_clusters: most clusters; stop_gain: see below.
+
+    Returns:
+      ``(k,)`` float64 losses for ``1..k`` clusters. Stops after the first ``k`` whose gain
+      ``D_{k-1} - D_k`` is at most ``stop_gain`` (Theorem 3.7), so the result may be
+      shorter than ``max_clusters``; the penalised minimum over the returned prefix equals
+      the one over all ``k``.
     """
-    return _dp_np(_kmeans_cost(np, W, S, Q), max_clusters, stop_gain)
+    W = np.asarray(W, np.float64)
+    return _dp_host(_kmeans_cost_fn(W, np.asarray(S, np.float64), np.asarray(Q, np.float64)),
+                    W.shape[0], max_clusters, stop_gain)
 
 
 def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):
     """Host version of :func:`weighted_kmedians` with the same early stop."""
-    return _dp_np(_kmedians_cost(np, values, weights), max_clusters, stop_gain)
+    v = np.asarray(values, np.float64)
+    return _dp_host(_kmedians_cost_fn(v, np.asarray(weights, np.float64)), v.shape[0],
+                    max_clusters, stop_gain)

@@ -21,15 +21,15 @@ subproblem:
    (Theorem 3.5, Algorithm 1; :mod:`jaxsr.trees.kmeans`) is computed with at most
    ``min(2^(r-1), classes, n / min_samples_leaf)`` clusters and at least 2 (a tree that
    splits has two leaves); if that bound reaches the leaf cost, the leaf is optimal
-   (lookahead, Theorem 3.2). Its table is O(U^2) in the subproblem's classes ``U``: above
-   4000 classes the equivalent-points bound is used instead.
+   (lookahead, Theorem 3.2). Each DP row takes O(U log U) time and O(U) memory (divide
+   and conquer over the monotone split points; :func:`~jaxsr.trees.kmeans.kmeans_losses_np`).
 
 For absolute loss the equivalence-class constraint does not keep optimal clusters
 contiguous in any order, so the bound used is 1-D weighted k-medians over the subproblem's
 individual targets (distinct values, summed weights): a relaxation of the constrained
 problem, hence a valid but weaker bound, combined (max) with the equivalent-points bound.
-It is computed for subproblems with at least 3 levels left and at most 500 distinct
-targets (its table is O(n^2 log n); smaller subproblems are cheaper to expand directly).
+It is computed for subproblems with at least 3 levels left (smaller ones are cheaper to
+expand directly) and at most 20000 distinct targets.
 
 Two reformulations keep the answer exact and shrink the space:
 
@@ -63,8 +63,8 @@ __all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS"]
 
 ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")
 _BIG_DEPTH = 1 << 30
-_KMEANS_MAX_CLASSES = 4000  # the O(U^2) cost table: skip the k-means bound above this
-_KMEDIANS_MAX_VALUES = 500  # k-medians table is O(n^2 log n): skip the bound above this
+_DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
+_KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
 LB, UB, FEAT, SOLVED = range(4)
 
 
@@ -300,8 +300,6 @@ class OptimalTreeSearch:
             losses = kmedians_losses_np(vals, wts, cmax, stop)
         else:
             sel = self.korder[mask[self.korder]]
-            if sel.size > _KMEANS_MAX_CLASSES:
-                return b
             s = self.stats[sel]
             losses = kmeans_losses_np(s[:, STAT_W], s[:, STAT_S], s[:, STAT_Q], cmax, stop)
         self.n_kmeans += 1
@@ -386,7 +384,7 @@ class OptimalTreeSearch:
             for k, c, f in zip(sel_k, costs, feats, strict=True):
                 memo[k] = [float(c), float(c), int(f), True]
             return
-        if self.l1 or not self.use_kmeans or self.U > _KMEANS_MAX_CLASSES:
+        if self.l1 or not self.use_kmeans or self.U > _DEVICE_KMEANS_MAX_CLASSES:
             return
         cheap = self._cheap_split_bound(np.stack(sel_st))
         # children have at most max(sel_d) levels, so at most 2^(max(sel_d)-1) leaves

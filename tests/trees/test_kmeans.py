@@ -194,3 +194,20 @@ def test_kmeans_lower_bound_masked_vmap_matches_gathered():
 def test_docstring_example():
     got = kmeans.weighted_kmeans(jnp.array([0.0, 1.0, 10.0]), jnp.array([1.0, 1.0, 2.0]), 3)
     np.testing.assert_allclose(np.asarray(got), [90.75, 0.5, 0.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 17, 150])
+def test_host_divide_and_conquer_equals_full_table(n):
+    """The host rows (divide and conquer over monotone split points, O(n) memory) equal the
+    full-table DP of the JAX layer, with zero weights (masked items) and class spread."""
+    rng = np.random.default_rng(n)
+    v = np.sort(np.round(rng.normal(size=n) * 3, 1))
+    w = rng.integers(0, 4, size=n).astype(float)
+    q = w * v * v + rng.random(n) * (w > 0)
+    K = min(8, n)
+    table = np.asarray(kmeans.kmeans_dp(kmeans.kmeans_cost_matrix(w, w * v, q), K))
+    np.testing.assert_allclose(kmeans.kmeans_losses_np(w, w * v, q, K), table,
+                               rtol=1e-10, atol=1e-9)
+    table = np.asarray(kmeans.kmeans_dp(kmeans.kmedians_cost_matrix(v, w), K))
+    np.testing.assert_allclose(kmeans.kmedians_losses_np(v, w, K), table,
+                               rtol=1e-10, atol=1e-9)
