@@ -196,6 +196,12 @@ def test_docstring_example():
     np.testing.assert_allclose(np.asarray(got), [90.75, 0.5, 0.0], atol=1e-12)
 
 
+_table_kmeans = jax.jit(lambda w, s, q, K: kmeans.kmeans_dp(kmeans.kmeans_cost_matrix(w, s, q),
+                                                          K), static_argnums=3)
+_table_kmedians = jax.jit(lambda v, w, K: kmeans.kmeans_dp(kmeans.kmedians_cost_matrix(v, w),
+                                                           K), static_argnums=2)
+
+
 @pytest.mark.parametrize("n", [2, 17, 150])
 def test_host_divide_and_conquer_equals_full_table(n):
     """The host rows (divide and conquer over monotone split points, O(n) memory) equal the
@@ -205,9 +211,9 @@ def test_host_divide_and_conquer_equals_full_table(n):
     w = rng.integers(0, 4, size=n).astype(float)
     q = w * v * v + rng.random(n) * (w > 0)
     K = min(8, n)
-    table = np.asarray(kmeans.kmeans_dp(kmeans.kmeans_cost_matrix(w, w * v, q), K))
+    table = np.asarray(_table_kmeans(w, w * v, q, K))
     np.testing.assert_allclose(kmeans.kmeans_losses_np(w, w * v, q, K), table,
                                rtol=1e-10, atol=1e-9)
-    table = np.asarray(kmeans.kmeans_dp(kmeans.kmedians_cost_matrix(v, w), K))
+    table = np.asarray(_table_kmedians(v, w, K))
     np.testing.assert_allclose(kmeans.kmedians_losses_np(v, w, K), table,
                                rtol=1e-10, atol=1e-9)
