@@ -2,6 +2,7 @@
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 
@@ -10,6 +11,12 @@ import pandas as pd
 import pytest
 
 from jaxsr.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _no_compilation_cache(monkeypatch):
+    """The command keeps compiled kernels on disk; tests leave JAX's config alone."""
+    monkeypatch.setenv("JAXSR_CACHE_DIR", "none")
 
 
 def _engine(module: str, *names: str):
@@ -142,10 +149,12 @@ def test_predict_bad_model_files(capsys, tmp_path, rational_csv):
 
 def test_python_dash_m(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "jaxsr", "symbolic", str(tmp_path / "x.csv"),
-                           "--target", "y"], capture_output=True, text=True, timeout=120)
+                           "--target", "y"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "JAXSR_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("jaxsr: error:")
     assert proc.stdout == ""
+    assert (tmp_path / "cache").is_dir()  # the command's on-disk cache of compiled kernels
 
 
 # --------------------------------------------------------------------------------------
