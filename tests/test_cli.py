@@ -243,3 +243,24 @@ def test_tree_on_binary_csv_auto_binarize(capsys, tmp_path):
     assert "binarizer: none" in out and "optimal: yes" in out
     train = next(ln for ln in out.splitlines() if ln.startswith("train"))
     assert float(train.split()[2]) < 1e-20
+
+
+def test_demo(capsys):
+    """The README's first command: both methods on Newton's law and the diabetes data."""
+    _engine("jaxsr.symbolic", "SymbolicRegressor")
+    _engine("jaxsr.trees", "OptimalTreeRegressor", "Binarizer")
+    pytest.importorskip("sklearn")
+    rc, out, err = _run(capsys, "demo")
+    assert rc == 0, err
+    lines = out.splitlines()
+    # Newton's law recovered within the paper's budget (Table 3: 4 iterations; issue: <= 6)
+    iters = next(ln for ln in lines if ln.strip().startswith("iterations:"))
+    assert 1 <= int(iters.split()[1]) <= 6
+    rel = next(ln for ln in lines if "max relative error" in ln)
+    assert float(rel.split("max relative error")[1].split(",")[0]) < 1e-9
+    recovered = next(ln for ln in lines if "recovered: F =" in ln)
+    assert all(v in recovered for v in ("x1", "x2", "x3"))
+    # two certified optimal trees, the diabetes one printed as an index card
+    assert sum("optimal: yes" in ln for ln in lines) == 2
+    assert any(ln.strip().startswith("if ") and " <= " in ln for ln in lines)
+    assert "time of each step:" in out and "total" in out
