@@ -302,16 +302,24 @@ def _dc_row(prev, cost, n):
         seg_l, seg_r = np.concatenate([seg_l, mid]), np.concatenate([mid, seg_r])
 
 
-def _dp_host(cost, n: int, max_clusters: int, stop_gain: float | None) -> np.ndarray:
+_TABLE_MAX = 384  # below this a full n x n table (one vectorised pass per row) is faster
+
+
+def _dp_host(cost, n: int, max_clusters: int, stop_gain: float | None,
+             table_fn=None) -> np.ndarray:
     if n == 0:
         return np.zeros(1)
+    table = table_fn() if n <= _TABLE_MAX and table_fn is not None else None
     D = cost(np.zeros(n, np.int64), np.arange(n))
     out = [D[-1]]
     prev = np.empty(n)
     for _ in range(1, min(max_clusters, n)):
         prev[0] = 0.0
         prev[1:] = D[:-1]
-        D = _dc_row(prev, cost, n)
+        if table is None:
+            D = _dc_row(prev, cost, n)
+        else:
+            D = np.min(prev[:, None] + table, axis=0)
         out.append(D[-1])
         if stop_gain is not None and out[-2] - out[-1] <= stop_gain:
             break  # Theorem 3.7: every further cluster gains even less
@@ -331,13 +339,13 @@ def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None)
       shorter than ``max_clusters``; the penalised minimum over the returned prefix equals
       the one over all ``k``.
     """
-    W = np.asarray(W, np.float64)
-    return _dp_host(_kmeans_cost_fn(W, np.asarray(S, np.float64), np.asarray(Q, np.float64)),
-                    W.shape[0], max_clusters, stop_gain)
+    W, S, Q = (np.asarray(a, np.float64) for a in (W, S, Q))
+    return _dp_host(_kmeans_cost_fn(W, S, Q), W.shape[0], max_clusters, stop_gain,
+                    lambda: _kmeans_cost(np, W, S, Q))
 
 
 def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):
     """Host version of :func:`weighted_kmedians` with the same early stop."""
-    v = np.asarray(values, np.float64)
-    return _dp_host(_kmedians_cost_fn(v, np.asarray(weights, np.float64)), v.shape[0],
-                    max_clusters, stop_gain)
+    v, w = np.asarray(values, np.float64), np.asarray(weights, np.float64)
+    return _dp_host(_kmedians_cost_fn(v, w), v.shape[0], max_clusters, stop_gain,
+                    lambda: _kmedians_cost(np, v, w))
