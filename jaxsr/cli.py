@@ -383,6 +383,8 @@ def _cmd_predict(args) -> int:
         raise CLIError(f"{args.model}: no such model file") from err
     except (ValueError, ImportError) as err:
         raise CLIError(f"{args.model}: {err}") from err
+    if not hasattr(model, "predict"):
+        raise CLIError(f"{args.model} holds a {type(model).__name__}, not a regression model")
     df = _read_csv(args.data)
     names = _model_feature_names(model)
     if names is not None and not (len(names) == df.shape[1] and list(df.columns) == names):
