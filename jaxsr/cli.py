@@ -589,8 +589,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="CSV file with a header row")
     p.add_argument("--target", required=True, metavar="COLUMN",
                    help="name of the target column; every other column is a feature")
-    p.add_argument("--drop", nargs="+", metavar="COLUMN", default=None,
-                   help="columns to leave out of the features (ids, text, ...)")
+    p.add_argument("--drop", action="append", metavar="COLUMN", default=None,
+                   help="a column to leave out of the features (ids, text, ...); repeatable")
     p.add_argument("--test-size", type=float, default=0.0, metavar="FRACTION",
                    help="fraction of rows held out for a test score (default 0: fit on all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/test shuffle")

@@ -114,7 +114,7 @@ def test_drop_and_test_size_errors(capsys, rational_csv):
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response", "--drop", "zz")
     assert rc == 2 and "unknown column(s) 'zz'" in _error_line(err)
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response",
-                      "--drop", "dose (mg)", "weight.kg")
+                      "--drop", "dose (mg)", "--drop", "weight.kg")
     assert rc == 2 and "no feature columns" in _error_line(err)
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response",
                       "--test-size", "1.5")
