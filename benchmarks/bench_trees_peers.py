@@ -301,7 +301,7 @@ def table(results) -> str:
     head = (f"{'dataset':<30} {'rows':>5} {'feat':>4} {'lam':>5} {'D':>2} | "
             f"{'jaxsr s':>8} {'jaxsr obj':>9} {'L':>3} | {'osrt s':>8} {'osrt obj':>9} {'L':>3} | "
             f"{'streed s':>8} {'streed obj':>10} {'L':>3} | {'str-eq s':>8} {'str-eq obj':>10} "
-            f"{'L':>3} | {'osrt/jx':>7} {'str/jx':>7}")
+            f"{'L':>3} | {'osrt/jx':>7} {'str/jx':>7} | {'jx 1st':>7}")
     lines = [head, "-" * len(head)]
     for r in results:
         j, o = r.get("jaxsr") or {}, r.get("osrt") or {}
@@ -318,10 +318,12 @@ def table(results) -> str:
             f"{r['regularization']:>5g} {r['depth_budget']:>2} | {cell(j)} | {cell(o)} | "
             f"{cell(s, 10)} | {cell(e, 10)} | "
             f"{_ratio(o.get('seconds'), j.get('seconds')):>7} "
-            f"{_ratio(s.get('seconds'), j.get('seconds')):>7}"
+            f"{_ratio(s.get('seconds'), j.get('seconds')):>7} | "
+            f"{_fmt_s(j.get('seconds_cold')):>7}"
         )
     lines.append("")
-    lines.append("times: wall-clock seconds around fit (jaxsr: second fit, after compilation); "
+    lines.append("times: wall-clock seconds around fit (jaxsr: second fit, after compilation; "
+                 "jx 1st: jaxsr's first fit, with compilation); "
                  "obj = SSE/SST + lambda*leaves recomputed in float64 from each tool's own "
                  "predictions; L = leaves; * = osrt timed out (no certificate); "
                  "streed = pystreed kmeans bound (default), str-eq = pystreed equivalent bound; "
@@ -344,6 +346,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json-out", default=None, help="peers mode: where to write the JSON")
     ap.add_argument("--out", default=str(HERE / "results" / "trees_peers.json"))
     ap.add_argument("--no-warm", action="store_true", help="jaxsr: one fit only")
+    ap.add_argument("--from-json", help="print the table of a saved results JSON and exit")
     args = ap.parse_args(argv)
 
     names = list(dataset_paths())
@@ -358,6 +361,9 @@ def main(argv=None) -> int:
 
     if args.mode == "peers":
         peers_main(cases, args.time_limit, args.json_out or "/dev/stdout")
+        return 0
+    if args.from_json:  # re-render a saved run
+        print(table(json.loads(Path(args.from_json).read_text())["results"]))
         return 0
 
     peers = {"results": []}
