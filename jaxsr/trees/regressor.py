@@ -15,6 +15,7 @@ from .._validation import (
     as_2d_float,
     check_sample_weight,
     check_target,
+    check_X_predict,
     default_feature_names,
 )
 from .search import ALL_BOUNDS, OptimalTreeSearch
@@ -252,13 +253,13 @@ class OptimalTreeRegressor:
         """(binary bool matrix, input feature names, binary feature names)."""
         binarizer = self.binarizer if fitting else self.binarizer_
         if binarizer is None:
-            Xa, names = as_2d_float(X)
-            if names is None:
-                names = default_feature_names(Xa.shape[1])
-            if not fitting:
-                if Xa.shape[1] != self.n_features_in_:
-                    raise ValueError(f"X has {Xa.shape[1]} features, but the model was "
-                                     f"fitted with {self.n_features_in_}")
+            if fitting:
+                Xa, names = as_2d_float(X)
+                if names is None:
+                    names = default_feature_names(Xa.shape[1])
+            else:  # a DataFrame with the fitted column names is reordered by name
+                names = [str(c) for c in self.feature_names_in_]
+                Xa = check_X_predict(X, self.n_features_in_, names)
             self._check_binary(Xa, names)
             return Xa > 0.5, names, list(names)
         if fitting:

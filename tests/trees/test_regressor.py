@@ -108,6 +108,9 @@ def test_dataframe_names_and_index_card():
         f = m.tree_.feature[node]
         node = m.tree_.true_child[node] if row.iloc[f] else m.tree_.false_child[node]
     assert m.predict(df.iloc[:1])[0] == m.tree_.value[node]
+    # columns are matched by name at predict time
+    np.testing.assert_array_equal(m.predict(df[["weekend", "windy", "wet", "hot"]]),
+                                  m.predict(df))
 
 
 def test_with_binarizer_on_real_features():
