@@ -236,20 +236,20 @@ def peers_main(cases, time_limit, json_out) -> None:
 
 
 # ------------------------------------------------------------------------------ jaxsr
-def _make_jaxsr(lam, depth_budget, time_limit):
+def _make_jaxsr(lam, depth_budget, time_limit, backend="auto"):
     sys.path.insert(0, str(REPO))
     from jaxsr.trees import OptimalTreeRegressor  # noqa: PLC0415
 
     wanted = {"regularization": lam, "depth_budget": depth_budget, "loss": "squared_error",
-              "time_limit": time_limit, "binarizer": None}
+              "time_limit": time_limit, "binarizer": None, "backend": backend}
     accepted = OptimalTreeRegressor().get_params()
     return OptimalTreeRegressor(**{k: v for k, v in wanted.items() if k in accepted})
 
 
-def run_jaxsr(X, y, lam, depth_budget, time_limit, warm=True) -> dict:
-    out = {}
+def run_jaxsr(X, y, lam, depth_budget, time_limit, warm=True, backend="auto") -> dict:
+    out = {"backend": backend}
     for run in ("cold", "warm") if warm else ("cold",):
-        model = _make_jaxsr(lam, depth_budget, time_limit)
+        model = _make_jaxsr(lam, depth_budget, time_limit, backend)
         t0 = time.perf_counter()
         model.fit(X.astype(np.float64), y)
         seconds = time.perf_counter() - t0
@@ -301,11 +301,13 @@ def table(results) -> str:
     head = (f"{'dataset':<30} {'rows':>5} {'feat':>4} {'lam':>5} {'D':>2} | "
             f"{'jaxsr s':>8} {'jaxsr obj':>9} {'L':>3} | {'osrt s':>8} {'osrt obj':>9} {'L':>3} | "
             f"{'streed s':>8} {'streed obj':>10} {'L':>3} | {'str-eq s':>8} {'str-eq obj':>10} "
-            f"{'L':>3} | {'osrt/jx':>7} {'str/jx':>7} | {'jx 1st':>7}")
+            f"{'L':>3} | {'osrt/jx':>7} {'str/jx':>7} | {'jx 1st':>7} | {'jx-jax s':>8} "
+            f"{'jx-jax obj':>10} {'1st':>6}")
     lines = [head, "-" * len(head)]
     for r in results:
         j, o = r.get("jaxsr") or {}, r.get("osrt") or {}
         s, e = r.get("pystreed") or {}, r.get("pystreed_equivalent") or {}
+        jj = r.get("jaxsr_jax") or {}
 
         def cell(d, w=9):
             if "objective" not in d:
@@ -319,11 +321,14 @@ def table(results) -> str:
             f"{cell(s, 10)} | {cell(e, 10)} | "
             f"{_ratio(o.get('seconds'), j.get('seconds')):>7} "
             f"{_ratio(s.get('seconds'), j.get('seconds')):>7} | "
-            f"{_fmt_s(j.get('seconds_cold')):>7}"
+            f"{_fmt_s(j.get('seconds_cold')):>7} | {cell(jj, 10)[:-4]} "
+            f"{_fmt_s(jj.get('seconds_cold')):>6}"
         )
     lines.append("")
     lines.append("times: wall-clock seconds around fit (jaxsr: second fit, after compilation; "
-                 "jx 1st: jaxsr's first fit, with compilation); "
+                 "jx 1st: jaxsr's first fit, with compilation; jaxsr = backend 'auto', which "
+                 "is the numpy host kernels on a CPU; jx-jax = backend 'jax', the batched "
+                 "jitted kernels); "
                  "obj = SSE/SST + lambda*leaves recomputed in float64 from each tool's own "
                  "predictions; L = leaves; * = osrt timed out (no certificate); "
                  "streed = pystreed kmeans bound (default), str-eq = pystreed equivalent bound; "
@@ -346,6 +351,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json-out", default=None, help="peers mode: where to write the JSON")
     ap.add_argument("--out", default=str(HERE / "results" / "trees_peers.json"))
     ap.add_argument("--no-warm", action="store_true", help="jaxsr: one fit only")
+    ap.add_argument("--backends", default="auto,jax",
+                    help="jaxsr backends to time (auto = numpy kernels on a CPU host)")
     ap.add_argument("--from-json", help="print the table of a saved results JSON and exit")
     args = ap.parse_args(argv)
 
@@ -397,14 +404,15 @@ def main(argv=None) -> int:
         row = dict(by_case.get((name, lam, budget)) or {
             "dataset": name, "rows": int(X.shape[0]), "features": int(X.shape[1]),
             "regularization": lam, "depth_budget": budget})
-        if reason is None:
+        for backend in (args.backends.split(",") if reason is None else []):
+            key = "jaxsr" if backend == "auto" else f"jaxsr_{backend}"
             try:
-                row["jaxsr"] = run_jaxsr(X, y, lam, budget, args.time_limit,
-                                         warm=not args.no_warm)
+                row[key] = run_jaxsr(X, y, lam, budget, args.time_limit,
+                                     warm=not args.no_warm, backend=backend)
             except Exception as err:
-                row["jaxsr"] = {"error": f"{type(err).__name__}: {err}"}
-            print(f"[jaxsr] {name} lambda={lam} budget={budget}: {_fmt_obj(row['jaxsr'])} "
-                  f"in {_fmt_s(row['jaxsr'].get('seconds'))}", file=sys.stderr, flush=True)
+                row[key] = {"error": f"{type(err).__name__}: {err}"}
+            print(f"[{key}] {name} lambda={lam} budget={budget}: {_fmt_obj(row[key])} "
+                  f"in {_fmt_s(row[key].get('seconds'))}", file=sys.stderr, flush=True)
         results.append(row)
 
     text = table(results)

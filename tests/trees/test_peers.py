@@ -278,12 +278,14 @@ def _fit(Regressor, X, y, lam, **extra):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("backend", ["auto", "jax"])
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-def test_never_worse_than_the_peers(Regressor, case):
+def test_never_worse_than_the_peers(Regressor, case, backend):
+    """Both search backends ('auto' is the numpy host kernels on a CPU)."""
     name, lam = case
     X, y = _load(name)
     ref = PEERS[case]
-    model, ours = _fit(Regressor, X, y, lam)
+    model, ours = _fit(Regressor, X, y, lam, backend=backend)
     assert model.optimal_, f"{name}: no certificate (lower bound {model.lower_bound_})"
     assert ours <= ref["osrt"][0] * (1 + OSRT_RTOL), (ours, ref["osrt"])
     assert ours <= ref["pystreed"][0] * (1 + STREED_RTOL), (ours, ref["pystreed"])
