@@ -221,7 +221,8 @@ class Binarizer:
             raise ValueError(f"gbdt_params must be a dict or None, got {self.gbdt_params!r}")
 
     def _split_columns(self, X):
-        """Return ``(columns, names, is_frame)``: one 1-D numpy array per input column."""
+        """Return ``(columns, names, numeric, is_frame)``: one 1-D array per input column, the
+        column names, whether each column has a numeric dtype, and whether X is a frame."""
         if _is_dataframe(X):
             from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
@@ -279,6 +280,7 @@ class Binarizer:
         for j in range(n_in):
             if j in cat_idx:
                 _check_categorical_column(cols[j], names[j])
+                cols[j] = _normalize_categorical(cols[j])
                 values.append(None)
             else:
                 values.append(_numeric_column(cols[j], names[j]))
@@ -291,7 +293,7 @@ class Binarizer:
 
             y_arr = check_target(y, n_samples=n_samples)
 
-        # Candidate tests: (j, op, value, score) in output order.
+        # Candidate tests (j, op, value) in output order; gbdt scores by test.
         candidates: list[tuple[int, str, Any]] = []
         scores: dict[tuple[int, str, Any], float] = {}
         dropped: list[tuple[str, str]] = []
@@ -477,6 +479,7 @@ class Binarizer:
         for j in range(self.n_features_in_):
             if j in cat:
                 _check_categorical_column(cols[j], self.feature_names_in_[j])
+                cols[j] = _normalize_categorical(cols[j])
             else:  # every numeric column is checked, used or not
                 values[j] = _numeric_column(cols[j], self.feature_names_in_[j])
         for k, (j, op, v) in enumerate(self.features_):
@@ -634,8 +637,16 @@ def _unique_categories(col: np.ndarray) -> list:
         return sorted(vals, key=lambda v: (type(v).__name__, str(v)))
 
 
+def _normalize_categorical(col: np.ndarray) -> np.ndarray:
+    """The column's values as python scalars (``np.str_`` -> ``str``, ...) in an object array."""
+    out = np.empty(len(col), dtype=object)
+    out[:] = [_json_value(c) for c in col]
+    return out
+
+
 def _equals(col: np.ndarray, v) -> np.ndarray:
-    return np.fromiter((_json_value(c) == v for c in col), dtype=bool, count=len(col))
+    """``col == v`` elementwise for a normalised categorical column (object array)."""
+    return np.asarray(col == v, dtype=bool).reshape(len(col))
 
 
 def _thresholds(v: np.ndarray, strategy: str, n: int) -> np.ndarray:
