@@ -67,25 +67,42 @@ def _safe_ratio(num, den):
     return jnp.where(ok, num / jnp.where(ok, den, 1.0), jnp.nan)
 
 
-def _closed_forms(a, b, c, d):
-    """Candidate ``k`` of equations 29, 33, 34 and the case flags."""
-    cz = jnp.all(c == 0)
-    dnz = d != 0
-    wd = jnp.where(dnz, 1.0 / jnp.where(dnz, d, 1.0) ** 2, 0.0)
-    k29 = _safe_ratio(jnp.sum(a * b * wd), jnp.sum(a * a * wd))
-    cnz = c != 0
-    wc = jnp.where(cnz, 1.0 / jnp.where(cnz, c, 1.0) ** 2, 0.0)
-    k33 = _safe_ratio(jnp.sum(b * b * wc), jnp.sum(a * b * wc))
+def _case_flags(a, b, c, d):
+    """Which closed form applies (section 2.1), from cheap boolean reductions."""
     c0, d0 = c[0], d[0]
-    g = b * c0 - a * d0
-    k34 = _safe_ratio(jnp.sum(b * g), jnp.sum(a * g))
-    case33 = jnp.all(cnz) & jnp.all(d == 0)
+    cz = jnp.all(c == 0)
+    case33 = jnp.all(c != 0) & jnp.all(d == 0)
     case34 = jnp.all(c == c0) & jnp.all(d == d0) & (c0 != 0) & (d0 != 0)
     undefined = jnp.any((c == 0) & (d == 0)) | (cz & jnp.all(a == 0))
+    return cz, case33, case34, undefined
+
+
+def _closed_form(a, b, c, d, cz, case33):
+    """``k`` of equation 29 (``c == 0``), 33 (``d == 0``) or 34 (``c, d`` constant)."""
+    dnz, cnz = d != 0, c != 0
+    wd = jnp.where(dnz, 1.0 / jnp.where(dnz, d * d, 1.0), 0.0)
+    wc = jnp.where(cnz, 1.0 / jnp.where(cnz, c * c, 1.0), 0.0)
+    g = b * c[0] - a * d[0]
+    k29 = _safe_ratio(jnp.sum(a * b * wd), jnp.sum(a * a * wd))
+    k33 = _safe_ratio(jnp.sum(b * b * wc), jnp.sum(a * b * wc))
+    k34 = _safe_ratio(jnp.sum(b * g), jnp.sum(a * g))
+    return jnp.where(cz, k29, jnp.where(case33, k33, k34))
+
+
+def _closed_forms(a, b, c, d):
+    """Candidate ``k`` of equations 29, 33, 34 and the case flags."""
+    cz, case33, case34, undefined = _case_flags(a, b, c, d)
+    dnz, cnz = d != 0, c != 0
+    wd = jnp.where(dnz, 1.0 / jnp.where(dnz, d * d, 1.0), 0.0)
+    wc = jnp.where(cnz, 1.0 / jnp.where(cnz, c * c, 1.0), 0.0)
+    g = b * c[0] - a * d[0]
+    k29 = _safe_ratio(jnp.sum(a * b * wd), jnp.sum(a * a * wd))
+    k33 = _safe_ratio(jnp.sum(b * b * wc), jnp.sum(a * b * wc))
+    k34 = _safe_ratio(jnp.sum(b * g), jnp.sum(a * g))
     return cz, case33, case34, undefined, k29, k33, k34
 
 
-def _general(a, b, c, d, k29, k33):
+def _general(a, b, c, d):
     """Bounded candidate zeros + safeguarded Gauss-Newton (module docstring)."""
     n = a.shape[-1]
     if n <= N_SUBSAMPLE:
@@ -102,6 +119,7 @@ def _general(a, b, c, d, k29, k33):
         m = jnp.sum(~jnp.isnan(zs))
         pos = jnp.round(jnp.linspace(0.0, 1.0, N_QUANTILES) * jnp.maximum(m - 1, 0))
         cands = zs[pos.astype(jnp.int32)]
+    _, _, _, _, k29, k33, _ = _closed_forms(a_s, b_s, c_s, d_s)
     cands = jnp.concatenate([cands, jnp.stack([k29, k33])])
 
     def score(k, a, b, c, d):
@@ -112,22 +130,27 @@ def _general(a, b, c, d, k29, k33):
     i = jnp.argmin(f)
     k, fk = cands[i], f[i]
     # refine on the ranking patterns, then polish on all of them
-    k, fk = jax.lax.fori_loop(0, N_NEWTON, _gauss_newton_step(a_s, b_s, c_s, d_s, (1.0, 0.5)),
-                              (k, fk))
+    step = _gauss_newton_step(a_s, b_s, c_s, d_s, (1.0, 0.5), k)
+    k, fk = jax.lax.fori_loop(0, N_NEWTON, step, (k, fk))
     if n > N_SUBSAMPLE:
-        k, fk = jax.lax.fori_loop(0, N_POLISH, _gauss_newton_step(a, b, c, d, (1.0,)),
-                                  (k, constant_mse(a, b, c, d, k)))
+        step = _gauss_newton_step(a, b, c, d, (1.0,), k)
+        k, fk = jax.lax.fori_loop(0, N_POLISH, step, (k, constant_mse(a, b, c, d, k)))
     return k, fk
 
 
-def _gauss_newton_step(a, b, c, d, steps):
-    """One safeguarded Gauss-Newton step on ``f`` that never crosses a pole ``d_i/c_i``."""
-    poles = jnp.where(c != 0, d / jnp.where(c != 0, c, 1.0), jnp.nan)
+def _gauss_newton_step(a, b, c, d, steps, k_start):
+    """Safeguarded Gauss-Newton steps on ``f`` that never cross a pole ``d_i/c_i``.
+
+    Every step stays strictly inside the interval between the poles nearest to
+    ``k_start`` on either side, so that interval is computed once.
+    """
+    cnz = c != 0
+    poles = jnp.where(cnz, d / jnp.where(cnz, c, 1.0), jnp.nan)
+    lo = jnp.max(jnp.where(poles < k_start, poles, -jnp.inf))
+    hi = jnp.min(jnp.where(poles > k_start, poles, jnp.inf))
 
     def step(_, state):
         k, fk = state
-        lo = jnp.max(jnp.where(poles < k, poles, -jnp.inf))
-        hi = jnp.min(jnp.where(poles > k, poles, jnp.inf))
         den = c * k - d
         r = (a * k - b) / den
         J = (b * c - a * d) / den**2
@@ -149,11 +172,14 @@ def _gauss_newton_step(a, b, c, d, steps):
 def _solve(a, b, c, d, general: bool):
     """``(k, f(k), ok)``; ``general=False`` assumes ``c == 0`` everywhere (eq. 29 only)."""
     if general:
-        cz, case33, case34, undefined, k29, k33, k34 = _closed_forms(a, b, c, d)
-        kg, _ = _general(a, b, c, d, k29, k33)
-        k = jnp.where(cz, k29, jnp.where(case33, k33, jnp.where(case34, k34, kg)))
-        f = constant_mse(a, b, c, d, k)
-        ok = ~undefined & jnp.isfinite(k) & jnp.isfinite(f) & ~_near_pole(c, d, k)
+        cz, case33, case34, undefined = _case_flags(a, b, c, d)
+        k = jax.lax.cond(cz | case33 | case34,
+                         lambda: _closed_form(a, b, c, d, cz, case33),
+                         lambda: _general(a, b, c, d)[0])
+        den = c * k - d
+        f = jnp.mean(((a * k - b) / den) ** 2)
+        pole = jnp.any(jnp.abs(den) <= POLE_RTOL * (jnp.abs(c * k) + jnp.abs(d)))
+        ok = ~undefined & jnp.isfinite(k) & jnp.isfinite(f) & ~pole
     else:  # c == 0: f(k) = mean(((a*k - b)/d)**2), eq. 29
         w = 1.0 / d**2
         k = _safe_ratio(jnp.sum(a * b * w), jnp.sum(a * a * w))

@@ -70,8 +70,8 @@ def _constant_candidates(a, b, c, d, S, n_used, W, ops, general):
     for op in ops:
         a2, b2, c2, d2 = child_equation(op, True, a, b, c, d, W)
         a2, b2, c2, d2 = (jnp.broadcast_to(v, W.shape) for v in (a2, b2, c2, d2))
-        k, f, ok = jax.vmap(lambda a_, b_, c_, d_: _solve(a_, b_, c_, d_, general))(
-            a2, b2, c2, d2)
+        # lax.map (not vmap): the per-equation lax.cond of the solver stays a real branch
+        k, f, ok = lax.map(lambda e: _solve(*e, general), (a2, b2, c2, d2))
 
         def forbidden(k=k, op=op):
             S2 = child_forbidden(op, True, S[None], W[:, None, :])

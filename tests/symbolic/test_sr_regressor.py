@@ -84,6 +84,21 @@ def test_rational_function_exact_recovery():
     np.testing.assert_allclose(sr.predict(X), y, rtol=1e-10, atol=1e-10)
 
 
+def test_rational_function_strategy3_on_the_reference_split():
+    """Strategy 3 (max 13 nodes) recovers y = 2.4*x1 - x2/x1 - 10 on the split of the
+    reference package's test (x1 = 1..10, x2 = 20, 18, ..., 2; training rows 1, 2, 5, 10):
+    exact on the training rows and on the six held-out rows."""
+    x1 = np.arange(1.0, 11.0)
+    x2 = np.arange(20.0, 0.0, -2.0)
+    X, y = np.c_[x1, x2], 2.4 * x1 - x2 / x1 - 10
+    train = np.array([0, 1, 4, 9])
+    held_out = np.setdiff1d(np.arange(10), train)
+    sr = SymbolicRegressor(max_nodes=13, strategy=3).fit(X[train], y[train])
+    assert sr.mse_ < 1e-20
+    assert np.mean((sr.predict(X[held_out]) - y[held_out]) ** 2) < 1e-20
+    assert sr.expression_tree_.n_nodes <= 13
+
+
 def test_rational_function_strategy3_reaches_a_local_optimum():
     """Strategy 3 stops at the least-squares line: no candidate of any of its stages
     improves it (checked by the search oracle tests); the constants are the LS fit."""
