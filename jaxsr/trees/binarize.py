@@ -581,7 +581,9 @@ def _equal(a, b) -> bool:
 def _numeric_column(col: np.ndarray, name: str) -> np.ndarray:
     try:
         if col.dtype == object:  # pandas nullable columns hold pd.NA
-            col = np.array([np.nan if _is_missing(v) else v for v in col], dtype=object)
+            import pandas as pd
+
+            col = np.where(pd.isna(col), np.nan, col)
         v = np.asarray(col, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise ValueError(
@@ -595,42 +597,21 @@ def _numeric_column(col: np.ndarray, name: str) -> np.ndarray:
     return v
 
 
-def _is_missing(v) -> bool:
-    if v is None:
-        return True
-    try:
-        return bool(isinstance(v, float | np.floating) and math.isnan(v)) or v is _pd_na()
-    except TypeError:
-        return False
-
-
-def _pd_na():
-    try:
-        import pandas as pd
-
-        return pd.NA
-    except ImportError:  # pragma: no cover
-        return object()
-
-
 def _check_categorical_column(col: np.ndarray, name: str) -> None:
-    for v in col:
-        if _is_missing(v):
-            raise ValueError(
-                f"categorical column {name!r} contains missing values (None/NaN); "
-                "fill them (e.g. with a 'missing' category) first"
-            )
-        if isinstance(v, float | np.floating) and not np.isfinite(v):
-            raise ValueError(f"categorical column {name!r} contains infinite values")
+    import pandas as pd
+
+    if bool(np.any(pd.isna(col))):
+        raise ValueError(
+            f"categorical column {name!r} contains missing values (None/NaN); "
+            "fill them (e.g. with a 'missing' category) first"
+        )
 
 
 def _unique_categories(col: np.ndarray) -> list:
-    """Distinct values in a deterministic order (sorted when comparable, else first seen)."""
-    seen: dict = {}
-    for v in col:
-        key = _json_value(v)
-        seen.setdefault((type(key).__name__, key), key)
-    vals = list(seen.values())
+    """Distinct values of a normalised column, sorted when comparable, else by type and text."""
+    import pandas as pd
+
+    vals = [_json_value(v) for v in pd.unique(col)]
     try:
         return sorted(vals)
     except TypeError:
@@ -639,8 +620,11 @@ def _unique_categories(col: np.ndarray) -> list:
 
 def _normalize_categorical(col: np.ndarray) -> np.ndarray:
     """The column's values as python scalars (``np.str_`` -> ``str``, ...) in an object array."""
-    out = np.empty(len(col), dtype=object)
-    out[:] = [_json_value(c) for c in col]
+    vals = col.tolist()  # numpy scalars -> python scalars
+    if col.dtype == object:
+        vals = [v if type(v) in (str, int, float, bool) else _json_value(v) for v in vals]
+    out = np.empty(len(vals), dtype=object)
+    out[:] = vals
     return out
 
 
