@@ -323,7 +323,8 @@ def _make_binarizer(args, X, Binarizer):
                               max_features=args.max_features)
     except ValueError as err:
         raise CLIError(str(err)) from err
-    detail = "" if mode == "midpoints" else f", {args.n_thresholds} thresholds per feature"
+    detail = (f", {args.n_thresholds} thresholds per feature"
+              if mode in ("quantile", "uniform") else "")
     cats = _non_numeric(X)
     if cats:
         detail += f", one-hot {', '.join(map(repr, cats[:6]))}"
