@@ -188,6 +188,7 @@ def _solve(a, b, c, d, general: bool):
     return k, jnp.where(ok, f, jnp.inf), ok
 
 
+@jax.jit
 def optimal_constant(a, b, c, d):
     """Constant ``k`` minimising equation 27 for one node equation.
 

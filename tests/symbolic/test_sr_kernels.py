@@ -116,7 +116,7 @@ def _analyse(tree, XT, y):
 
 def test_kernels_under_vmap_equal_separate_calls():
     rng = np.random.default_rng(4)
-    B, N, M = 8, 12, 2
+    B, N, M = 8, 12, 3  # the shapes of test_sr_searches: the single calls reuse its kernels
     Xs = rng.uniform(0.5, 3.0, size=(B, M, N))
     ys = rng.normal(size=(B, N))
     tree = Expression.parse("((x1 + 2) / (x2 - 0.25)) * x1").padded(16)

@@ -46,6 +46,10 @@ def test_newton_law_recovered_as_in_table3(newton_fit):
     assert sr.mse_ <= np.mean(y)
     # Table 3: every change is a constant-variable search at a constant
     assert all(h["search"] == "constant-variable" for h in sr.history_)
+    for key in ("iteration", "search", "node", "replaced", "subtree", "mse", "n_nodes",
+                "seconds", "expression"):
+        assert key in sr.history_[0]
+    assert [h["n_nodes"] for h in sr.history_] == [3, 5, 7, 9][: sr.n_iterations_]
     x1, x2, x3 = sympy.symbols("x1 x2 x3")
     ratio = sympy.simplify(sr.sympy() / (x1 * x2 / x3**2))
     assert ratio.free_symbols == set()
@@ -184,6 +188,16 @@ def test_constant_target_single_row_and_constant_columns():
     np.testing.assert_allclose(sr.predict(df), sr.to_jax()(jnp.asarray(df.to_numpy())),
                                rtol=1e-14)
     np.testing.assert_allclose(sr.predict(df), yn, rtol=1e-9)
+
+
+def test_max_time_max_iterations_and_verbose(capsys):
+    X, y = rational_data()
+    sr = SymbolicRegressor(max_time=1e-9).fit(X, y)
+    assert sr.stop_reason_ == "max_time" and sr.n_iterations_ == 0
+    sr = SymbolicRegressor(max_iterations=2, strategy=1, verbose=True).fit(X, y)
+    assert sr.stop_reason_ == "max_iterations" and sr.n_iterations_ == 2
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 3 and out[0].startswith("[jaxsr] iteration 0") and "MSE" in out[2]
 
 
 def test_float32_option():
