@@ -2,8 +2,11 @@
 N = 100,000 patterns and 10 variables, as asked by issue 2.
 
 Run: ``python benchmarks/bench_symbolic_iteration.py [--n-samples 100000] [--repeat 3]``.
-Prints the compile+first iteration time, then each warm iteration with the time of every
-kernel (semantics/equations/S, the four searches) and the tree size.
+Prints the compile + first iteration time, then each warm iteration with the tree size.
+
+``--examples`` also times the paper's examples after a warm-up fit of the same shapes:
+Newton's law (section 3, Table 3; strategy 1, goal MSE = mean target) and
+``y = 2.4*x1 - x2/x1 - 10`` (x1 = 1..100, x2 = 200, 198, ..., 2, max 13 nodes).
 """
 
 from __future__ import annotations
@@ -33,13 +36,46 @@ def random_tree(rng, n_ops: int, n_features: int) -> Expression:
     return build(n_ops)
 
 
+def examples() -> None:
+    from jaxsr.symbolic import SymbolicRegressor
+
+    try:
+        from jaxsr.datasets import make_newton_gravitation
+        X, y = make_newton_gravitation(1000, seed=0)
+    except ImportError:  # pragma: no cover
+        rng = np.random.default_rng(0)
+        X = 10 ** np.c_[rng.uniform(23, 25, (1000, 2)), rng.uniform(8, 12, 1000)]
+        y = 6.67392e-11 * X[:, 0] * X[:, 1] / X[:, 2] ** 2
+    x1 = np.arange(1.0, 101.0)
+    x2 = np.arange(200.0, 0.0, -2.0)
+    runs = [
+        ("Newton, strategy 1", X, y, dict(strategy=1, goal_mse=float(np.mean(y)))),
+        ("2.4*x1 - x2/x1 - 10, strategy 1", np.c_[x1, x2], 2.4 * x1 - x2 / x1 - 10,
+         dict(strategy=1, max_nodes=13)),
+        ("2.4*x1 - x2/x1 - 10, strategy 3", np.c_[x1, x2], 2.4 * x1 - x2 / x1 - 10,
+         dict(strategy=3, max_nodes=13)),
+    ]
+    for name, Xr, yr, params in runs:
+        t0 = time.perf_counter()
+        SymbolicRegressor(**params).fit(Xr, yr)
+        cold = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        sr = SymbolicRegressor(**params).fit(Xr, yr)
+        warm = time.perf_counter() - t0
+        print(f"{name}: {sr.n_iterations_} iterations, {warm:.3f} s warm ({cold:.1f} s with "
+              f"compilation), MSE {sr.mse_:.6g} ({sr.stop_reason_}), {sr.expression_}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--n-samples", type=int, default=100_000)
     p.add_argument("--n-features", type=int, default=10)
     p.add_argument("--n-nodes", type=int, default=101, help="odd: 2*operators + 1")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--examples", action="store_true", help="also time the paper's examples")
     args = p.parse_args()
+    if args.examples:
+        examples()
     rng = np.random.default_rng(0)
     X = rng.uniform(1.0, 2.0, size=(args.n_samples, args.n_features))
     # a valid tree (no denominator near 0) of exactly n_nodes nodes
