@@ -3,7 +3,20 @@
 Public estimator :class:`SymbolicRegressor` and the expression type :class:`Expression`;
 the functional layer (pure, jit- and vmap-able kernels over ``[capacity, N]`` arrays):
 :func:`node_semantics`, :func:`node_equations`, :func:`forbidden_sets`,
-:func:`optimal_constant`, and the four searches.
+:func:`optimal_constant`, and the four searches :func:`constant_search`,
+:func:`variable_search`, :func:`constant_variable_search`,
+:func:`constant_expression_search`.
+
+Functional layer, e.g. the constant-variable search of one tree on 8 datasets at once::
+
+    tree = Expression.parse("(0.5 * x2) / x3").padded()       # TreeArrays, capacity 16
+    def scores(XT, y):                                          # XT: (M, N), y: (N,)
+        sem = node_semantics(tree, XT)                          # (16, N)
+        eqs = node_equations(tree, sem, y)                      # a, b, c, d: (16, N)
+        S = forbidden_sets(tree, sem, 2)                        # (16, 2, N)
+        nodes, pool = jnp.ones(16, bool), jnp.ones(XT.shape[0], bool)
+        return constant_variable_search(tree, sem, eqs, S, XT, nodes, pool, 2**30, 2**30)
+    red, k = jax.vmap(scores)(XT_batch, y_batch)                # (8, 16, M, 4) each
 
 Paper: ``shared/papers/deterministic-symbolic-regression.md``.
 """
