@@ -450,7 +450,7 @@ def _cmd_demo(args) -> int:
     if SymbolicRegressor is not None:
         goal = float(np.mean(y_train))
         print(f"\n   1a. SymbolicRegressor(strategy=1, goal_mse=mean(target)={goal:.4g})")
-        sr = SymbolicRegressor(strategy=1, goal_mse=goal, max_time=60.0)
+        sr = SymbolicRegressor(strategy=1, goal_mse=goal, max_time=120.0)
         _progress("Newton: symbolic regression (compiles the kernels on a first run) ...")
         t0 = time.perf_counter()
         with _stdout_to_stderr(True):
@@ -512,8 +512,8 @@ def _cmd_demo(args) -> int:
               f"test R^2 {_metrics(yte, ols_test)[1]:.4f}")
 
         if SymbolicRegressor is not None:
-            print("\n   2a. SymbolicRegressor(max_nodes=15, strategy=3)")
-            sr_d = SymbolicRegressor(max_nodes=15, strategy=3, max_time=30.0)
+            print("\n   2a. SymbolicRegressor(max_nodes=15, strategy=2)")
+            sr_d = SymbolicRegressor(max_nodes=15, strategy=2, max_time=120.0)
             _progress("diabetes: symbolic regression (new shapes: compiled on a first run) ...")
             t0 = time.perf_counter()
             with _stdout_to_stderr(True):
