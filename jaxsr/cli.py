@@ -343,7 +343,7 @@ def _cmd_tree(args) -> int:
             regularization=args.regularization, depth_budget=args.depth_budget,
             loss=args.loss, min_samples_leaf=args.min_samples_leaf,
             time_limit=args.time_limit, binarizer=binarizer, verbose=args.verbose,
-            dtype=args.dtype,
+            dtype=args.dtype, **({} if args.backend == "auto" else {"backend": args.backend}),
         )
     except ValueError as err:
         raise CLIError(str(err)) from err
@@ -659,6 +659,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep at most this many binary features")
     p.add_argument("--time-limit", type=_non_negative_float, default=None, metavar="SECONDS",
                    help="stop the search and report the best tree with its gap")
+    p.add_argument("--backend", choices=("auto", "numpy", "jax"), default="auto",
+                   help="search backend: host kernels (numpy) or batched device calls (jax); "
+                   "auto: jax on an accelerator, numpy on a CPU. Same optimum")
     p.set_defaults(func=_cmd_tree)
 
     p = sub.add_parser("predict", help="predictions of a saved model on a CSV",

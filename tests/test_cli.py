@@ -243,6 +243,15 @@ def test_tree_on_binary_csv_auto_binarize(capsys, tmp_path):
     assert "binarizer: none" in out and "optimal: yes" in out
     train = next(ln for ln in out.splitlines() if ln.startswith("train"))
     assert float(train.split()[2]) < 1e-20
+    # the batched device backend certifies the same optimum
+    rc, out_jax, err = _run(capsys, "tree", str(path), "--target", "y", "--regularization",
+                            "0.001", "--backend", "jax")
+    assert rc == 0, err
+
+    def certificate(text):
+        return next(ln for ln in text.splitlines() if ln.startswith("certificate"))
+
+    assert certificate(out_jax).split()[2] == certificate(out).split()[2]  # objective
 
 
 def test_demo(capsys):
