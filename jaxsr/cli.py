@@ -391,9 +391,10 @@ def _cmd_predict(args) -> int:
     if names is not None and not (len(names) == df.shape[1] and list(df.columns) == names):
         missing = [n for n in names if n not in df.columns]
         if missing:
+            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
             raise CLIError(
                 f"{args.data}: the model needs column(s) {', '.join(map(repr, missing[:6]))} "
-                "that the file lacks"
+                f"that the file lacks (the model's columns: {shown})"
             )
         df = df[names]
     allow_cat = getattr(model, "binarizer", None) is not None

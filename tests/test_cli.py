@@ -186,6 +186,12 @@ def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
     np.testing.assert_allclose(got, df["response"].to_numpy(), rtol=1e-9, atol=1e-9)
     rc, out, _ = _run(capsys, "predict", str(model_path), str(data2))
     assert rc == 0 and out.splitlines()[0] == "prediction" and len(out.splitlines()) == 101
+    # a file without one of the model's columns
+    data3 = tmp_path / "partial.csv"
+    df[["dose (mg)"]].to_csv(data3, index=False)
+    rc, out, err = _run(capsys, "predict", str(model_path), str(data3))
+    assert rc == 2 and out == ""
+    assert "needs column(s) 'weight.kg'" in _error_line(err)
 
 
 def test_symbolic_test_size(capsys, tmp_path):
