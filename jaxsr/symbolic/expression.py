@@ -349,7 +349,8 @@ class Expression:
     def sympy(self, feature_names: list[str] | None = None):
         """The expression as a ``sympy`` expression (sympy is imported lazily).
 
-        Each variable becomes ``sympy.Symbol(name)`` whatever characters the name holds;
+        Each variable becomes ``sympy.Symbol(name)`` whatever characters the name holds
+        (a name shared by several columns gets the suffix ``_<column number>``);
         constants become ``sympy.Float`` with 17 significant digits. The tree is built with
         ``evaluate=False`` so its structure is kept.
         """
@@ -360,7 +361,10 @@ class Expression:
 
         def sym(j):
             if j not in symbols:
-                symbols[j] = sympy.Symbol(names[j] if names is not None else f"x{j + 1}")
+                name = names[j] if names is not None else f"x{j + 1}"
+                if names is not None and list(names).count(name) > 1:
+                    name = f"{name}_{j + 1}"  # duplicate column names stay distinct
+                symbols[j] = sympy.Symbol(name)
             return symbols[j]
 
         def rec(i):
