@@ -25,6 +25,25 @@ def default_feature_names(n_features: int) -> list[str]:
     return [f"x{j + 1}" for j in range(n_features)]
 
 
+def _is_numeric_dtype(dt) -> bool:
+    """True for numpy numeric/bool dtypes and pandas' numeric extension dtypes (Int64, ...).
+
+    pandas' string, categorical and object dtypes are not numeric; ``np.dtype`` cannot even
+    interpret the extension ones, so they are checked through their ``kind``.
+    """
+    kind = getattr(dt, "kind", None)
+    if kind is None:
+        try:
+            kind = np.dtype(dt).kind
+        except TypeError:
+            return False
+    if isinstance(dt, np.dtype):
+        return kind in "biuf"
+    # pandas extension dtypes: nullable integers/floats/booleans have kind i/u/f/b;
+    # StringDtype has kind 'O', CategoricalDtype 'O'
+    return kind in "biuf" and type(dt).__name__ != "CategoricalDtype"
+
+
 def _is_dataframe(X) -> bool:
     return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "to_numpy")
 
@@ -49,7 +68,7 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
     if _is_dataframe(X):
         names = [str(c) for c in X.columns]
         bad = [str(c) for c, dt in zip(X.columns, X.dtypes, strict=True)
-               if not (np.issubdtype(np.dtype(dt), np.number) or np.dtype(dt) == np.bool_)]
+               if not _is_numeric_dtype(dt)]
         if bad:
             raise ValueError(
                 f"{name} has non-numeric columns {bad}; encode them first "
