@@ -48,9 +48,11 @@ class DeviceBatcher:
       korder: ``(U,)`` int, classes sorted by mean target (k-means order).
       lam, norm, m1: ``lambda``, loss normaliser, minimum leaf size.
       chunk_bytes: memory budget of one call's work arrays.
+      batch_kmeans: evaluate the k-means bounds of the children in batches too (default:
+        only when JAX runs on an accelerator).
     """
 
-    def __init__(self, Xc, st4, korder, lam, norm, m1, chunk_bytes=5e8):
+    def __init__(self, Xc, st4, korder, lam, norm, m1, chunk_bytes=5e8, batch_kmeans=None):
         U, M = Xc.shape
         self.U, self.M = U, M
         self.Up = Up = max(64, -(-U // 64) * 64)
@@ -58,6 +60,12 @@ class DeviceBatcher:
         self.korder = np.asarray(korder)
         self.chunk_bytes = float(chunk_bytes)
         self.n_calls = 0
+        self.n_kmeans_items = 0
+        # the batched k-means builds a U x U table per child: worth it on an accelerator;
+        # on CPU the host's O(U log U) rows, computed lazily per subproblem, are faster
+        # (measured: insurance, lambda 0.01, no depth limit: 3.6 s host vs 31 s batched)
+        self.batch_kmeans = (jax.default_backend() != "cpu" if batch_kmeans is None
+                             else bool(batch_kmeans))
         with jax.enable_x64(True):
             self.X = jnp.asarray(_pad_rows(np.asarray(Xc, np.float64), Up))
             self.st4 = jnp.asarray(_pad_rows(np.asarray(st4, np.float64), Up))
@@ -69,7 +77,7 @@ class DeviceBatcher:
     def _chunks(self, B, per_item_bytes):
         c = int(max(1, min(64, self.chunk_bytes // max(per_item_bytes, 1))))
         c = 1 << (c.bit_length() - 1)  # power of two: few distinct shapes
-        return c
+        return min(c, 1 << max(B - 1, 0).bit_length())  # no more padding than needed
 
     def subtrees(self, masks: np.ndarray, levels: int):
         """Exact optimal subtrees of a batch of supports.
@@ -121,4 +129,5 @@ class DeviceBatcher:
                 n = min(c, B - s)
                 out[s:s + n] = np.asarray(lb)[:n]
                 self.n_calls += 1
+                self.n_kmeans_items += n
         return out

@@ -142,13 +142,17 @@ def kmeans_dp(cost, max_clusters: int):
     n = cost.shape[0]
     if n == 0:
         return jnp.zeros((max_clusters,), dtype=cost.dtype)
-    D = cost[0]
-    out = [D[-1]]
-    for _ in range(1, max_clusters):
+    D1 = cost[0]
+    if max_clusters == 1:
+        return D1[-1:]
+
+    def row(D, _):
         prev = jnp.concatenate([jnp.zeros((1,), cost.dtype), D[:-1]])
         D = jnp.min(prev[:, None] + cost, axis=0)
-        out.append(D[-1])
-    return jnp.stack(out)
+        return D, D[-1]
+
+    _, rest = jax.lax.scan(row, D1, None, length=max_clusters - 1)
+    return jnp.concatenate([D1[-1:], rest])
 
 
 def weighted_kmeans(values, weights, max_clusters: int, sq_sums=None):

@@ -64,6 +64,7 @@ __all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS"]
 ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")
 _BIG_DEPTH = 1 << 30
 _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
+_DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
 _KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
 LB, UB, FEAT, SOLVED = range(4)
 
@@ -384,12 +385,17 @@ class OptimalTreeSearch:
             for k, c, f in zip(sel_k, costs, feats, strict=True):
                 memo[k] = [float(c), float(c), int(f), True]
             return
-        if self.l1 or not self.use_kmeans or self.U > _DEVICE_KMEANS_MAX_CLASSES:
+        if (self.l1 or not self.use_kmeans or self.U > _DEVICE_KMEANS_MAX_CLASSES
+                or not self.dev.batch_kmeans):
             return
-        cheap = self._cheap_split_bound(np.stack(sel_st))
+        st = np.stack(sel_st)
+        cheap = self._cheap_split_bound(st)
         # children have at most max(sel_d) levels, so at most 2^(max(sel_d)-1) leaves
         kmax = int(min(1 << min(max(sel_d) - 1, 20), self.U))
-        kb = self.dev.kmeans_bounds(bm, max(kmax, self.look), self.look)
+        K = max(min(kmax, _DEVICE_KMEANS_MAX_CLUSTERS), self.look)
+        kb = self.dev.kmeans_bounds(bm, K, self.look)
+        if kmax > K:  # trees with more than K leaves: loss >= E, leaves >= K + 1
+            kb = np.minimum(kb, st[:, STAT_E] / self.norm + self.lam * (K + 1))
         self.n_kmeans += len(sel_k)
         for j, k in enumerate(sel_k):
             leaf = sel_leaf[j]

@@ -242,14 +242,22 @@ def test_jax_backend_equals_numpy_backend(depth, el):
     the same certified optimum as the host path."""
     X, y, w = _problem(41, n=50, M=6, weights=True)
     res = {}
-    for backend in ("numpy", "jax"):
-        r = OptimalTreeSearch(X, y, w, regularization=0.02, depth_budget=depth,
-                              exact_levels=el, backend=backend).run()
-        res[backend] = r
+    for backend, batch_kmeans in (("numpy", False), ("jax", False), ("jax", True)):
+        s = OptimalTreeSearch(X, y, w, regularization=0.02, depth_budget=depth,
+                              exact_levels=el, backend=backend)
+        if s.dev is not None:
+            s.dev.batch_kmeans = batch_kmeans  # True: the accelerator path, forced on CPU
+        r = s.run()
+        r.dev = s.dev
+        res[backend, batch_kmeans] = r
         assert r.lower_bound == pytest.approx(r.objective, rel=1e-12)
-    assert res["jax"].objective == pytest.approx(res["numpy"].objective, rel=1e-10)
+    for key in (("jax", False), ("jax", True)):
+        assert res[key].objective == pytest.approx(res["numpy", False].objective, rel=1e-10)
+    if depth != 5:
+        assert res["jax", True].dev.n_kmeans_items > 0  # the batched bounds were used
+    assert res["jax", False].dev.n_kmeans_items == 0
     if depth is not None:
-        assert res["numpy"].objective == pytest.approx(
+        assert res["numpy", False].objective == pytest.approx(
             exhaustive(X, y, w, 0.02, depth), rel=1e-9)
 
 
