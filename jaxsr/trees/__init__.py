@@ -4,6 +4,12 @@ Estimator layer: :class:`OptimalTreeRegressor`, :class:`Tree`, :class:`Binarizer
 Functional layer (pure, jittable, vmappable JAX functions with documented shapes):
 :func:`weighted_kmeans`, :func:`weighted_kmedians`, :func:`kmeans_lower_bound`,
 :func:`leaf_statistics`, :func:`optimal_subtree_cost`.
+
+Modules: ``kmeans`` (Algorithm 1's DP), ``bounds`` (leaf statistics, bounds), ``subtrees``
+(exact depth-1..3 subtrees as matrix products), ``search`` (DP with bounds, certificate),
+``device`` (batched evaluation of frontier subproblems, ``backend="jax"``), ``tree``
+(:class:`Tree`), ``regressor`` (:class:`OptimalTreeRegressor`), ``binarize``
+(:class:`Binarizer`).
 """
 
 from .binarize import Binarizer as Binarizer

@@ -45,9 +45,11 @@ class OptimalTreeRegressor:
     constant (the weighted mean for ``loss="squared_error"``, the weighted median for
     ``"absolute_error"``), by dynamic programming with bounds (hierarchical, one-step
     lookahead, equivalent points and the k-Means equivalent-points lower bound; see
-    :mod:`jaxsr.trees.search`). The fit ends with a certificate: ``lower_bound_`` is a
-    proven lower bound on the optimal objective, ``objective_`` the objective of the tree
-    returned, ``optimal_`` tells whether they meet.
+    :mod:`jaxsr.trees.search`). For absolute loss the k-Means bound's analogue is 1-D
+    weighted k-medians over the subproblem's individual targets (the equivalence-class
+    constraint is relaxed there: a valid, weaker bound). The fit ends with a certificate:
+    ``lower_bound_`` is a proven lower bound on the optimal objective, ``objective_`` the
+    objective of the tree returned, ``optimal_`` tells whether they meet.
 
     **What is normalised.** ``loss(t)`` is the summed weighted loss over the training
     samples: ``sum_i w_i (y_i - yhat_i)^2`` or ``sum_i w_i |y_i - yhat_i|``. With
