@@ -3,7 +3,8 @@
 Public estimator :class:`SymbolicRegressor` and the expression type :class:`Expression`;
 the functional layer (pure, jit- and vmap-able kernels over ``[capacity, N]`` arrays):
 :func:`node_semantics`, :func:`node_equations`, :func:`forbidden_sets`,
-:func:`optimal_constant`, and the four searches :func:`constant_search`,
+:func:`optimal_constant`, the four searches in one call :func:`search_all` and one by one
+:func:`constant_search`,
 :func:`variable_search`, :func:`constant_variable_search`,
 :func:`constant_expression_search`.
 
@@ -31,10 +32,12 @@ from .equations import node_equations as node_equations
 from .expression import Expression as Expression
 from .expression import TreeArrays as TreeArrays
 from .regressor import SymbolicRegressor as SymbolicRegressor
+from .searches import SearchResults as SearchResults
 from .searches import best_candidate as best_candidate
 from .searches import constant_expression_search as constant_expression_search
 from .searches import constant_search as constant_search
 from .searches import constant_variable_search as constant_variable_search
+from .searches import search_all as search_all
 from .searches import variable_search as variable_search
 from .semantics import node_semantics as node_semantics
 
@@ -51,6 +54,8 @@ __all__ = [
     "equation_mse",
     "optimal_constant",
     "constant_search",
+    "search_all",
+    "SearchResults",
     "variable_search",
     "constant_variable_search",
     "constant_expression_search",

@@ -14,9 +14,13 @@ semantic minus its value at the candidate), ``-inf`` for invalid or excluded can
 forbidden sets ``S`` (no candidate that makes a division by zero anywhere above the node),
 the paper's exclusions and the node / height limits of section 2.7.
 
-The nodes are processed one at a time by ``lax.map`` (bounded memory: ``O(M*K*N)`` per
-node), nodes outside ``node_mask`` are skipped by ``lax.cond``, and nodes whose equation
-has ``c == 0`` everywhere (not below a division's denominator) take the closed form of
+All four run in one jitted call, :func:`search_all` (the four functions above call it with
+only their own node mask switched on): the nodes are processed one at a time by
+``lax.map`` (bounded memory: ``O(M*N)`` per node), nodes with nothing to search are skipped
+by ``lax.cond``, and each node runs one ``lax.map`` over its candidate rows (the constant,
+``k op x`` for every variable and operator, ``k+p, k*p``), so the constant solver of
+section 2.1 is compiled once, not once per search and operator. Nodes whose equation has
+``c == 0`` everywhere (not below a division's denominator) take the closed form of
 equation 29 only. Every function is pure, jit- and vmap-able; under ``jax.vmap`` over
 datasets pass the tree unbatched (``in_axes=None``).
 
@@ -26,6 +30,8 @@ then operator.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -47,6 +53,8 @@ __all__ = [
     "constant_variable_search",
     "constant_expression_search",
     "best_candidate",
+    "search_all",
+    "SearchResults",
 ]
 
 CV_OPS = (ADD, SUB, MUL, DIV)  # k+x, k-x, k*x, k/x (constant first, section 2.3)
@@ -59,48 +67,71 @@ def node_base_mse(eqs: Equations, sem: jax.Array) -> jax.Array:
     return equation_mse(eqs.a, eqs.b, eqs.c, eqs.d, sem)
 
 
-def _constant_candidates(a, b, c, d, S, n_used, W, ops, general):
-    """Optimal ``k`` of ``k op w`` at one node, for every ``w`` row and static ``op``.
+# Row kinds of the candidate table of one node (see :func:`search_all`).
+_K_CONST, _K_CV, _K_CE = 0, 1, 2
 
-    a, b, c, d: ``(N,)`` node equation; S: ``(K, N)``; W: ``(R, N)``; ops: tuple of Python
-    operator codes. Returns ``k, mse, ok`` each ``(len(ops) * R,)``, row-major in
-    ``(w, op)``.
+
+def _row_table(M: int):
+    """Static ``(kind, op, var)`` of the ``1 + 4*M + 2`` candidate rows of a node: the
+    constant ``k`` (as ``k + 0``), ``k op x_m`` variable-major, then ``k+p, k*p``."""
+    kind = [_K_CONST] + [_K_CV] * (len(CV_OPS) * M) + [_K_CE] * len(CE_OPS)
+    ops = [ADD] + list(CV_OPS) * M + list(CE_OPS)
+    var = [0] + list(np.repeat(np.arange(M), len(CV_OPS))) + [0] * len(CE_OPS)
+    return (np.asarray(kind, np.int32), np.asarray(ops, np.int32), np.asarray(var, np.int32))
+
+
+_BINARY = (ADD, SUB, MUL, DIV)
+
+
+def _row_equations(a, b, c, d, W):
+    """Equations of the first child ``k`` of every row of the table of :func:`_row_table`
+    (``W`` ``(1 + M + 1, N)``: a zero row, the variables, the node's own semantic), each
+    ``(R, N)``, computed by the static rules of :func:`child_equation`."""
+    M = W.shape[0] - 2
+    parts = [[v[None] for v in child_equation(ADD, True, a, b, c, d, W[0])]]
+    per_op = [child_equation(o, True, a, b, c, d, W[1:1 + M]) for o in CV_OPS]
+    parts.append([jnp.stack([jnp.broadcast_to(e[i], (M, W.shape[1])) for e in per_op],
+                            axis=1).reshape(-1, W.shape[1]) for i in range(4)])
+    for o in CE_OPS:
+        parts.append([v[None] for v in child_equation(o, True, a, b, c, d, W[-1])])
+    return tuple(jnp.concatenate([jnp.broadcast_to(p[i], (p[i].shape[0], W.shape[1]))
+                                  for p in parts]) for i in range(4))
+
+
+def _switch_forbidden(op, S, w):
+    branches = [lambda S, w, o=o: child_forbidden(o, True, S, w) for o in _BINARY]
+    return lax.switch(op - ADD, branches, S, w)
+
+
+def _node_rows(a, b, c, d, S_j, n_used, W, row_w, row_op, row_active, general):
+    """Optimal ``k`` of every candidate row ``k op w`` of one node.
+
+    Args: the node's equation ``a, b, c, d`` ``(N,)``, its forbidden sets ``S_j``
+    ``(K, N)`` with ``n_used`` slots in use, the rows' ``w`` ``(R, N)``, operator codes
+    ``row_op`` ``(R,)`` and ``row_active`` ``(R,)`` (other rows return
+    ``(nan, inf, False)``). One ``lax.map`` over the rows holds the only copy of the
+    constant solver, so it is compiled once (per ``general`` flag) for all the searches.
+    Returns ``k, f, ok`` each ``(R,)``.
     """
-    ks, fs, oks = [], [], []
-    for op in ops:
-        a2, b2, c2, d2 = child_equation(op, True, a, b, c, d, W)
-        a2, b2, c2, d2 = (jnp.broadcast_to(v, W.shape) for v in (a2, b2, c2, d2))
-        # lax.map (not vmap): the per-equation lax.cond of the solver stays a real branch
-        k, f, ok = lax.map(lambda e: _solve(*e, general), (a2, b2, c2, d2))
+    dt = a.dtype
+    empty = (jnp.array(jnp.nan, dt), jnp.array(jnp.inf, dt), jnp.array(False))
+    eq = _row_equations(a, b, c, d, W)
 
-        def forbidden(k=k, op=op):
-            S2 = child_forbidden(op, True, S[None], W[:, None, :])
-            return is_forbidden(S2, n_used, k[:, None])
+    def row(x):
+        a2, b2, c2, d2, w, op = x
+        k, f, ok = _solve(a2, b2, c2, d2, general)
+
+        def forbidden():
+            S2 = _switch_forbidden(op, S_j, w[None, :])
+            return is_forbidden(S2, n_used, k[None])
 
         # the forbidden sets are only looked at below a division (n_used > 0)
-        ok = ok & ~lax.cond(n_used > 0, forbidden, lambda k=k: jnp.zeros(k.shape, bool))
-        if op == DIV:
-            ok = ok & ~jnp.any(W == 0, axis=-1)  # k/x with a zero in x
-        ks.append(k)
-        fs.append(jnp.where(ok, f, jnp.inf))
-        oks.append(ok)
-    k, f, ok = (jnp.stack(v, axis=1).reshape(-1) for v in (ks, fs, oks))
-    return k, f, ok
+        ok = ok & ~lax.cond(n_used > 0, forbidden, lambda: jnp.array(False))
+        return k, jnp.where(ok, f, jnp.inf), ok
 
-
-def _map_nodes(tree, eqs, active, fn, empty):
-    """``lax.map`` over nodes; inactive nodes return ``empty``; ``fn(j, general)``."""
-    cap = tree.op.shape[0]
-
-    def per_node(j):
-        general = jnp.any(eqs.c[j] != 0)
-        return lax.cond(
-            active[j],
-            lambda: lax.cond(general, lambda: fn(j, True), lambda: fn(j, False)),
-            lambda: empty,
-        )
-
-    return lax.map(per_node, jnp.arange(cap))
+    W_rows = W[row_w]
+    return lax.map(lambda x: lax.cond(x[-1], row, lambda x: empty, x[:-1]),
+                   (*eq, W_rows, row_op, row_active))
 
 
 def _finish(base, f, ok):
@@ -112,7 +143,146 @@ def _real(tree):
     return jnp.arange(tree.op.shape[0]) < tree.n_nodes
 
 
+class SearchResults(NamedTuple):
+    """All four searches of one tree (:func:`search_all`); ``-inf`` = not a candidate."""
+
+    constant: jax.Array  # (capacity,) reduction of the best constant at each node
+    constant_k: jax.Array  # (capacity,) that constant
+    variable: jax.Array  # (capacity, M) reduction of each variable at each node
+    constant_variable: jax.Array  # (capacity, M, 4) reduction of k+x, k-x, k*x, k/x
+    constant_variable_k: jax.Array  # (capacity, M, 4) their constants
+    constant_expression: jax.Array  # (capacity, 2) reduction of k+p, k*p
+    constant_expression_k: jax.Array  # (capacity, 2) their constants
+
+
+def _variable_scores(tree, sem, eqs, S, XT, active, var_mask, base):
+    cap, M = tree.op.shape[0], XT.shape[0]
+
+    def per_node(j):
+        def run():
+            f = equation_mse(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], XT)
+            f = jnp.where(jnp.isfinite(f), f, jnp.inf)
+            bad = jax.vmap(lambda x: is_forbidden(S[j], tree.n_slots[j], x))(XT)
+            same = (tree.op[j] == VAR) & (jnp.arange(M) == tree.feature[j])
+            return _finish(base[j], f, ~bad & ~same & var_mask)
+
+        return lax.cond(active[j], run, lambda: jnp.full((M,), -jnp.inf, sem.dtype))
+
+    return lax.map(per_node, jnp.arange(cap))
+
+
 @jax.jit
+def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, max_nodes,
+               max_height) -> SearchResults:
+    """The four searches (sections 2.1-2.4) of one tree in one jitted call.
+
+    Args:
+      tree: :class:`TreeArrays`, ``capacity`` nodes.
+      sem: ``(capacity, N)`` semantics; eqs: :class:`Equations` ``(capacity, N)`` each;
+      S: ``(capacity, K, N)`` forbidden sets (:func:`forbidden_sets`).
+      XT: ``(M, N)`` variables.
+      masks: bool ``(4, capacity)``: the nodes where the constant, variable,
+        constant-variable and constant-expression searches run (an all-False row skips
+        that search; its results are ``-inf``).
+      var_mask: bool ``(M,)`` variables in the pool (constant columns excluded).
+      max_nodes, max_height: int scalars, the limits of section 2.7 (``NO_LIMIT``: none):
+        constant-variable search only where ``max_nodes - n_nodes + size >= 3`` and
+        ``depth + 2 <= max_height``; constant-expression search only where
+        ``max_nodes - n_nodes >= 2`` and ``depth + height + 1 <= max_height``.
+
+    Returns:
+      :class:`SearchResults`. The results of each search equal the separate functions
+      :func:`constant_search`, :func:`variable_search`, :func:`constant_variable_search`
+      and :func:`constant_expression_search` (which call this one).
+
+    Every node runs one ``lax.map`` over its candidate rows (``k+0``, ``k op x`` for every
+    variable and operator, ``k+p, k*p``), skipping the rows of searches not asked for there,
+    so the constant solver of section 2.1 is compiled once for all the searches.
+    """
+    _count("search_all")
+    cap = tree.op.shape[0]
+    M, N = XT.shape
+    dt = sem.dtype
+    base = node_base_mse(eqs, sem)
+    real = _real(tree)
+    masks = jnp.asarray(masks, bool)
+    c_act = masks[0] & real
+    v_act = masks[1] & real
+    room_cv = (max_nodes - tree.n_nodes + tree.size >= 3) & (tree.depth + 2 <= max_height)
+    cv_act = masks[2] & real & room_cv
+    room_ce = (max_nodes - tree.n_nodes >= 2) & (tree.depth + tree.height + 1 <= max_height)
+    ce_act = masks[3] & real & (tree.op >= ADD) & room_ce
+
+    kind_np, op_np, var_np = _row_table(M)
+    R = kind_np.shape[0]
+    kind, row_op, row_var = jnp.asarray(kind_np), jnp.asarray(op_np), jnp.asarray(var_np)
+    x_zero = jnp.any(XT == 0, axis=-1)  # (M,): k/x excluded for these variables
+    div_zero = (kind == _K_CV) & (row_op == DIV) & x_zero[row_var]
+    zero = jnp.zeros((N,), dt)
+    row_w = jnp.asarray(np.where(kind_np == _K_CV, 1 + var_np,
+                                 np.where(kind_np == _K_CE, M + 1, 0)).astype(np.int32))
+
+    def per_node(j):
+        row_active = (((kind == _K_CONST) & c_act[j]) | ((kind == _K_CV) & cv_act[j])
+                      | ((kind == _K_CE) & ce_act[j]))
+
+        def run(general):
+            W = jnp.concatenate([zero[None], XT, sem[j][None]])
+            return _node_rows(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j], tree.n_slots[j],
+                              W, row_w, row_op, row_active, general)
+
+        empty = (jnp.full((R,), jnp.nan, dt), jnp.full((R,), jnp.inf, dt),
+                 jnp.zeros((R,), bool))
+        general = jnp.any(eqs.c[j] != 0)
+        return lax.cond(
+            jnp.any(row_active),
+            lambda: lax.cond(general, lambda: run(True), lambda: run(False)),
+            lambda: empty,
+        )
+
+    k, f, ok = lax.map(per_node, jnp.arange(cap))  # (cap, R) each
+    ok = ok & ~div_zero
+
+    # constant search: row 0
+    c_red = _finish(base, f[:, 0], ok[:, 0])
+    # constant-variable search: rows 1 .. 4M, variable-major
+    n_cv = len(CV_OPS) * M
+    cv_k = k[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS))
+    cv_f = f[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS))
+    cv_ok = ok[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS))
+    l, r = tree.left, tree.right
+    hides = ((tree.op[:, None, None] == jnp.asarray(CV_OPS, jnp.int32)[None, None, :])
+             & (tree.op[l] == CONST)[:, None, None] & (tree.op[r] == VAR)[:, None, None]
+             & (tree.feature[r][:, None, None] == jnp.arange(M)[None, :, None]))
+    cv_ok = cv_ok & ~hides & var_mask[None, :, None]
+    cv_red = _finish(base[:, None, None], cv_f, cv_ok)
+    # constant-expression search: the last two rows
+    ce_k, ce_f, ce_ok = k[:, 1 + n_cv:], f[:, 1 + n_cv:], ok[:, 1 + n_cv:]
+    const_child = (tree.op[l] == CONST) | (tree.op[r] == CONST)
+    hide_add = ((tree.op == ADD) | (tree.op == SUB)) & const_child
+    hide_mul = ((tree.op == MUL) | (tree.op == DIV)) & const_child
+    ce_ok = ce_ok & ~jnp.stack([hide_add, hide_mul], axis=1)
+    ce_red = _finish(base[:, None], ce_f, ce_ok)
+    # variable search
+    v_red = _variable_scores(tree, sem, eqs, S, XT, v_act, var_mask, base)
+    return SearchResults(c_red, k[:, 0], v_red, cv_red, cv_k, ce_red, ce_k)
+
+
+def _masks(node_mask, which):
+    node_mask = jnp.asarray(node_mask, bool)
+    off = jnp.zeros_like(node_mask)
+    return jnp.stack([node_mask if i == which else off for i in range(4)])
+
+
+def _int(v):
+    return jnp.asarray(v, jnp.int32)
+
+
+def _no_vars(sem):
+    """A one-variable placeholder for the searches that use no variable."""
+    return jnp.zeros((1, sem.shape[-1]), sem.dtype), jnp.zeros((1,), bool)
+
+
 def constant_search(tree: TreeArrays, sem, eqs: Equations, S, node_mask):
     """Constant search (section 2.1) at every node of ``node_mask``.
 
@@ -125,23 +295,12 @@ def constant_search(tree: TreeArrays, sem, eqs: Equations, S, node_mask):
     Returns:
       ``(reduction, constant)``, each ``(capacity,)``.
     """
-    _count("constant_search")
-    dt = sem.dtype
-    base = node_base_mse(eqs, sem)
-    active = node_mask & _real(tree)
-    zero = jnp.zeros((1, sem.shape[1]), dt)
-
-    def fn(j, general):  # k + 0 == k: the node's own equation
-        k, f, ok = _constant_candidates(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j],
-                                        tree.n_slots[j], zero, (ADD,), general)
-        return k[0], f[0], ok[0]
-
-    empty = (jnp.array(jnp.nan, dt), jnp.array(jnp.inf, dt), jnp.array(False))
-    k, f, ok = _map_nodes(tree, eqs, active, fn, empty)
-    return _finish(base, f, ok), k
+    XT, pool = _no_vars(sem)
+    res = search_all(tree, sem, eqs, S, XT, _masks(node_mask, 0), pool, _int(NO_LIMIT),
+                     _int(NO_LIMIT))
+    return res.constant, res.constant_k
 
 
-@jax.jit
 def variable_search(tree: TreeArrays, sem, eqs: Equations, S, XT, node_mask, var_mask):
     """Variable search (section 2.2): every (node, variable).
 
@@ -153,26 +312,11 @@ def variable_search(tree: TreeArrays, sem, eqs: Equations, S, XT, node_mask, var
       ``(reduction,)`` of shape ``(capacity, M)``; a variable node is not replaced by
       itself.
     """
-    _count("variable_search")
-    cap = tree.op.shape[0]
-    M = XT.shape[0]
-    base = node_base_mse(eqs, sem)
-    active = node_mask & _real(tree)
-
-    def per_node(j):
-        def run():
-            f = equation_mse(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], XT)
-            f = jnp.where(jnp.isfinite(f), f, jnp.inf)
-            bad = jax.vmap(lambda x: is_forbidden(S[j], tree.n_slots[j], x))(XT)
-            same = (tree.op[j] == VAR) & (jnp.arange(M) == tree.feature[j])
-            return _finish(base[j], f, ~bad & ~same & var_mask)
-
-        return lax.cond(active[j], run, lambda: jnp.full((M,), -jnp.inf, sem.dtype))
-
-    return (lax.map(per_node, jnp.arange(cap)),)
+    res = search_all(tree, sem, eqs, S, XT, _masks(node_mask, 1), var_mask, _int(NO_LIMIT),
+                     _int(NO_LIMIT))
+    return (res.variable,)
 
 
-@jax.jit
 def constant_variable_search(tree: TreeArrays, sem, eqs: Equations, S, XT, node_mask,
                              var_mask, max_nodes, max_height):
     """Constant-variable search (section 2.3): every (node, variable, ``k op x``).
@@ -188,33 +332,11 @@ def constant_variable_search(tree: TreeArrays, sem, eqs: Equations, S, XT, node_
       ``k+x, k-x, k*x, k/x``. Excluded (besides invalid ones): a node that already is
       ``k op x`` with a constant first child and the same variable and operator.
     """
-    _count("constant_variable_search")
-    M, N = XT.shape
-    dt = sem.dtype
-    base = node_base_mse(eqs, sem)
-    room = (max_nodes - tree.n_nodes + tree.size >= 3) & (tree.depth + 2 <= max_height)
-    active = node_mask & _real(tree) & room
-    ops = jnp.tile(jnp.array(CV_OPS, jnp.int32), M)  # (4M,) variable-major
-    var_of = jnp.repeat(jnp.arange(M), len(CV_OPS))
-
-    def fn(j, general):
-        k, f, ok = _constant_candidates(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j],
-                                        tree.n_slots[j], XT, CV_OPS, general)
-        l, r = tree.left[j], tree.right[j]
-        hides = ((tree.op[j] == ops) & (tree.op[l] == CONST) & (tree.op[r] == VAR)
-                 & (tree.feature[r] == var_of))
-        ok = ok & ~hides & var_mask[var_of]
-        return k, f, ok
-
-    R = len(CV_OPS) * M
-    empty = (jnp.full((R,), jnp.nan, dt), jnp.full((R,), jnp.inf, dt), jnp.zeros((R,), bool))
-    k, f, ok = _map_nodes(tree, eqs, active, fn, empty)
-    red = _finish(base[:, None], f, ok)
-    cap = tree.op.shape[0]
-    return red.reshape(cap, M, len(CV_OPS)), k.reshape(cap, M, len(CV_OPS))
+    res = search_all(tree, sem, eqs, S, XT, _masks(node_mask, 2), var_mask,
+                     _int(max_nodes), _int(max_height))
+    return res.constant_variable, res.constant_variable_k
 
 
-@jax.jit
 def constant_expression_search(tree: TreeArrays, sem, eqs: Equations, S, node_mask,
                                max_nodes, max_height):
     """Constant-expression search (section 2.4): ``k+p`` and ``k*p`` on non-terminals.
@@ -229,26 +351,10 @@ def constant_expression_search(tree: TreeArrays, sem, eqs: Equations, S, node_ma
       ``k+p`` on a ``+``/``-`` node with a constant child and ``k*p`` on a ``*``/``/`` node
       with a constant child (they would hide a constant search).
     """
-    _count("constant_expression_search")
-    dt = sem.dtype
-    base = node_base_mse(eqs, sem)
-    nonterminal = tree.op >= ADD
-    room = (max_nodes - tree.n_nodes >= 2) & (tree.depth + tree.height + 1 <= max_height)
-    active = node_mask & _real(tree) & nonterminal & room
-    def fn(j, general):
-        k, f, ok = _constant_candidates(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j],
-                                        tree.n_slots[j], sem[j][None, :], CE_OPS, general)
-        op = tree.op[j]
-        const_child = (tree.op[tree.left[j]] == CONST) | (tree.op[tree.right[j]] == CONST)
-        hide_add = ((op == ADD) | (op == SUB)) & const_child
-        hide_mul = ((op == MUL) | (op == DIV)) & const_child
-        ok = ok & ~jnp.array([hide_add, hide_mul])
-        return k, f, ok
-
-    R = len(CE_OPS)
-    empty = (jnp.full((R,), jnp.nan, dt), jnp.full((R,), jnp.inf, dt), jnp.zeros((R,), bool))
-    k, f, ok = _map_nodes(tree, eqs, active, fn, empty)
-    return _finish(base[:, None], f, ok), k
+    XT, pool = _no_vars(sem)
+    res = search_all(tree, sem, eqs, S, XT, _masks(node_mask, 3), pool,
+                     _int(max_nodes), _int(max_height))
+    return res.constant_expression, res.constant_expression_k
 
 
 def best_candidate(reduction) -> tuple[int, ...] | None:

@@ -4,7 +4,8 @@ The host keeps the :class:`~jaxsr.symbolic.Expression` and edits it; each numeri
 jitted kernel on the tree padded to its capacity bucket. One iteration:
 
 1. ``analyse``: semantics, node equations and forbidden sets of every node (one call);
-2. the searches of the strategy, each one jitted call scoring all its candidates;
+2. the searches of the strategy (or of one stage of strategies 3 and 4) in one jitted
+   call, :func:`~jaxsr.symbolic.search_all`, scoring all their candidates;
 3. the best candidate whose reduction exceeds ``min_improvement * MSE`` (ties: earlier
    search in the order constant, variable, constant-variable, constant-expression, then
    lowest node / variable / operator) is applied, and the true MSE of the new tree is
@@ -40,15 +41,7 @@ import numpy as np
 
 from .equations import forbidden_sets, node_equations
 from .expression import CONST, DIV, VAR, Expression, capacity_bucket
-from .searches import (
-    CE_OPS,
-    CV_OPS,
-    NO_LIMIT,
-    constant_expression_search,
-    constant_search,
-    constant_variable_search,
-    variable_search,
-)
+from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all
 from .semantics import _count, node_semantics
 
 __all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "slot_bucket"]
@@ -126,7 +119,10 @@ class DomeSearch:
 
     # ---------------------------------------------------------------- numeric passes
     def _fit_capacity(self, expr: Expression) -> None:
-        self.capacity = max(self.capacity, capacity_bucket(expr.n_nodes + 2))
+        # room for the two nodes a search may add, but never beyond max_nodes (a larger
+        # tree is never built), so a fit with max_nodes=15 stays in the 16 bucket
+        need = min(expr.n_nodes + 2, max(self.max_nodes, expr.n_nodes))
+        self.capacity = max(self.capacity, capacity_bucket(need))
         need = int(expr.forbidden_slot_counts().max())
         self.n_slots = max(self.n_slots, slot_bucket(need))
 
@@ -171,42 +167,41 @@ class DomeSearch:
         mn, mh = jnp.int32(min(self.max_nodes, NO_LIMIT)), jnp.int32(min(self.max_height,
                                                                         NO_LIMIT))
         thr = self.threshold()
-        found: list[tuple] = []
+        masks = np.zeros((len(SEARCH_NAMES), self.capacity), bool)
         for name, mask in specs:
+            if name not in SEARCH_NAMES:
+                raise ValueError(f"unknown search {name!r}")
+            masks[SEARCH_NAMES.index(name)] = mask
+        res = jax.device_get(search_all(tree, sem, eqs, S, self.XT, jnp.asarray(masks),
+                                        self.var_mask, mn, mh))
+        found: list[tuple] = []
+        for name, _ in specs:
             order = SEARCH_NAMES.index(name)
-            mask = jnp.asarray(mask)
             if name == "constant":
-                red, k = constant_search(tree, sem, eqs, S, mask)
-                red, k = np.asarray(red), np.asarray(k)
+                red, k = res.constant, res.constant_k
                 for j in np.flatnonzero(red > thr):
                     found.append((red[j], order, j, Candidate(float(red[j]), name, int(j),
                                                               constant=float(k[j]))))
             elif name == "variable":
-                (red,) = variable_search(tree, sem, eqs, S, self.XT, mask, self.var_mask)
-                red = np.asarray(red)
+                red = res.variable
                 for flat in np.flatnonzero(red.ravel() > thr):
                     j, m = np.unravel_index(flat, red.shape)
                     found.append((red[j, m], order, flat,
                                   Candidate(float(red[j, m]), name, int(j), variable=int(m))))
             elif name == "constant-variable":
-                red, k = constant_variable_search(tree, sem, eqs, S, self.XT, mask,
-                                                  self.var_mask, mn, mh)
-                red, k = np.asarray(red), np.asarray(k)
+                red, k = res.constant_variable, res.constant_variable_k
                 for flat in np.flatnonzero(red.ravel() > thr):
                     j, m, o = np.unravel_index(flat, red.shape)
                     found.append((red[j, m, o], order, flat,
                                   Candidate(float(red[j, m, o]), name, int(j), int(m),
                                             CV_OPS[o], float(k[j, m, o]))))
-            elif name == "constant-expression":
-                red, k = constant_expression_search(tree, sem, eqs, S, mask, mn, mh)
-                red, k = np.asarray(red), np.asarray(k)
+            else:
+                red, k = res.constant_expression, res.constant_expression_k
                 for flat in np.flatnonzero(red.ravel() > thr):
                     j, o = np.unravel_index(flat, red.shape)
                     found.append((red[j, o], order, flat,
                                   Candidate(float(red[j, o]), name, int(j), op=CE_OPS[o],
                                             constant=float(k[j, o]))))
-            else:
-                raise ValueError(f"unknown search {name!r}")
         found.sort(key=lambda t: (-t[0], t[1], t[2]))
         return [t[3] for t in found]
 
@@ -258,11 +253,11 @@ class DomeSearch:
             for j in const_nodes:
                 if self.mse <= 0.0 or self.timed_out():
                     return changes
-                tree, sem, eqs, S = self.analyse()
                 mask = np.zeros(self.capacity, bool)
                 mask[j] = True
-                red, k = constant_search(tree, sem, eqs, S, jnp.asarray(mask))
-                red_j, k_j = float(red[j]), float(k[j])
+                (cand,) = self.candidates([("constant", mask)]) or (None,)
+                red_j = -np.inf if cand is None else cand.reduction
+                k_j = np.nan if cand is None else cand.constant
                 if red_j > self.threshold():
                     new = self.expr.with_constant(int(j), k_j)
                     mse, ok = self._true_mse(new)

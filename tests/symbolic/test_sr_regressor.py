@@ -137,6 +137,7 @@ def test_no_retrace_while_growing_inside_a_bucket():
     new = {k: _TRACES.get(k, 0) - before.get(k, 0) for k in _TRACES}
     # traced exactly once for this new data shape, never again while the tree grew
     assert new.get("analyse") == 1 and new.get("check") == 1, new
+    assert new.get("search_all") == 1, new  # the four searches: one jitted call
     for name in ("constant_search", "variable_search", "constant_variable_search",
                  "constant_expression_search"):
         assert new.get(name, 0) <= 1, (name, new)
