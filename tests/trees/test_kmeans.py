@@ -202,7 +202,7 @@ _table_kmedians = jax.jit(lambda v, w, K: kmeans.kmeans_dp(kmeans.kmedians_cost_
                                                            K), static_argnums=2)
 
 
-@pytest.mark.parametrize("n", [2, 17, 150])
+@pytest.mark.parametrize("n", [2, 17, 150, 450])
 def test_host_divide_and_conquer_equals_full_table(n):
     """The host rows (divide and conquer over monotone split points, O(n) memory) equal the
     full-table DP of the JAX layer, with zero weights (masked items) and class spread."""
