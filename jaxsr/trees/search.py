@@ -38,7 +38,17 @@ Two reformulations keep the answer exact and shrink the space:
   or than ``n / min_samples_leaf``) can beat the leaf: ``r`` is capped there. This is what
   makes ``depth_budget=None`` (the paper's unconstrained problem) a finite-depth problem;
 * for squared loss, subproblems with at most ``exact_levels + 1`` levels left are solved
-  exactly and at once by :mod:`jaxsr.trees.subtrees` (pair / triple statistics).
+  exactly and at once by :mod:`jaxsr.trees.subtrees` (pair / triple statistics);
+* deeper subproblems (``r > kl + 1``, ``kl = exact_levels``) get, before they are
+  expanded, the same kernel's exact best tree with at most ``kl`` split levels as an upper
+  bound. Every tree not covered by it is deeper than ``kl`` splits, so it has at least
+  ``kl + 2`` leaves and costs at least the k-Means bound restricted to ``C >= kl + 2``
+  clusters (Theorems 3.5 and 3.7; at least ``E / normaliser + lambda (kl + 2)``). So
+  ``min(kernel cost, that bound)`` is a lower bound of the subproblem, and when the bound
+  reaches the kernel cost the kernel tree is optimal without any expansion. This is what
+  makes shallow optima under ``depth_budget=None`` cheap (enb-heat, lambda 0.1: one
+  subproblem). A memo entry records when its best tree is the kernel's (``KLEV``), and
+  the tree is rebuilt from the kernel then.
 
 The result carries the certificate: the root's lower bound and the objective of the tree
 returned. With a time limit the search stops, and the lower bound is still valid: it is
@@ -66,7 +76,8 @@ _BIG_DEPTH = 1 << 30
 _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
 _KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
-LB, UB, FEAT, SOLVED = range(4)
+LB, UB, FEAT, SOLVED, KLEV, DEEP = range(6)
+_UNTRIED = -2  # KLEV: the shallow-kernel upper bound is still to be computed
 
 
 @dataclass
@@ -277,44 +288,79 @@ class OptimalTreeSearch:
         return eq + self.look * self.lam
 
     # ------------------------------------------------------------------ entries
+    def _deep_base(self, tot):
+        """Equivalent-points bound of trees with at least ``kl + 2`` leaves."""
+        eq = tot[..., STAT_E] / self.norm if self.equiv else 0.0
+        return eq + self.lam * (self.kl + 2)
+
     def _split_bound(self, mask, tot, d):
-        """Lower bound of trees that split, for a subproblem first expanded."""
+        """Lower bounds for a subproblem first expanded: ``(b, deep)``.
+
+        ``b`` bounds every tree that splits. ``deep`` (used when ``d > kl + 1``, squared
+        loss) bounds every tree with at least ``kl + 2`` leaves -- the trees that the exact
+        kernel with ``kl`` split levels does not cover (a tree deeper than ``kl`` splits has
+        at least ``kl + 2`` leaves): the k-Means bound (Theorem 3.5) restricted to
+        ``C >= kl + 2`` clusters, and at least the equivalent-points bound (Theorem 3.3)
+        plus ``lambda (kl + 2)``.
+        """
         b = float(self._cheap_split_bound(tot))
-        if not self.use_kmeans or d <= max(self.kl + 1, 2 if self.l1 else 0):
-            return b
         cmax = int(min(tot[STAT_C], np.floor(tot[STAT_N] / self.m1)))
         if d - 1 < 40:
             cmax = min(cmax, 1 << (d - 1))
+        kdeep = self.kl + 2
+        deep = np.inf if cmax < kdeep else float(self._deep_base(tot))
+        if not self.use_kmeans or d <= max(self.kl + 1, 2 if self.l1 else 0):
+            return b, deep
         if cmax < self.look:
-            return np.inf
+            return np.inf, np.inf
         stop = self.lam * self.norm
         if self.l1:
             sm = mask[self.cls_s]
             vals, wts = self.ys[sm], self.ws[sm]
             if vals.size == 0:
-                return b
+                return b, deep
             brk = np.flatnonzero(np.diff(vals) > 0) + 1
             starts = np.concatenate([[0], brk])
             vals, wts = vals[starts], np.add.reduceat(wts, starts)
             if vals.size > _KMEDIANS_MAX_VALUES:
-                return b
+                return b, deep
             losses = kmedians_losses_np(vals, wts, cmax, stop)
         else:
             sel = self.korder[mask[self.korder]]
             s = self.stats[sel]
             losses = kmeans_losses_np(s[:, STAT_W], s[:, STAT_S], s[:, STAT_Q], cmax, stop)
         self.n_kmeans += 1
+        if not self.l1 and self.kl and cmax >= kdeep:
+            deep = max(deep, self._deep_kmeans(losses, kdeep))
         if losses.shape[0] < self.look:
-            return b
-        return max(b, float(penalized_minimum(losses, self.lam, self.norm, self.look)))
+            return b, deep
+        return max(b, float(penalized_minimum(losses, self.lam, self.norm, self.look))), deep
+
+    def _deep_kmeans(self, losses, kdeep):
+        """``min_{C >= kdeep} losses[C - 1] / norm + lambda C`` from a truncated table.
+
+        ``losses`` stops at the first ``C`` whose gain is at most ``lambda * norm`` (or at
+        the cluster cap, ``>= kdeep`` here). By convexity (Theorem 3.7) every later gain is
+        smaller, so the penalised loss does not decrease after the last entry; below that,
+        the missing ``losses[kdeep - 1]`` is at least the last loss minus the last gain per
+        extra cluster (convexity again).
+        """
+        K = losses.shape[0]
+        if K >= kdeep:
+            return float(np.min(losses[kdeep - 1:] / self.norm
+                                + self.lam * np.arange(kdeep, K + 1)))
+        gain = losses[-2] - losses[-1] if K >= 2 else 0.0
+        lo = max(losses[-1] - (kdeep - K) * gain, 0.0)
+        return float(lo / self.norm + self.lam * kdeep)
 
     def _new_entry(self, mask, tot, leaf, d):
         if d <= 1:
-            return [leaf, leaf, -1, True]
-        sb = self._split_bound(mask, tot, d)
+            return [leaf, leaf, -1, True, -1, np.inf]
+        sb, deep = self._split_bound(mask, tot, d)
         if sb >= leaf - self.tol:
-            return [leaf, leaf, -1, True]
-        return [min(leaf, sb), leaf, -1, False]
+            return [leaf, leaf, -1, True, -1, np.inf]
+        klev = _UNTRIED if (self.kl and not self.l1 and d > self.kl + 1) else -1
+        return [min(leaf, sb), leaf, -1, False, klev, max(deep, sb)]
 
     # ------------------------------------------------------------------ search
     def _check_time(self):
@@ -345,8 +391,26 @@ class OptimalTreeSearch:
             c, f = best_subtree_np(self.Xc[idx], self.st4[idx], d - 1, self.lam, self.norm,
                                    self.m1)
             self.n_kernel += 1
-            e[:] = [c, c, f, True]
+            e[:] = [c, c, f, True, -1, np.inf]
             return e
+        if e[KLEV] == _UNTRIED and d > self.kl + 1:
+            # upper bound: the exact best tree with at most kl split levels (kernel); the
+            # optimum is the better of that and the best tree with >= kl + 2 leaves, so
+            # min(kernel cost, deep bound) is a lower bound, and the kernel tree is optimal
+            # when the deep bound reaches it
+            idx = np.flatnonzero(mask)
+            c, f = best_subtree_np(self.Xc[idx], self.st4[idx], self.kl, self.lam, self.norm,
+                                   self.m1)
+            self.n_kernel += 1
+            e[KLEV] = -1
+            if c < e[UB]:
+                e[UB], e[FEAT], e[KLEV] = c, f, self.kl
+            e[LB] = max(e[LB], min(c, e[DEEP]))
+            if e[LB] >= e[UB] - self.tol:
+                e[LB], e[SOLVED] = e[UB], True
+                return e
+            if e[LB] >= cap - self.tol:
+                return e
         return self._expand(mask, tot, leaf, d, e, cap, key is self._root_key)
 
     def _children(self, mask, tot):
@@ -383,7 +447,7 @@ class OptimalTreeSearch:
             costs, feats = self.dev.subtrees(bm, d - 2)
             self.n_kernel += len(sel_k)
             for k, c, f in zip(sel_k, costs, feats, strict=True):
-                memo[k] = [float(c), float(c), int(f), True]
+                memo[k] = [float(c), float(c), int(f), True, -1, np.inf]
             return
         if (self.l1 or not self.use_kmeans or self.U > _DEVICE_KMEANS_MAX_CLASSES
                 or not self.dev.batch_kmeans):
@@ -401,14 +465,16 @@ class OptimalTreeSearch:
             leaf = sel_leaf[j]
             sb = max(float(cheap[j]), float(kb[j]))
             if sb >= leaf - self.tol:
-                memo[k] = [leaf, leaf, -1, True]
+                memo[k] = [leaf, leaf, -1, True, -1, np.inf]
             else:
-                memo[k] = [min(leaf, sb), leaf, -1, False]
+                kd = k[1] > self.kl + 1 and self.kl and not self.l1
+                deep = max(sb, float(self._deep_base(sel_st[j]))) if kd else np.inf
+                memo[k] = [min(leaf, sb), leaf, -1, False, _UNTRIED if kd else -1, deep]
 
     def _expand(self, mask, tot, leaf, d, e, cap, is_root):
         F, a, comp, leafT, leafF = self._children(mask, tot)
         if F.size == 0:
-            e[:] = [leaf, leaf, -1, True]
+            e[:] = [leaf, leaf, -1, True, -1, np.inf]
             return e
         dT = self._deff(d - 1, a, leafT)
         dF = self._deff(d - 1, comp, leafF)
@@ -461,7 +527,7 @@ class OptimalTreeSearch:
             if not t_ok:
                 if self._stop:
                     if t_ub + leafF[i] < e[UB]:
-                        e[UB], e[FEAT] = t_ub + leafF[i], int(F[i])
+                        e[UB], e[FEAT], e[KLEV] = t_ub + leafF[i], int(F[i]), -1
                     completed = False
                     break
                 continue
@@ -478,7 +544,7 @@ class OptimalTreeSearch:
             if f_ok or self._stop:
                 total = t_ub + f_ub
                 if total < e[UB]:
-                    e[UB], e[FEAT] = total, int(F[i])
+                    e[UB], e[FEAT], e[KLEV] = total, int(F[i]), -1
             if is_root:
                 self._root_live_lb = max(e[LB], min(e[UB], float(lbsum.min())))
             if not f_ok and self._stop:
@@ -506,7 +572,7 @@ class OptimalTreeSearch:
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
         self._root_key = key
-        self._root = [leaf, leaf, -1, False]
+        self._root = [leaf, leaf, -1, False, -1, np.inf]
         old = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old, 4 * min(d, 100000) + 2000))
         blas = _blas_single_thread()
@@ -534,22 +600,23 @@ class OptimalTreeSearch:
 
     # ------------------------------------------------------------------ tree extraction
     def _root_feature(self, mask, tot, leaf, d):
+        """Root split of the best tree found on ``(mask, d)`` and its children's levels.
+
+        A memo entry whose best tree came from the shallow kernel (``KLEV = L``) is the best
+        tree with ``L`` split levels: its children are rebuilt with ``L`` levels.
+        """
         if d <= 1:
-            return -1
+            return -1, 0
         key = (np.packbits(mask).tobytes(), d)
         e = self.memo.get(key)
-        if e is not None and e[SOLVED]:
-            return int(e[FEAT])
+        if e is not None and (e[SOLVED] or not (self.kl and d <= self.kl + 1)):
+            return int(e[FEAT]), (int(e[KLEV]) if e[KLEV] >= 1 else d - 1)
         if self.kl and d <= self.kl + 1:
             idx = np.flatnonzero(mask)
             return best_subtree_np(self.Xc[idx], self.st4[idx], d - 1, self.lam, self.norm,
-                                   self.m1)[1]
-        if e is not None:
-            return int(e[FEAT])
-        if not self._timed_out:
-            # never reached: a leaf can only be optimal here if it was pruned as such
-            return -1
-        return -1
+                                   self.m1)[1], d - 1
+        # never reached: a leaf can only be optimal here if it was pruned as such
+        return -1, 0
 
     def _node_value(self, mask):
         sm = mask[self.inv]
@@ -573,14 +640,14 @@ class OptimalTreeSearch:
             tot = self.stats[m].sum(0)
             leaf = self._leaf_cost(m, tot)
             d = int(self._deff(d_in, tot, leaf))
-            f = self._root_feature(m, tot, leaf, d)
+            f, dc = self._root_feature(m, tot, leaf, d)
             v, n, W, loss = self._node_value(m)
             i = len(rows)
             rows.append([-1, -1, -1, v, n, W, loss])
             if f >= 0:
                 rows[i][0] = f
-                rows[i][1] = rec(m & self.Xc_bool[:, f], d - 1)
-                rows[i][2] = rec(m & ~self.Xc_bool[:, f], d - 1)
+                rows[i][1] = rec(m & self.Xc_bool[:, f], dc)
+                rows[i][2] = rec(m & ~self.Xc_bool[:, f], dc)
             return i
 
         rec(mask, depth)

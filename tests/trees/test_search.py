@@ -187,6 +187,97 @@ def test_depth_budget_none_equals_a_large_enough_budget(loss):
     assert m.objective_ <= m5.objective_ + 1e-12
 
 
+def memo_oracle(X, y, w, lam, depth, loss="squared_error", msl=1):
+    """Exact optimum by plain recursion over every split, memoised on (sample set, levels);
+    no bounds. ``depth=None``: no limit (a tree has at most as many leaves as distinct rows,
+    so ``levels = distinct rows`` is no restriction)."""
+    n, M = X.shape
+    norm = _norm(y, w, loss, True)
+    depth = np.unique(X, axis=0).shape[0] if depth is None else depth
+    memo = {}
+
+    def best(idx, d):
+        key = (idx.tobytes(), d)
+        if key not in memo:
+            c = _leaf_loss(y[idx], w[idx], loss) / norm + lam
+            if d > 1:
+                for f in range(M):
+                    t, e = idx[X[idx, f] == 1], idx[X[idx, f] == 0]
+                    if len(t) >= max(1, msl) and len(e) >= max(1, msl):
+                        c = min(c, best(t, d - 1) + best(e, d - 1))
+            memo[key] = c
+        return memo[key]
+
+    return best(np.arange(n), depth)
+
+
+def _objective_of_tree(m, X, y, w, loss):
+    r = y - m.predict(X)
+    if loss == "squared_error":
+        mu = np.dot(w, y) / w.sum()
+        return np.dot(w, r * r) / np.dot(w, (y - mu) ** 2) + m.regularization * m.n_leaves_
+    base = min(np.dot(w, np.abs(y - c)) for c in y)
+    return np.dot(w, np.abs(r)) / base + m.regularization * m.n_leaves_
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_depth_limit_small_lambda_equals_oracle(seed):
+    """depth_budget=None with small lambda on 6-feature problems (deep optimal trees): the
+    shallow-kernel upper bounds and the bound on trees with >= kl + 2 leaves keep the exact
+    optimum for every kernel depth, and the tree returned has the objective reported."""
+    X, y, w = _problem(100 + seed, n=36, M=6, weights=seed % 2 == 1)
+    msl = 1 + seed % 3 // 2
+    for lam in (0.003, 0.01, 0.03):
+        ref = memo_oracle(X, y, w, lam, None, "squared_error", msl)
+        for el in (None, 1, 2):
+            s = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=None,
+                                  min_samples_leaf=msl, exact_levels=el)
+            r = s.run()
+            assert r.objective == pytest.approx(ref, rel=1e-9), (lam, el)
+            assert r.lower_bound == pytest.approx(ref, rel=1e-9), (lam, el)
+        m = OptimalTreeRegressor(regularization=lam, depth_budget=None, min_samples_leaf=msl
+                                 ).fit(X, y, sample_weight=w)
+        assert m.objective_ == pytest.approx(ref, rel=1e-9)
+        assert _objective_of_tree(m, X, y, w, "squared_error") == pytest.approx(ref, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_no_depth_limit_absolute_loss_with_weights_equals_oracle(seed):
+    X, y, w = _problem(200 + seed, n=30, M=6, weights=True)
+    for lam in (0.005, 0.02):
+        ref = memo_oracle(X, y, w, lam, None, "absolute_error")
+        m = OptimalTreeRegressor(regularization=lam, depth_budget=None,
+                                 loss="absolute_error").fit(X, y, sample_weight=w)
+        assert m.optimal_
+        assert m.objective_ == pytest.approx(ref, rel=1e-9)
+        assert _objective_of_tree(m, X, y, w, "absolute_error") == pytest.approx(ref, rel=1e-9)
+
+
+@pytest.mark.parametrize("depth", [5, 6])
+def test_deep_budget_with_shallow_kernels_equals_oracle(depth):
+    """Budgets deeper than the kernels (the shallow-kernel upper bound at inner subproblems);
+    the tree rebuilt from a kernel-bounded memo entry has the reported objective."""
+    for seed in range(4):
+        X, y, w = _problem(300 + seed, n=40, M=6, weights=seed % 2 == 0)
+        for lam in (0.002, 0.01):
+            ref = memo_oracle(X, y, w, lam, depth)
+            for el in (1, 2, 3):
+                m = OptimalTreeRegressor(regularization=lam, depth_budget=depth,
+                                         exact_levels=el).fit(X, y, sample_weight=w)
+                assert m.objective_ == pytest.approx(ref, rel=1e-9), (seed, lam, el)
+                assert m.optimal_
+                assert m.depth_ <= depth
+                assert _objective_of_tree(m, X, y, w, "squared_error") == pytest.approx(
+                    ref, rel=1e-9)
+
+
+def test_memo_oracle_equals_exhaustive():
+    X, y, w = _problem(7, n=20, M=4, weights=True)
+    for loss in ("squared_error", "absolute_error"):
+        assert memo_oracle(X, y, w, 0.01, 4, loss, 2) == pytest.approx(
+            exhaustive(X, y, w, 0.01, 4, loss, 2), rel=1e-12)
+
+
 @pytest.mark.parametrize("levels", [1, 2, 3])
 def test_subtree_kernels_numpy_jax_vmap(levels):
     """The matrix-product kernels: numpy, jitted JAX and vmapped JAX agree with the oracle."""
