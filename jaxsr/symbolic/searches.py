@@ -39,7 +39,7 @@ import numpy as np
 from jax import lax
 
 from .constant import _solve
-from .equations import Equations, child_equation, child_forbidden, equation_mse, is_forbidden
+from .equations import Equations, child_forbidden, equation_mse, is_forbidden
 from .expression import ADD, CONST, DIV, MUL, SUB, VAR, TreeArrays
 from .semantics import _count
 
@@ -83,19 +83,16 @@ def _row_table(M: int):
 _BINARY = (ADD, SUB, MUL, DIV)
 
 
-def _row_equations(a, b, c, d, W):
-    """Equations of the first child ``k`` of every row of the table of :func:`_row_table`
-    (``W`` ``(1 + M + 1, N)``: a zero row, the variables, the node's own semantic), each
-    ``(R, N)``, computed by the static rules of :func:`child_equation`."""
-    M = W.shape[0] - 2
-    parts = [[v[None] for v in child_equation(ADD, True, a, b, c, d, W[0])]]
-    per_op = [child_equation(o, True, a, b, c, d, W[1:1 + M]) for o in CV_OPS]
-    parts.append([jnp.stack([jnp.broadcast_to(e[i], (M, W.shape[1])) for e in per_op],
-                            axis=1).reshape(-1, W.shape[1]) for i in range(4)])
-    for o in CE_OPS:
-        parts.append([v[None] for v in child_equation(o, True, a, b, c, d, W[-1])])
-    return tuple(jnp.concatenate([jnp.broadcast_to(p[i], (p[i].shape[0], W.shape[1]))
-                                  for p in parts]) for i in range(4))
+def _first_child_equation(op, a, b, c, d, w):
+    """Equation of the first child ``k`` of ``k op w`` for a traced scalar ``op``: the
+    first-child rules of :func:`child_equation`, selected element-wise."""
+    fa = jnp.where(op == MUL, a * w, a)
+    fb = jnp.where(op == ADD, b - a * w,
+                   jnp.where(op == SUB, b + a * w, jnp.where(op == MUL, b, b * w)))
+    fc = jnp.where(op == MUL, c * w, c)
+    fd = jnp.where(op == ADD, d - c * w,
+                   jnp.where(op == SUB, d + c * w, jnp.where(op == MUL, d, d * w)))
+    return fa, fb, fc, fd
 
 
 def _switch_forbidden(op, S, w):
@@ -107,18 +104,20 @@ def _node_rows(a, b, c, d, S_j, n_used, W, row_w, row_op, row_active, general):
     """Optimal ``k`` of every candidate row ``k op w`` of one node.
 
     Args: the node's equation ``a, b, c, d`` ``(N,)``, its forbidden sets ``S_j``
-    ``(K, N)`` with ``n_used`` slots in use, the rows' ``w`` ``(R, N)``, operator codes
-    ``row_op`` ``(R,)`` and ``row_active`` ``(R,)`` (other rows return
-    ``(nan, inf, False)``). One ``lax.map`` over the rows holds the only copy of the
-    constant solver, so it is compiled once (per ``general`` flag) for all the searches.
-    Returns ``k, f, ok`` each ``(R,)``.
+    ``(K, N)`` with ``n_used`` slots in use, the candidate operands ``W`` ``(P, N)``, and
+    per row ``r`` (``(R,)`` each) the operand index ``row_w``, the operator code ``row_op``
+    and ``row_active`` (other rows return ``(nan, inf, False)``). One ``lax.map`` over the
+    rows holds the only copy of the constant solver, so it is compiled once (per
+    ``general`` flag) for all the searches, and a row's equation is only built when the
+    row is searched. Returns ``k, f, ok`` each ``(R,)``.
     """
     dt = a.dtype
     empty = (jnp.array(jnp.nan, dt), jnp.array(jnp.inf, dt), jnp.array(False))
-    eq = _row_equations(a, b, c, d, W)
 
     def row(x):
-        a2, b2, c2, d2, w, op = x
+        iw, op = x
+        w = lax.dynamic_index_in_dim(W, iw, axis=0, keepdims=False)
+        a2, b2, c2, d2 = _first_child_equation(op, a, b, c, d, w)
         k, f, ok = _solve(a2, b2, c2, d2, general)
 
         def forbidden():
@@ -129,9 +128,8 @@ def _node_rows(a, b, c, d, S_j, n_used, W, row_w, row_op, row_active, general):
         ok = ok & ~lax.cond(n_used > 0, forbidden, lambda: jnp.array(False))
         return k, jnp.where(ok, f, jnp.inf), ok
 
-    W_rows = W[row_w]
     return lax.map(lambda x: lax.cond(x[-1], row, lambda x: empty, x[:-1]),
-                   (*eq, W_rows, row_op, row_active))
+                   (row_w, row_op, row_active))
 
 
 def _finish(base, f, ok):
