@@ -158,6 +158,110 @@ def optimal_subtree_cost(class_features, class_stats, mask, regularization, norm
 
 
 def best_subtree_np(Xs, st, levels, lam, norm, m1):
-    """Host (numpy) version of :func:`optimal_subtree_cost` on the support's own rows."""
-    c, f = best_subtree(np, Xs, st, levels, lam, norm, m1)
-    return float(c), int(f)
+    """Host (numpy) version of :func:`optimal_subtree_cost` on the support's own rows.
+
+    Same optimum as :func:`best_subtree` with ``numpy``, computed with fewer passes:
+
+    * triple statistics only for ``g < h`` (``T`` is symmetric; half the product), the
+      diagonal ``T[f, g, g] = P[f, g]``;
+    * the eight octants of a depth-3 tree are three arrays up to a transposition of the
+      feature axes (``TTF``, ``TFF``, ``FFF``; ``TTT = T``), each one subtraction from a
+      quadrant of the pair statistics;
+    * work in loss units (``loss + lambda * normaliser * leaves``), one division at the end;
+    * below the root split the "both children non-empty" masks are dropped when
+      ``min_samples_leaf = 1``: a split with an empty side costs its non-empty side with
+      one level less plus ``lambda``, never less than an option already counted, so the
+      minimum is unchanged (the root split keeps the mask, so the feature returned is a
+      real split).
+
+    Args:
+      Xs: ``(U, M)`` float 0/1 rows of the support's classes; st: ``(U, 4)`` ``W, S, Q, N``.
+      levels: 1, 2 or 3 split levels; lam, norm, m1: as in :func:`best_depth1`.
+
+    Returns:
+      ``(cost, feature)``: python float and int (``-1``: a leaf).
+    """
+    Xs = np.asarray(Xs, dtype=np.float64)
+    st = np.asarray(st, dtype=np.float64)
+    U, M = Xs.shape
+    m1 = max(1, m1)
+    lamn = lam * norm
+    masked = m1 > 1
+    nc = 4 if masked else 3  # columns carried into the pair / triple statistics
+    tot = st.sum(0)
+    a = Xs.T @ st  # (M, 4)
+    aT = np.ascontiguousarray(a.T)  # (4, M)
+    leaf_root = _lossc(tot) + lamn
+    ok_root = (aT[N] >= m1) & (tot[N] - aT[N] >= m1)
+    LaT = _lossc(aT)  # loss of the "x_f = 1" side
+    LaF = _lossc(tot[:, None] - aT)
+    if levels <= 1 or M == 0:
+        split = LaT + LaF + 2.0 * lamn
+    else:
+        stc = st[:, :nc]
+        B = (Xs[:, :, None] * stc[:, None, :]).reshape(U, M * nc).T  # (M*nc, U)
+        P = (B @ Xs).reshape(M, nc, M).transpose(1, 0, 2)  # P[c, f, g]
+        A = aT[:nc]
+        TF2 = A[:, :, None] - P  # (f T, g F)
+        FF2 = tot[:nc, None, None] - A[:, :, None] - A[:, None, :] + P
+        L_TT, L_TF, L_FF = _lossc(P), _lossc(TF2), _lossc(FF2)
+        L_FT = L_TF.T
+        if levels == 2:
+            d1 = (L_TT + lamn, L_TF + lamn, L_FT + lamn, L_FF + lamn)
+        else:
+            i, j = np.triu_indices(M, 1)
+            R = (B @ (Xs[:, i] * Xs[:, j])).reshape(M, nc, -1).transpose(1, 0, 2)
+            T = np.empty((nc, M, M, M))
+            T[:, :, i, j] = R
+            T[:, :, j, i] = R
+            dg = np.arange(M)
+            T[:, :, dg, dg] = P
+            TTF = P[:, :, :, None] - T  # (f T, g T, h F)
+            TFF = TF2[:, :, :, None] - TTF.transpose(0, 1, 3, 2)  # (f T, g F, h F)
+            FFF = FF2[:, :, :, None] - TFF.transpose(0, 2, 3, 1)  # (f F, g F, h F)
+            L3 = _lossc(T)
+            L_TTF, L_TFF, L_FFF = _lossc(TTF), _lossc(TFF), _lossc(FFF)
+            pairs = (
+                (L3, L_TTF),  # split (f T, g T) on h
+                (L_TTF.transpose(0, 2, 1), L_TFF),  # (f T, g F)
+                (L_TTF.transpose(2, 0, 1), L_TFF.transpose(1, 0, 2)),  # (f F, g T)
+                (L_TFF.transpose(1, 2, 0), L_FFF),  # (f F, g F)
+            )
+            if masked:
+                Nn = (T[N], TTF[N], TFF[N], FFF[N])
+                npairs = ((Nn[0], Nn[1]), (Nn[1].transpose(0, 2, 1), Nn[2]),
+                          (Nn[1].transpose(2, 0, 1), Nn[2].transpose(1, 0, 2)),
+                          (Nn[2].transpose(1, 2, 0), Nn[3]))
+            d1 = []
+            for q, (x, y) in enumerate(pairs):
+                tot3 = x + y
+                if masked:
+                    nx, ny = npairs[q]
+                    tot3 = np.where((nx >= m1) & (ny >= m1), tot3, np.inf)
+                leafq = (L_TT, L_TF, L_FT, L_FF)[q] + lamn
+                d1.append(np.minimum(leafq, np.min(tot3, axis=2) + 2.0 * lamn))
+        sT = d1[0] + d1[1]  # split the "x_f = 1" side on g
+        sF = d1[2] + d1[3]
+        if masked:
+            nTT, nTF, nFF = P[N], TF2[N], FF2[N]
+            sT = np.where((nTT >= m1) & (nTF >= m1), sT, np.inf)
+            sF = np.where((nTF.T >= m1) & (nFF >= m1), sF, np.inf)
+        split = (np.minimum(LaT + lamn, np.min(sT, axis=1))
+                 + np.minimum(LaF + lamn, np.min(sF, axis=1)))
+    split = np.where(ok_root, split, np.inf)
+    if split.size == 0:
+        return float(leaf_root / norm), -1
+    f = int(np.argmin(split))
+    if split[f] < leaf_root:
+        return float(split[f] / norm), f
+    return float(leaf_root / norm), -1
+
+
+def _lossc(x):
+    """Squared loss of statistics with the columns on the first axis: ``(c, ...)``.
+
+    ``W = 0`` (an empty or zero-weight set) has ``S = 0`` up to rounding; dividing by a tiny
+    number instead sends any rounding residue to a large ``S^2 / W`` and the loss to 0.
+    """
+    with np.errstate(over="ignore"):
+        return np.maximum(x[Q] - x[S] * x[S] / np.maximum(x[W], 1e-300), 0.0)

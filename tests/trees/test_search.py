@@ -278,41 +278,45 @@ def test_memo_oracle_equals_exhaustive():
             exhaustive(X, y, w, 0.01, 4, loss, 2), rel=1e-12)
 
 
-@pytest.mark.parametrize("levels", [1, 2, 3])
-def test_subtree_kernels_numpy_jax_vmap(levels):
-    """The matrix-product kernels: numpy, jitted JAX and vmapped JAX agree with the oracle."""
-    rng = np.random.default_rng(levels)
+@pytest.mark.parametrize("levels,msl", [(1, 2), (2, 2), (3, 2), (2, 1), (3, 1), (3, 3)])
+def test_subtree_kernels_numpy_jax_vmap(levels, msl):
+    """The matrix-product kernels: the host kernel (symmetric triple statistics, octants by
+    transposition, no inner masks for min_samples_leaf 1), jitted JAX and vmapped JAX agree
+    with the oracle; some classes have zero weight."""
+    rng = np.random.default_rng(levels + 10 * msl)
     U, M = 24, 5
     Xc = rng.integers(0, 2, size=(U, M)).astype(float)
     y = rng.normal(size=U) * 3 + 2 * Xc[:, 1]
-    Wc = rng.integers(1, 4, size=U).astype(float)
-    st = np.column_stack([Wc, Wc * y, Wc * y * y + rng.random(U), Wc])
+    Wc = rng.integers(0, 4, size=U).astype(float)
+    Nc = np.maximum(Wc, 1.0)
+    st = np.column_stack([Wc, Wc * y, Wc * y * y + rng.random(U) * (Wc > 0), Nc])
     masks = rng.random((5, U)) < 0.7
     masks[0] = True
     lam, norm = 0.02, 10.0
     batched = jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
-        jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(masks), lam, norm, levels, 2)
+        jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(masks), lam, norm, levels, msl)
     for b, m in enumerate(masks):
-        c_np, f_np = best_subtree_np(Xc[m], st[m], levels, lam, norm, 2)
+        c_np, f_np = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl)
         c_jx, f_jx = optimal_subtree_cost(jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(m),
-                                          lam, norm, levels=levels, min_samples_leaf=2)
+                                          lam, norm, levels=levels, min_samples_leaf=msl)
         assert float(c_jx) == pytest.approx(c_np, rel=1e-12)
         assert float(batched[0][b]) == pytest.approx(c_np, rel=1e-12)
         # oracle on the classes as weighted "samples": class internal spread is a constant
         idx = np.flatnonzero(m)
-        spread = float(np.sum(st[idx, 2] - st[idx, 1] ** 2 / st[idx, 0]))
+        pos = idx[st[idx, 0] > 0]
+        spread = float(np.sum(st[pos, 2] - st[pos, 1] ** 2 / st[pos, 0]))
 
         def best(ix, d):
             def leaf(ix):
                 W, S, Q = st[ix, 0].sum(), st[ix, 1].sum(), st[ix, 2].sum()
-                return (Q - S * S / W) / norm + lam
+                return (Q - S * S / W if W > 0 else 0.0) / norm + lam
 
             c = leaf(ix)
             if d <= 1:
                 return c
             for f in range(M):
                 t, e = ix[Xc[ix, f] == 1], ix[Xc[ix, f] == 0]
-                if st[t, 3].sum() >= 2 and st[e, 3].sum() >= 2:
+                if st[t, 3].sum() >= msl and st[e, 3].sum() >= msl:
                     c = min(c, best(t, d - 1) + best(e, d - 1))
             return c
 
