@@ -4,8 +4,10 @@ For every CSV in ``shared/data/osrt/binarized/`` (last column = target, the othe
 fit at ``regularization=0.01, depth_budget=5``, squared loss, ``min_samples_leaf=1`` and
 print rows, binary features, equivalence classes, seconds of the first fit (with JAX
 compilation for ``--backend jax``) and the best of ``--repeat`` fits, objective, lower
-bound, leaves and whether the optimum is certified. The objective is recomputed from the tree's
-own predictions (SSE/SST + lambda * leaves).
+bound, leaves and whether the optimum is certified, and the seconds of the ``osrt`` package
+recorded in ``shared/data/osrt/anchors/osrt_0.2.2_binarized_anchors.csv`` for the same
+setting (``minimum_captured_points`` 1, all bounds on; ``-``: no such run, ``t/o``: osrt
+timed out).
 
 Usage::
 
@@ -27,6 +29,16 @@ from jaxsr.datasets import shared_data_dir
 from jaxsr.trees import OptimalTreeRegressor
 
 
+def _anchor_seconds(folder):
+    path = folder.parent / "anchors" / "osrt_0.2.2_binarized_anchors.csv"
+    if not path.exists():
+        return {}
+    a = pd.read_csv(path)
+    a = a[(a.minimum_captured_points == 1) & a.k_cluster & a.look_ahead]
+    return {(r.dataset, r.metric, float(r["lambda"]), int(r.depth_budget)):
+            ("t/o" if r.timed_out else f"{r.solver_seconds:.3f}") for _, r in a.iterrows()}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("datasets", nargs="*")
@@ -39,10 +51,12 @@ def main(argv=None):
     a = p.parse_args(argv)
     folder = shared_data_dir() / "osrt" / "binarized"
     names = a.datasets or sorted(f.name for f in folder.glob("*.csv"))
+    anchors = _anchor_seconds(folder)
+    metric = "L1" if a.loss == "absolute_error" else "L2"
     print(f"lambda={a.lam} depth_budget={a.depth or None} loss={a.loss} "
           f"backend={a.backend}")
     print(f"{'dataset':<50} {'rows':>5} {'feat':>4} {'classes':>7} {'first_s':>8} {'best_s':>7} "
-          f"{'objective':>10} {'lower_bd':>10} {'leaves':>6} optimal")
+          f"{'objective':>10} {'lower_bd':>10} {'leaves':>6} optimal  osrt_s")
     for name in names:
         d = pd.read_csv(folder / name)
         X, y = d.iloc[:, :-1].to_numpy(), d.iloc[:, -1].to_numpy(float)
@@ -56,9 +70,10 @@ def main(argv=None):
             times.append(time.perf_counter() - t0)
         first, best = times[0], min(times)
         classes = np.unique(X, axis=0).shape[0]
-        print(f"{name:<50} {X.shape[0]:>5} {X.shape[1]:>4} {classes:>7} {first:>8.2f} {best:>7.2f} "
-              f"{m.objective_:>10.6f} {m.lower_bound_:>10.6f} {m.n_leaves_:>6} "
-              f"{m.optimal_}", flush=True)
+        osrt_s = anchors.get((name, metric, float(a.lam), int(a.depth)), "-")
+        print(f"{name:<50} {X.shape[0]:>5} {X.shape[1]:>4} {classes:>7} {first:>8.3f} "
+              f"{best:>7.3f} {m.objective_:>10.6f} {m.lower_bound_:>10.6f} {m.n_leaves_:>6} "
+              f"{str(m.optimal_):<7} {osrt_s:>7}", flush=True)
     return 0
 
 
