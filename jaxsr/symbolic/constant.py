@@ -68,12 +68,14 @@ def _safe_ratio(num, den):
 
 
 def _case_flags(a, b, c, d):
-    """Which closed form applies (section 2.1), from cheap boolean reductions."""
+    """Which closed form applies (section 2.1), from five boolean reductions (the tests
+    that are only used together are combined per pattern before reducing)."""
     c0, d0 = c[0], d[0]
-    cz = jnp.all(c == 0)
-    case33 = jnp.all(c != 0) & jnp.all(d == 0)
-    case34 = jnp.all(c == c0) & jnp.all(d == d0) & (c0 != 0) & (d0 != 0)
-    undefined = jnp.any((c == 0) & (d == 0)) | (cz & jnp.all(a == 0))
+    c_zero, d_zero = c == 0, d == 0
+    cz = jnp.all(c_zero)
+    case33 = jnp.all(~c_zero & d_zero)
+    case34 = jnp.all((c == c0) & (d == d0)) & (c0 != 0) & (d0 != 0)
+    undefined = ~jnp.all(~(c_zero & d_zero)) | jnp.all(c_zero & (a == 0))
     return cz, case33, case34, undefined
 
 
