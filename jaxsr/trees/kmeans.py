@@ -356,6 +356,30 @@ def _dp_host(cost, n: int, max_clusters: int, stop_gain: float | None,
     return np.asarray(out)
 
 
+_LOWER = np.tril(np.ones((_TABLE_MAX, _TABLE_MAX), dtype=bool), -1)  # j > i: no group
+
+
+def _kmeans_table_np(W, S, Q):
+    """Host twin of :func:`_kmeans_cost` with fewer passes (n <= ``_TABLE_MAX``).
+
+    ``sum S = 0`` exactly where ``sum W = 0`` (prefix sums over zero items cancel exactly),
+    so ``S^2 / max(W, tiny)`` needs no mask.
+    """
+    n = W.shape[0]
+    PW, PS, PQ = _prefix(np, W), _prefix(np, S), _prefix(np, Q)
+    w = PW[None, 1:] - PW[:-1, None]
+    s = PS[None, 1:] - PS[:-1, None]
+    c = PQ[None, 1:] - PQ[:-1, None]
+    np.multiply(s, s, out=s)
+    np.maximum(w, 1e-300, out=w)
+    with np.errstate(over="ignore"):
+        np.divide(s, w, out=s)
+    np.subtract(c, s, out=c)
+    np.maximum(c, 0.0, out=c)
+    np.copyto(c, np.inf, where=_LOWER[:n, :n])
+    return c
+
+
 def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None):
     """Host version of the constrained k-means losses (items already sorted by mean).
 
@@ -371,7 +395,7 @@ def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None)
     """
     W, S, Q = (np.asarray(a, np.float64) for a in (W, S, Q))
     return _dp_host(_kmeans_cost_fn(W, S, Q), W.shape[0], max_clusters, stop_gain,
-                    lambda: _kmeans_cost(np, W, S, Q))
+                    lambda: _kmeans_table_np(W, S, Q))
 
 
 def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):

@@ -181,8 +181,12 @@ def best_subtree_np(Xs, st, levels, lam, norm, m1):
     Returns:
       ``(cost, feature)``: python float and int (``-1``: a leaf).
     """
-    Xs = np.asarray(Xs, dtype=np.float64)
-    st = np.asarray(st, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return _best_np(np.asarray(Xs, dtype=np.float64), np.asarray(st, dtype=np.float64),
+                        levels, lam, norm, m1)
+
+
+def _best_np(Xs, st, levels, lam, norm, m1):
     U, M = Xs.shape
     m1 = max(1, m1)
     lamn = lam * norm
@@ -209,7 +213,7 @@ def best_subtree_np(Xs, st, levels, lam, norm, m1):
         if levels == 2:
             d1 = (L_TT + lamn, L_TF + lamn, L_FT + lamn, L_FF + lamn)
         else:
-            i, j = np.triu_indices(M, 1)
+            i, j = _triu(M)
             R = (B @ (Xs[:, i] * Xs[:, j])).reshape(M, nc, -1).transpose(1, 0, 2)
             T = np.empty((nc, M, M, M))
             T[:, :, i, j] = R
@@ -257,11 +261,20 @@ def best_subtree_np(Xs, st, levels, lam, norm, m1):
     return float(leaf_root / norm), -1
 
 
+_TRIU: dict = {}
+
+
+def _triu(M):
+    if M not in _TRIU:
+        _TRIU[M] = np.triu_indices(M, 1)
+    return _TRIU[M]
+
+
 def _lossc(x):
     """Squared loss of statistics with the columns on the first axis: ``(c, ...)``.
 
     ``W = 0`` (an empty or zero-weight set) has ``S = 0`` up to rounding; dividing by a tiny
-    number instead sends any rounding residue to a large ``S^2 / W`` and the loss to 0.
+    number instead sends any rounding residue to a large ``S^2 / W`` and the loss to 0
+    (callers silence the overflow warning).
     """
-    with np.errstate(over="ignore"):
-        return np.maximum(x[Q] - x[S] * x[S] / np.maximum(x[W], 1e-300), 0.0)
+    return np.maximum(x[Q] - x[S] * x[S] / np.maximum(x[W], 1e-300), 0.0)
