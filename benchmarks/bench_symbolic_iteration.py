@@ -2,7 +2,9 @@
 N = 100,000 patterns and 10 variables, as asked by issue 2.
 
 Run: ``python benchmarks/bench_symbolic_iteration.py [--n-samples 100000] [--repeat 3]``.
-Prints the compile + first iteration time, then each warm iteration with the tree size.
+Prints the compile + first iteration time, then each warm iteration (wall and process CPU
+seconds) with the tree size, and the load average (other processes share the CPU: compare
+figures taken at similar load).
 
 ``--examples`` also times the paper's examples after a warm-up fit of the same shapes:
 Newton's law (section 3, Table 3; strategy 1, goal MSE = mean target) and
@@ -12,6 +14,7 @@ Newton's law (section 3, Table 3; strategy 1, goal MSE = mean target) and
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import jax
@@ -86,6 +89,7 @@ def main() -> None:
         if ok:
             break
     y = e.evaluate(X) + rng.normal(size=args.n_samples)
+    print("load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}, "
           f"N={args.n_samples}, M={args.n_features}, tree of {e.n_nodes} nodes, "
           f"height {e.height}, forbidden-set slots {int(e.forbidden_slot_counts().max())}")
@@ -96,16 +100,17 @@ def main() -> None:
         eng.expr = e
         eng.mse, _ = eng._true_mse(e)
         for it in range(args.repeat + 1):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             rec = eng.step(1)
             jax.block_until_ready(eng.XT)
-            dt = time.perf_counter() - t0
+            dt, dc = time.perf_counter() - t0, time.process_time() - c0
             label = "compile + iteration" if it == 0 else f"warm iteration {it}"
             what = "no change" if rec is None else f"{rec['search']} at node {rec['node']}"
-            print(f"{label}: {dt:.2f} s ({what}; tree {eng.expr.n_nodes} nodes, capacity "
-                  f"{eng.capacity}, slots {eng.n_slots}, MSE {eng.mse:.6g})")
+            print(f"{label}: {dt:.2f} s ({dc:.2f} s CPU; {what}; tree {eng.expr.n_nodes} "
+                  f"nodes, capacity {eng.capacity}, slots {eng.n_slots}, MSE {eng.mse:.6g})")
             if rec is None:
                 break
+    print("load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
 
 
 if __name__ == "__main__":
