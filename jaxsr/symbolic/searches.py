@@ -39,7 +39,7 @@ import numpy as np
 from jax import lax
 
 from .constant import _solve
-from .equations import Equations, child_forbidden, equation_mse, is_forbidden
+from .equations import Equations, child_equation, child_forbidden, equation_mse, is_forbidden
 from .expression import ADD, CONST, DIV, MUL, SUB, VAR, TreeArrays
 from .semantics import _count
 
@@ -95,6 +95,12 @@ def _first_child_equation(op, a, b, c, d, w):
     return fa, fb, fc, fd
 
 
+def _switch_equation(op, a, b, c, d, w):
+    branches = [lambda a, b, c, d, w, o=o: child_equation(o, True, a, b, c, d, w)
+                for o in _BINARY]
+    return lax.switch(op - ADD, branches, a, b, c, d, w)
+
+
 def _switch_forbidden(op, S, w):
     branches = [lambda S, w, o=o: child_forbidden(o, True, S, w) for o in _BINARY]
     return lax.switch(op - ADD, branches, S, w)
@@ -117,7 +123,7 @@ def _node_rows(a, b, c, d, S_j, n_used, W, row_w, row_op, row_active, general):
     def row(x):
         iw, op = x
         w = lax.dynamic_index_in_dim(W, iw, axis=0, keepdims=False)
-        a2, b2, c2, d2 = _first_child_equation(op, a, b, c, d, w)
+        a2, b2, c2, d2 = _switch_equation(op, a, b, c, d, w)
         k, f, ok = _solve(a2, b2, c2, d2, general)
 
         def forbidden():
