@@ -394,8 +394,32 @@ def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None)
       the one over all ``k``.
     """
     W, S, Q = (np.asarray(a, np.float64) for a in (W, S, Q))
-    return _dp_host(_kmeans_cost_fn(W, S, Q), W.shape[0], max_clusters, stop_gain,
+    n = W.shape[0]
+    if 1 < n <= _KMEANS_TABLE_FIRST:
+        return _dp_table(_kmeans_table_np(W, S, Q), n, max_clusters, stop_gain)
+    return _dp_host(_kmeans_cost_fn(W, S, Q), n, max_clusters, stop_gain,
                     lambda: _kmeans_table_np(W, S, Q))
+
+
+_KMEANS_TABLE_FIRST = 160  # below this the table is built first (cheaper than any row)
+
+
+def _dp_table(table, n, max_clusters, stop_gain):
+    """:func:`_dp_host` on a ready cost table (same rows, same early stop)."""
+    kmax = min(max_clusters, n)
+    D = table[0]
+    out = [D[-1]]
+    last_col = table[:, -1]
+    prev = np.empty(n)
+    while len(out) < kmax:
+        prev[0] = 0.0
+        prev[1:] = D[:-1]
+        out.append(float(np.min(prev + last_col)))
+        if stop_gain is not None and out[-2] - out[-1] <= stop_gain:
+            break
+        if len(out) < kmax:
+            D = np.min(prev[:, None] + table, axis=0)
+    return np.asarray(out)
 
 
 def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):
