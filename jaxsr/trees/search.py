@@ -22,7 +22,9 @@ subproblem:
    ``min(2^(r-1), classes, n / min_samples_leaf)`` clusters and at least 2 (a tree that
    splits has two leaves); if that bound reaches the leaf cost, the leaf is optimal
    (lookahead, Theorem 3.2). Each DP row takes O(U log U) time and O(U) memory (divide
-   and conquer over the monotone split points; :func:`~jaxsr.trees.kmeans.kmeans_losses_np`).
+   and conquer over the monotone split points), or one pass over a U x U cost table for
+   small supports; only the last entry of the last row is computed before the early stop
+   (:func:`~jaxsr.trees.kmeans.kmeans_losses_np`).
 
 For absolute loss the equivalence-class constraint does not keep optimal clusters
 contiguous in any order, so the bound used is 1-D weighted k-medians over the subproblem's
@@ -31,7 +33,7 @@ problem, hence a valid but weaker bound, combined (max) with the equivalent-poin
 It is computed for subproblems with at least 3 levels left (smaller ones are cheaper to
 expand directly) and at most 20000 distinct targets.
 
-Two reformulations keep the answer exact and shrink the space:
+Three reformulations keep the answer exact and shrink the space:
 
 * a tree with ``H`` leaves costs at least ``E / normaliser + lambda H``, so no tree with
   more than ``(leaf cost - E / normaliser) / lambda`` leaves (or more leaves than classes,
