@@ -83,18 +83,6 @@ def _row_table(M: int):
 _BINARY = (ADD, SUB, MUL, DIV)
 
 
-def _first_child_equation(op, a, b, c, d, w):
-    """Equation of the first child ``k`` of ``k op w`` for a traced scalar ``op``: the
-    first-child rules of :func:`child_equation`, selected element-wise."""
-    fa = jnp.where(op == MUL, a * w, a)
-    fb = jnp.where(op == ADD, b - a * w,
-                   jnp.where(op == SUB, b + a * w, jnp.where(op == MUL, b, b * w)))
-    fc = jnp.where(op == MUL, c * w, c)
-    fd = jnp.where(op == ADD, d - c * w,
-                   jnp.where(op == SUB, d + c * w, jnp.where(op == MUL, d, d * w)))
-    return fa, fb, fc, fd
-
-
 def _switch_equation(op, a, b, c, d, w):
     branches = [lambda a, b, c, d, w, o=o: child_equation(o, True, a, b, c, d, w)
                 for o in _BINARY]
@@ -130,8 +118,9 @@ def _node_rows(a, b, c, d, S_j, n_used, W, row_w, row_op, row_active, general):
             S2 = _switch_forbidden(op, S_j, w[None, :])
             return is_forbidden(S2, n_used, k[None])
 
-        # the forbidden sets are only looked at below a division (n_used > 0)
-        ok = ok & ~lax.cond(n_used > 0, forbidden, lambda: jnp.array(False))
+        # the forbidden sets are only looked at below a division (n_used > 0), and only
+        # for a valid constant
+        ok = ok & ~lax.cond(ok & (n_used > 0), forbidden, lambda: jnp.array(False))
         return k, jnp.where(ok, f, jnp.inf), ok
 
     return lax.map(lambda x: lax.cond(x[-1], row, lambda x: empty, x[:-1]),
