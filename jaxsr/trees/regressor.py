@@ -78,7 +78,8 @@ class OptimalTreeRegressor:
         make the search slower (ablation, OSRT section 6.4).
       exact_levels: split levels solved at once by the matrix-product kernels of
         :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks the
-        largest that fits in memory.
+        largest that fits in memory. Deeper subproblems get the kernel's best shallow tree
+        as an upper bound, certified optimal when no tree with more leaves can beat it.
       backend: ``"numpy"``: host kernels one subproblem at a time, pruning between them
         (fastest on CPU); ``"jax"``: every expanded subproblem's children are evaluated in
         batched, jitted device calls (exact subtrees at the bottom, k-means bounds above;
