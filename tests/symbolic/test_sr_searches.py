@@ -14,6 +14,7 @@ from jaxsr.symbolic import (
     forbidden_sets,
     node_equations,
     node_semantics,
+    search_all,
     variable_search,
 )
 from jaxsr.symbolic.expression import DIV
@@ -183,3 +184,28 @@ def test_constant_expression_search_matches_re_evaluation(problem):
     red_lim, _ = constant_expression_search(tree, sem, eqs, S, jnp.ones(16, bool),
                                             e.n_nodes + 1, NO_LIMIT)
     assert np.all(np.asarray(red_lim) == -np.inf)
+
+
+def test_search_all_in_one_call_equals_the_four_searches(problem):
+    """The engine runs the searches of a strategy stage together in one call, with a
+    different node mask per search: each result equals its search run alone."""
+    e, X, y, tree, XT, sem, eqs, S, base, _ = problem
+    rng = np.random.default_rng(3)
+    masks = rng.uniform(size=(4, 16)) < 0.6
+    pool = jnp.asarray([True, False, True])
+    res = search_all(tree, sem, eqs, S, XT, jnp.asarray(masks), pool, NO_LIMIT, NO_LIMIT)
+    alone = [
+        constant_search(tree, sem, eqs, S, masks[0]),
+        variable_search(tree, sem, eqs, S, XT, masks[1], pool),
+        constant_variable_search(tree, sem, eqs, S, XT, masks[2], pool, NO_LIMIT, NO_LIMIT),
+        constant_expression_search(tree, sem, eqs, S, masks[3], NO_LIMIT, NO_LIMIT),
+    ]
+    together = [(res.constant, res.constant_k), (res.variable,),
+                (res.constant_variable, res.constant_variable_k),
+                (res.constant_expression, res.constant_expression_k)]
+    for one, both, mask in zip(alone, together, masks, strict=True):
+        red = np.asarray(both[0])
+        assert np.all(red[~mask] == -np.inf)  # nothing outside the search's own mask
+        assert np.isfinite(red[mask]).any()
+        for a, b in zip(one, both, strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
