@@ -6,6 +6,7 @@ Paper: ``shared/papers/deterministic-symbolic-regression.md`` (sections 2-2.8).
 from __future__ import annotations
 
 import inspect
+import sys
 import time
 
 import jax.numpy as jnp
@@ -73,7 +74,8 @@ class SymbolicRegressor(_Params):
       goal_mse: stop once the training MSE is ``<= goal_mse`` (default 0).
       max_time: stop after this many seconds of fitting (``None``: no limit).
       max_height: maximum tree height in levels (``None``: no limit; section 2.7).
-      verbose: print one line per iteration.
+      verbose: print one line per iteration on stderr (search, node, new subtree, MSE, nodes,
+        elapsed seconds).
       dtype: ``"float64"`` (default) or ``"float32"``.
 
     Attributes:
@@ -165,7 +167,7 @@ class SymbolicRegressor(_Params):
                 msg = f"[jaxsr] iteration 0: MSE {engine.mse:.6g}, {engine.expr.to_string(names)}"
                 if self.dropped_features_:
                     msg += f" (constant columns dropped: {self.dropped_features_})"
-                print(msg)
+                print(msg, file=sys.stderr, flush=True)
             if np.all(ya == ya[0]):
                 engine.expr = Expression.constant(float(ya[0]))
                 engine.mse = 0.0
@@ -204,7 +206,7 @@ class SymbolicRegressor(_Params):
             if self.verbose:
                 print(f"[jaxsr] iteration {it}: {rec['search']} search at node {rec['node']}"
                       f" -> {rec['subtree']}; MSE {rec['mse']:.6g}, {rec['n_nodes']} nodes, "
-                      f"{rec['seconds']:.2f} s")
+                      f"{rec['seconds']:.2f} s", file=sys.stderr, flush=True)
 
     # ---------------------------------------------------------------- use
     def _check_fitted(self) -> None:

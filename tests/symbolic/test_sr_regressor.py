@@ -251,7 +251,9 @@ def test_max_time_max_iterations_and_verbose(capsys):
     assert sr.stop_reason_ == "max_time" and sr.n_iterations_ == 0
     sr = SymbolicRegressor(max_iterations=2, strategy=1, verbose=True).fit(X, y)
     assert sr.stop_reason_ == "max_iterations" and sr.n_iterations_ == 2
-    out = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    assert captured.out == ""  # progress goes to stderr, as the trees' progress does
+    out = captured.err.strip().splitlines()
     assert len(out) == 3 and out[0].startswith("[jaxsr] iteration 0") and "MSE" in out[2]
 
 
