@@ -258,6 +258,7 @@ class OptimalTreeSearch:
             self.dev = DeviceBatcher(self.Xc, self.st4, self.korder, self.lam, self.norm,
                                      self.m1)
         self.memo: dict = {}
+        self._by_support: dict = {}  # support -> [(levels, memo entry)] (lower bounds shared)
         self.n_kernel = 0
         self.n_kmeans = 0
         self._stop = False
@@ -392,6 +393,17 @@ class OptimalTreeSearch:
         if e is None:
             e = self._new_entry(mask, tot, leaf, d)
             self.memo[key] = e
+            if not e[SOLVED]:
+                # the same support with more levels has an optimum no larger than this one
+                # (any tree with d levels also has fewer than d' levels), so its lower bound
+                # holds here
+                sib = self._by_support.setdefault(key[0], [])
+                for r2, e2 in sib:
+                    if r2 > d and e2[LB] > e[LB]:
+                        e[LB] = min(e2[LB], e[UB])
+                sib.append((d, e))
+                if e[LB] >= e[UB] - self.tol:
+                    e[LB], e[SOLVED] = e[UB], True
         if e[SOLVED] or e[LB] >= cap - self.tol or self._stop:
             return e
         if self.kl and d <= self.kl + 1:

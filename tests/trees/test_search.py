@@ -271,6 +271,27 @@ def test_deep_budget_with_shallow_kernels_equals_oracle(depth):
                     ref, rel=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_same_support_at_different_depths_equals_oracle(seed):
+    """Implied and duplicated features make one support reachable by paths of different
+    lengths, so it is memoised with different numbers of levels (lower bounds are shared
+    only from more levels to fewer)."""
+    rng = np.random.default_rng(400 + seed)
+    n = 60
+    base = rng.integers(0, 2, size=(n, 4))
+    X = np.column_stack([base, base[:, 0] & base[:, 1], base[:, 2] | base[:, 3]])
+    y = np.round(rng.normal(size=n) * 0.5 + 2.0 * base[:, 0] - 1.5 * base[:, 1] * base[:, 2]
+                 + base[:, 3] * base[:, 0], 1)
+    w = rng.integers(1, 3, size=n).astype(float)
+    for depth, lam in ((4, 0.001), (5, 0.001), (6, 0.001), (None, 0.002)):
+        ref = memo_oracle(X, y, w, lam, depth)
+        for el in (0, 1, None):
+            r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
+                                  exact_levels=el).run()
+            assert r.objective == pytest.approx(ref, rel=1e-9), (depth, el)
+            assert r.lower_bound == pytest.approx(ref, rel=1e-9), (depth, el)
+
+
 def test_memo_oracle_equals_exhaustive():
     X, y, w = _problem(7, n=20, M=4, weights=True)
     for loss in ("squared_error", "absolute_error"):
