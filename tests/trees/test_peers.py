@@ -25,9 +25,9 @@ is beaten beyond rounding:
   0.22257140894 (2.6e-9 relative; 0.019 in SSE units): a different 5-leaf chain.
 
 ``osrt`` never loses beyond its float32 tolerance at these settings (with a 300 s limit it
-certified every case; seoul-bike and garments took 54-140 s each). On ``optical`` it too
-returns a non-optimal 5-leaf tree (0.222571412, 1.4e-8 relative above the optimum: below
-float32 resolution, so inside its tolerance).
+certified every case; seoul-bike and garments took 39-140 s each over our runs). On
+``optical`` it too returns a non-optimal 5-leaf tree (0.222571412, 1.4e-8 relative above the
+optimum: below float32 resolution, so inside its tolerance).
 """
 
 from __future__ import annotations
