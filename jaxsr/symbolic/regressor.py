@@ -5,13 +5,13 @@ Paper: ``shared/papers/deterministic-symbolic-regression.md`` (sections 2-2.8).
 
 from __future__ import annotations
 
-import inspect
 import sys
 import time
 
 import jax.numpy as jnp
 import numpy as np
 
+from .._base import ParamsMixin
 from .._config import precision, resolve_dtype
 from .._validation import check_X_predict, check_X_y
 from .expression import Expression
@@ -24,34 +24,7 @@ _FORMAT = "jaxsr.SymbolicRegressor"
 _VERSION = 1
 
 
-class _Params:
-    """``get_params`` / ``set_params`` in the scikit-learn way (no sklearn import)."""
-
-    @classmethod
-    def _param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
-
-    def get_params(self, deep: bool = True) -> dict:
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(f"invalid parameter {key!r} for {type(self).__name__}; "
-                                 f"valid parameters: {valid}")
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        sig = inspect.signature(type(self).__init__)
-        changed = [f"{k}={v!r}" for k, v in self.get_params().items()
-                   if sig.parameters[k].default != v]
-        return f"{type(self).__name__}({', '.join(changed)})"
-
-
-class SymbolicRegressor(_Params):
+class SymbolicRegressor(ParamsMixin):
     """Deterministic symbolic regression (DoME): grows one expression over ``+ - * /``.
 
     Starting from the mean of the target, each iteration replaces one node of the tree by

@@ -26,13 +26,13 @@ dependency of jaxsr.
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
 from typing import Any
 
 import numpy as np
 
+from .._base import ParamsMixin
 from .._validation import default_feature_names
 
 __all__ = ["Binarizer"]
@@ -74,7 +74,7 @@ def _json_value(v):
     return str(v)
 
 
-class Binarizer:
+class Binarizer(ParamsMixin):
     """Turn real and categorical features into binary features ``x <= t`` / ``x == v``.
 
     A scikit-learn style transformer (``fit``, ``transform``, ``fit_transform``,
@@ -167,42 +167,6 @@ class Binarizer:
         self.max_features = max_features
         self.categorical = categorical
         self.gbdt_params = gbdt_params
-
-    # ------------------------------------------------------------------ params
-    @classmethod
-    def _get_param_names(cls) -> list[str]:
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The constructor's parameters as a dict (scikit-learn convention)."""
-        return {name: getattr(self, name) for name in self._get_param_names()}
-
-    def set_params(self, **params) -> Binarizer:
-        """Set constructor parameters; returns ``self``.
-
-        Raises:
-          ValueError: for a name that is not a parameter of :class:`Binarizer`.
-        """
-        valid = self._get_param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"Invalid parameter {key!r} for Binarizer; valid parameters are {valid}"
-                )
-            setattr(self, key, value)
-        return self
-
-    def __repr__(self) -> str:
-        defaults = {
-            p.name: p.default
-            for p in inspect.signature(type(self).__init__).parameters.values()
-            if p.name != "self"
-        }
-        args = [
-            f"{k}={v!r}" for k, v in self.get_params().items() if not _equal(v, defaults[k])
-        ]
-        return f"Binarizer({', '.join(args)})"
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
@@ -571,13 +535,6 @@ class Binarizer:
 
 
 # ---------------------------------------------------------------------- helpers
-def _equal(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # arrays and the like
-        return a is b
-
-
 def _numeric_column(col: np.ndarray, name: str) -> np.ndarray:
     try:
         if col.dtype == object:  # pandas nullable columns hold pd.NA

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 import numbers
 import os
 
 import numpy as np
 
+from .._base import ParamsMixin
 from .._config import precision, resolve_dtype
 from .._validation import (
     as_2d_float,
@@ -34,7 +34,7 @@ def _available_memory_bytes() -> float:
         return 8e9
 
 
-class OptimalTreeRegressor:
+class OptimalTreeRegressor(ParamsMixin):
     """Provably optimal sparse regression tree over binary features (OSRT).
 
     Minimises the objective (OSRT eq. 1 and 2)
@@ -135,47 +135,6 @@ class OptimalTreeRegressor:
         self.backend = backend
         self.verbose = verbose
         self.dtype = dtype
-
-    # ------------------------------------------------------------------ params
-    @classmethod
-    def _get_param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return [p for p in sig.parameters if p != "self"]
-
-    def get_params(self, deep=True):
-        """Hyper-parameters as a dict (scikit-learn convention)."""
-        out = {}
-        for k in self._get_param_names():
-            v = getattr(self, k)
-            out[k] = v
-            if deep and hasattr(v, "get_params") and not isinstance(v, type):
-                for kk, vv in v.get_params().items():
-                    out[f"{k}__{kk}"] = vv
-        return out
-
-    def set_params(self, **params):
-        """Set hyper-parameters (``binarizer__n_thresholds=...`` reaches the binarizer)."""
-        valid = self._get_param_names()
-        nested: dict = {}
-        for k, v in params.items():
-            key, _, sub = k.partition("__")
-            if key not in valid:
-                raise ValueError(f"invalid parameter {key!r} for OptimalTreeRegressor; "
-                                 f"valid parameters are {valid}")
-            if sub:
-                nested.setdefault(key, {})[sub] = v
-            else:
-                setattr(self, key, v)
-        for key, sub in nested.items():
-            getattr(self, key).set_params(**sub)
-        return self
-
-    def __repr__(self):
-        defaults = {k: p.default for k, p in
-                    inspect.signature(type(self).__init__).parameters.items() if k != "self"}
-        parts = [f"{k}={getattr(self, k)!r}" for k in self._get_param_names()
-                 if not _same(getattr(self, k), defaults[k])]
-        return f"OptimalTreeRegressor({', '.join(parts)})"
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
@@ -457,10 +416,3 @@ class OptimalTreeRegressor:
         est.optimal_, est.timed_out_ = bool(c["optimal"]), bool(c["timed_out"])
         est.n_leaves_, est.depth_ = est.tree_.n_leaves, est.tree_.depth
         return est
-
-
-def _same(a, b):
-    try:
-        return bool(a == b) if not isinstance(a, tuple | list) else tuple(a) == tuple(b)
-    except Exception:  # noqa: BLE001
-        return a is b
