@@ -1,6 +1,5 @@
 """The ``jaxsr`` command, run in-process through ``jaxsr.cli.main``."""
 
-import importlib
 import json
 import os
 import subprocess
@@ -17,15 +16,6 @@ from jaxsr.cli import main
 def _no_compilation_cache(monkeypatch):
     """The command keeps compiled kernels on disk; tests leave JAX's config alone."""
     monkeypatch.setenv("JAXSR_CACHE_DIR", "none")
-
-
-def _engine(module: str, *names: str):
-    """The engine's classes, or skip while that engine is not part of the checkout."""
-    try:
-        mod = importlib.import_module(module)
-        return [getattr(mod, n) for n in names]
-    except (ImportError, AttributeError) as err:
-        pytest.skip(f"{module} not available yet: {err}")
 
 
 def _run(capsys, *argv):
@@ -162,7 +152,6 @@ def test_python_dash_m(tmp_path):
 
 
 def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
-    _engine("jaxsr.symbolic", "SymbolicRegressor")
     path, df = rational_csv
     model_path = tmp_path / "model.json"
     rc, out, err = _run(capsys, "symbolic", str(path), "--target", "response",
@@ -195,7 +184,6 @@ def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
 
 
 def test_symbolic_test_size(capsys, tmp_path):
-    _engine("jaxsr.symbolic", "SymbolicRegressor")
     x1 = np.arange(1.0, 126.0)
     x2 = np.arange(250.0, 0.0, -2.0)
     path = tmp_path / "d.csv"
@@ -211,7 +199,6 @@ def test_symbolic_test_size(capsys, tmp_path):
 
 
 def test_tree_fit_certificate_and_predict(capsys, tmp_path):
-    _engine("jaxsr.trees", "OptimalTreeRegressor", "Binarizer")
     rng = np.random.default_rng(0)
     n = 200
     temp = rng.integers(0, 40, n).astype(float)  # whole degrees: 39 midpoints
@@ -237,7 +224,6 @@ def test_tree_fit_certificate_and_predict(capsys, tmp_path):
 
 
 def test_tree_on_binary_csv_auto_binarize(capsys, tmp_path):
-    _engine("jaxsr.trees", "OptimalTreeRegressor")
     rng = np.random.default_rng(1)
     B = rng.integers(0, 2, size=(120, 4))
     y = 3.0 * B[:, 0] + 1.0 * (B[:, 0] == 0) * B[:, 2]
@@ -262,8 +248,6 @@ def test_tree_on_binary_csv_auto_binarize(capsys, tmp_path):
 
 def test_demo(capsys):
     """The README's first command: both methods on Newton's law and the diabetes data."""
-    _engine("jaxsr.symbolic", "SymbolicRegressor")
-    _engine("jaxsr.trees", "OptimalTreeRegressor", "Binarizer")
     pytest.importorskip("sklearn")
     rc, out, err = _run(capsys, "demo")
     assert rc == 0, err

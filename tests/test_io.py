@@ -1,6 +1,5 @@
 """jaxsr.io: JSON model files round-trip to identical predictions; bad files are refused."""
 
-import importlib
 import json
 
 import numpy as np
@@ -9,14 +8,8 @@ import pytest
 
 from jaxsr import datasets
 from jaxsr.io import FORMAT_VERSION, load_model, model_from_dict, model_to_dict, save_model
-
-
-def _engine(module: str, *names: str):
-    try:
-        mod = importlib.import_module(module)
-        return [getattr(mod, n) for n in names]
-    except (ImportError, AttributeError) as err:
-        pytest.skip(f"{module} not available yet: {err}")
+from jaxsr.symbolic import SymbolicRegressor
+from jaxsr.trees import Binarizer, OptimalTreeRegressor
 
 
 def test_refuses_what_is_not_a_model(tmp_path):
@@ -44,7 +37,6 @@ def test_refuses_what_is_not_a_model(tmp_path):
 
 
 def test_symbolic_round_trip(tmp_path):
-    (SymbolicRegressor,) = _engine("jaxsr.symbolic", "SymbolicRegressor")
     # y = 2.4*x1 - x2/x1 - 10 (the shapes of the engine's own tests: compiled once per session)
     x1 = np.arange(1.0, 101.0)
     x2 = np.arange(200.0, 0.0, -2.0)
@@ -65,8 +57,6 @@ def test_symbolic_round_trip(tmp_path):
 
 
 def test_tree_round_trip_with_binarizer(tmp_path):
-    OptimalTreeRegressor, Binarizer = _engine("jaxsr.trees", "OptimalTreeRegressor",
-                                              "Binarizer")
     X, y = datasets.make_newton_gravitation(300, seed=2, as_frame=True, physical_names=True)
     y = np.log10(y)  # a tree on the log force: splits on the distance first
     model = OptimalTreeRegressor(regularization=0.02, depth_budget=3,
@@ -82,7 +72,6 @@ def test_tree_round_trip_with_binarizer(tmp_path):
 
 
 def test_binarizer_round_trip(tmp_path):
-    (Binarizer,) = _engine("jaxsr.trees", "Binarizer")
     X, _ = datasets.make_newton_gravitation(50, seed=0, as_frame=True)
     b = Binarizer(n_thresholds=3).fit(X)
     loaded = load_model(save_model(b, tmp_path / "b.json"))

@@ -18,11 +18,8 @@ from jaxsr import datasets
 
 
 def _kernels(module: str, *names: str):
-    try:
-        mod = importlib.import_module(module)
-        return [getattr(mod, n) for n in names]
-    except (ImportError, AttributeError) as err:
-        pytest.skip(f"{module} kernels not available yet: {err}")
+    mod = importlib.import_module(module)
+    return [getattr(mod, n) for n in names]
 
 
 @pytest.fixture(scope="module")

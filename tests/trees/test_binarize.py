@@ -10,21 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from jaxsr.datasets import shared_data_dir
 from jaxsr.trees.binarize import Binarizer
-
-
-def _shared_data_dir() -> Path | None:
-    try:
-        from jaxsr.datasets import shared_data_dir
-
-        return Path(shared_data_dir())
-    except (ImportError, AttributeError, FileNotFoundError, ValueError):
-        pass
-    for parent in Path(__file__).resolve().parents:
-        cand = parent / "shared" / "data"
-        if cand.is_dir():
-            return cand
-    return None
 
 
 # ----------------------------------------------------------------------------- strategies
@@ -87,7 +74,7 @@ def test_uniform_reproduces_the_osrt_paper_binarization_of_sync():
     """The OSRT experiments cut each column into 4 equal-width bins (pandas.cut); the interior
     edges are in raw/sync/*_intervals.txt. Our 'uniform' thresholds are those edges, and our
     binary matrix groups the rows exactly as the paper's binarized/sync.csv does."""
-    data = _shared_data_dir()
+    data = shared_data_dir(required=False)
     if data is None or not (data / "osrt" / "raw" / "sync").is_dir():
         pytest.skip("shared/data/osrt not found")
     raw = pd.read_csv(data / "osrt/raw/sync/synchronous_machine.csv", sep=";", decimal=",")

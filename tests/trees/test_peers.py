@@ -32,10 +32,10 @@ optimum: below float32 resolution, so inside its tolerance).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+
+from jaxsr.datasets import shared_data_dir
 
 LAMBDA = 0.01
 DEPTH_BUDGET = 5
@@ -106,24 +106,10 @@ def _ids(case):
     return f"{case[0][:20]}-lam{case[1]}"
 
 
-def _shared_data_dir() -> Path | None:
-    try:
-        from jaxsr.datasets import shared_data_dir
-
-        return Path(shared_data_dir())
-    except (ImportError, AttributeError, FileNotFoundError):
-        pass
-    for parent in Path(__file__).resolve().parents:
-        cand = parent / "shared" / "data"
-        if cand.is_dir():
-            return cand
-    return None
-
-
 def _load(name):
     import pandas as pd
 
-    data = _shared_data_dir()
+    data = shared_data_dir(required=False)
     path = None if data is None else data / "osrt" / "binarized" / f"{name}.csv"
     if path is None or not path.is_file():
         pytest.skip("shared/data/osrt/binarized not found")
@@ -254,20 +240,15 @@ def test_peers_against_exhaustive_search(case):
 # ------------------------------------------------------------------ our trees
 @pytest.fixture(scope="module")
 def Regressor():
-    trees = pytest.importorskip("jaxsr.trees")
-    if not hasattr(trees, "OptimalTreeRegressor"):
-        pytest.skip("jaxsr.trees.OptimalTreeRegressor is not there yet")
-    return trees.OptimalTreeRegressor
+    from jaxsr.trees import OptimalTreeRegressor
+
+    return OptimalTreeRegressor
 
 
 def _fit(Regressor, X, y, lam, **extra):
     wanted = {"regularization": lam, "depth_budget": DEPTH_BUDGET, "loss": "squared_error",
               "binarizer": None, **extra}
-    accepted = Regressor().get_params()
-    missing = sorted(set(extra) - set(accepted))
-    if missing:
-        pytest.skip(f"OptimalTreeRegressor has no parameter {missing}")
-    model = Regressor(**{k: v for k, v in wanted.items() if k in accepted}).fit(X, y)
+    model = Regressor(**wanted).fit(X, y)
     pred = np.asarray(model.predict(X), dtype=np.float64)
     leaves = int(model.n_leaves_)
     # The objective is that of a real tree: at most `leaves` distinct predictions, each the
