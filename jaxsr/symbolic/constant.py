@@ -79,29 +79,22 @@ def _case_flags(a, b, c, d):
     return cz, case33, case34, undefined
 
 
+def _closed_form_candidates(a, b, c, d):
+    """``k`` of equations 29 (``c == 0``), 33 (``d == 0``) and 34 (``c, d`` constant)."""
+    dnz, cnz = d != 0, c != 0
+    wd = jnp.where(dnz, 1.0 / jnp.where(dnz, d * d, 1.0), 0.0)
+    wc = jnp.where(cnz, 1.0 / jnp.where(cnz, c * c, 1.0), 0.0)
+    g = b * c[0] - a * d[0]
+    k29 = _safe_ratio(jnp.sum(a * b * wd), jnp.sum(a * a * wd))
+    k33 = _safe_ratio(jnp.sum(b * b * wc), jnp.sum(a * b * wc))
+    k34 = _safe_ratio(jnp.sum(b * g), jnp.sum(a * g))
+    return k29, k33, k34
+
+
 def _closed_form(a, b, c, d, cz, case33):
-    """``k`` of equation 29 (``c == 0``), 33 (``d == 0``) or 34 (``c, d`` constant)."""
-    dnz, cnz = d != 0, c != 0
-    wd = jnp.where(dnz, 1.0 / jnp.where(dnz, d * d, 1.0), 0.0)
-    wc = jnp.where(cnz, 1.0 / jnp.where(cnz, c * c, 1.0), 0.0)
-    g = b * c[0] - a * d[0]
-    k29 = _safe_ratio(jnp.sum(a * b * wd), jnp.sum(a * a * wd))
-    k33 = _safe_ratio(jnp.sum(b * b * wc), jnp.sum(a * b * wc))
-    k34 = _safe_ratio(jnp.sum(b * g), jnp.sum(a * g))
+    """The closed form that applies: 29 if ``c == 0``, else 33 if ``d == 0``, else 34."""
+    k29, k33, k34 = _closed_form_candidates(a, b, c, d)
     return jnp.where(cz, k29, jnp.where(case33, k33, k34))
-
-
-def _closed_forms(a, b, c, d):
-    """Candidate ``k`` of equations 29, 33, 34 and the case flags."""
-    cz, case33, case34, undefined = _case_flags(a, b, c, d)
-    dnz, cnz = d != 0, c != 0
-    wd = jnp.where(dnz, 1.0 / jnp.where(dnz, d * d, 1.0), 0.0)
-    wc = jnp.where(cnz, 1.0 / jnp.where(cnz, c * c, 1.0), 0.0)
-    g = b * c[0] - a * d[0]
-    k29 = _safe_ratio(jnp.sum(a * b * wd), jnp.sum(a * a * wd))
-    k33 = _safe_ratio(jnp.sum(b * b * wc), jnp.sum(a * b * wc))
-    k34 = _safe_ratio(jnp.sum(b * g), jnp.sum(a * g))
-    return cz, case33, case34, undefined, k29, k33, k34
 
 
 def _general(a, b, c, d):
@@ -121,7 +114,7 @@ def _general(a, b, c, d):
         m = jnp.sum(~jnp.isnan(zs))
         pos = jnp.round(jnp.linspace(0.0, 1.0, N_QUANTILES) * jnp.maximum(m - 1, 0))
         cands = zs[pos.astype(jnp.int32)]
-    _, _, _, _, k29, k33, _ = _closed_forms(a_s, b_s, c_s, d_s)
+    k29, k33, _ = _closed_form_candidates(a_s, b_s, c_s, d_s)
     cands = jnp.concatenate([cands, jnp.stack([k29, k33])])
 
     def score(k, a, b, c, d):
@@ -178,10 +171,8 @@ def _solve(a, b, c, d, general: bool):
         k = jax.lax.cond(cz | case33 | case34,
                          lambda: _closed_form(a, b, c, d, cz, case33),
                          lambda: _general(a, b, c, d)[0])
-        den = c * k - d
-        f = jnp.mean(((a * k - b) / den) ** 2)
-        pole = jnp.any(jnp.abs(den) <= POLE_RTOL * (jnp.abs(c * k) + jnp.abs(d)))
-        ok = ~undefined & jnp.isfinite(k) & jnp.isfinite(f) & ~pole
+        f = jnp.mean(((a * k - b) / (c * k - d)) ** 2)
+        ok = ~undefined & jnp.isfinite(k) & jnp.isfinite(f) & ~_near_pole(c, d, k)
     else:  # c == 0: f(k) = mean(((a*k - b)/d)**2), eq. 29
         w = 1.0 / d**2
         k = _safe_ratio(jnp.sum(a * b * w), jnp.sum(a * a * w))
