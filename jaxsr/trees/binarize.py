@@ -99,12 +99,20 @@ class Binarizer(ParamsMixin):
 
         * ``"quantile"`` (default): ``np.quantile(x, k / (n_thresholds + 1))`` for
           ``k = 1 .. n_thresholds`` (linear interpolation), deduplicated: equal-count buckets.
+          With ``sample_weight`` the weighted quantile: each row sits at the centre of its
+          weight along the sorted column, the first at 0 and the last at 1, and the level
+          interpolates linearly between them (numpy's quantile when the weights are equal).
         * ``"uniform"``: ``min(x) + k * (max(x) - min(x)) / (n_thresholds + 1)``: the interior
           edges of equal-width buckets, as the OSRT experiments binarized their data.
         * ``"midpoints"``: ``(u[i] + u[i+1]) / 2`` for the sorted distinct values ``u`` of the
           column: every split between two realized values (``n_thresholds`` is ignored).
         * ``"gbdt"``: every threshold used by a ``GradientBoostingRegressor`` fitted on
-          ``(X_numeric, y)`` (McTavish et al. 2022). ``fit`` then needs ``y``.
+          ``(X_numeric, y, sample_weight)`` (McTavish et al. 2022). ``fit`` then needs ``y``.
+
+        The arithmetic is overflow-safe up to the float maximum (no ``a + b`` or
+        ``max - min`` that could be infinite), and a cut ``t`` between two distinct values
+        ``a < b`` keeps them apart (``a <= t < b``) even when they are one ulp apart or
+        subnormal (then ``t = a``, as no float lies between).
       n_thresholds: number of thresholds per numeric column for ``"quantile"`` and
         ``"uniform"`` (positive int; fewer remain after deduplication).
       max_features: keep at most this many binary columns (positive int), or ``None`` for
@@ -222,13 +230,19 @@ class Binarizer(ParamsMixin):
         return cols, names, numeric, is_frame
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y=None) -> Binarizer:
+    def fit(self, X, y=None, sample_weight=None) -> Binarizer:
         """Choose the thresholds and categories on training data.
 
         Args:
           X: ``(n_samples, n_features)`` array-like or pandas DataFrame (numeric columns,
             plus categorical ones if named in ``categorical`` or non-numeric in a frame).
           y: ``(n_samples,)`` target; needed only by ``strategy="gbdt"``, ignored otherwise.
+          sample_weight: ``(n_samples,)`` non-negative weights, or ``None`` (all 1). Rows of
+            weight 0 are ignored, as if absent: they create no thresholds or categories and
+            do not count when columns are tested for being constant or duplicates.
+            ``"quantile"`` uses weighted quantiles (see the class docstring), ``"gbdt"``
+            fits its reference model with the weights. Multiplying every weight by the same
+            positive factor gives the same binarizer.
 
         Returns:
           ``self``, with the fitted attributes listed in the class docstring.
@@ -239,6 +253,12 @@ class Binarizer(ParamsMixin):
         self._check_params()
         cols, names, numeric, is_frame = self._split_columns(X)
         n_samples, n_in = len(cols[0]), len(cols)
+        from .._validation import check_sample_weight
+
+        w_all = check_sample_weight(sample_weight, n_samples)
+        # Rows of weight 0 are left out: the binarizer is the one fitted on the other rows.
+        live = w_all > 0
+        w = w_all[live]
         cat_idx = self._categorical_indices(names, numeric)
         values: list[np.ndarray | None] = []
         for j in range(n_in):
@@ -248,6 +268,11 @@ class Binarizer(ParamsMixin):
                 values.append(None)
             else:
                 values.append(_numeric_column(cols[j], names[j]))
+        # Only the rows that count (positive weight) from here on.
+        if not live.all():
+            cols = [c[live] for c in cols]
+            values = [None if v is None else v[live] for v in values]
+            n_samples = int(live.sum())
 
         y_arr = None
         if self.strategy == "gbdt":
@@ -255,7 +280,7 @@ class Binarizer(ParamsMixin):
                 raise ValueError("strategy='gbdt' needs the target: call fit(X, y)")
             from .._validation import check_target
 
-            y_arr = check_target(y, n_samples=n_samples)
+            y_arr = check_target(y, n_samples=len(w_all))[live]
 
         # Candidate tests (j, op, value) in output order; gbdt scores by test.
         candidates: list[tuple[int, str, Any]] = []
@@ -264,7 +289,7 @@ class Binarizer(ParamsMixin):
         num_idx = [j for j in range(n_in) if j not in cat_idx]
         if self.strategy == "gbdt" and num_idx:
             thr_by_col, gain = self._gbdt_thresholds(
-                np.column_stack([values[j] for j in num_idx]), y_arr
+                np.column_stack([values[j] for j in num_idx]), y_arr, w
             )
             thr_map = {j: thr_by_col[k] for k, j in enumerate(num_idx)}
             gain_map = {(num_idx[k], t): g for (k, t), g in gain.items()}
@@ -281,7 +306,7 @@ class Binarizer(ParamsMixin):
                 for t in thr:
                     scores[(j, "<=", float(t))] = gain_map[(j, float(t))]
             else:
-                thr = _thresholds(v, self.strategy, self.n_thresholds)
+                thr = _thresholds(v, self.strategy, self.n_thresholds, w)
             if np.min(v) == np.max(v):
                 dropped.append((names[j], "constant input column"))
             candidates.extend((j, "<=", float(t)) for t in thr)
@@ -289,7 +314,7 @@ class Binarizer(ParamsMixin):
         kept, dropped_more = _drop_redundant(candidates, cols, values, names, n_samples)
         dropped.extend(dropped_more)
         if self.max_features is not None and len(kept) > self.max_features:
-            keep = set(self._select(kept, cols, values, scores))
+            keep = set(self._select(kept, cols, values, scores, w))
             for c in kept:
                 if c not in keep:
                     dropped.append((_name(names, c), "max_features"))
@@ -321,7 +346,7 @@ class Binarizer(ParamsMixin):
         cat.update(j for j, is_num in enumerate(numeric) if not is_num)
         return cat
 
-    def _gbdt_thresholds(self, Xn: np.ndarray, y: np.ndarray):
+    def _gbdt_thresholds(self, Xn: np.ndarray, y: np.ndarray, w: np.ndarray):
         try:
             from sklearn.ensemble import GradientBoostingRegressor
         except ImportError as err:  # pragma: no cover (scikit-learn is in [test])
@@ -330,7 +355,7 @@ class Binarizer(ParamsMixin):
             ) from err
         params = dict(_DEFAULT_GBDT)
         params.update(self.gbdt_params or {})
-        model = GradientBoostingRegressor(**params).fit(Xn, y)
+        model = GradientBoostingRegressor(**params).fit(Xn, y, sample_weight=w)
         self.reference_model_ = model
         found: list[set[float]] = [set() for _ in range(Xn.shape[1])]
         gain: dict[tuple[int, float], float] = {}
@@ -349,7 +374,7 @@ class Binarizer(ParamsMixin):
                 gain[(f, t)] = gain.get((f, t), 0.0) + float(g)
         return [np.array(sorted(s), dtype=np.float64) for s in found], gain
 
-    def _select(self, kept, cols, values, scores) -> list[tuple]:
+    def _select(self, kept, cols, values, scores, w) -> list[tuple]:
         """The ``max_features`` tests to keep (see the class docstring)."""
         m = int(self.max_features)
         if self.strategy == "gbdt":
@@ -361,7 +386,7 @@ class Binarizer(ParamsMixin):
         # How many tests each input column gets: the columns take turns.
         by_col: dict[int, list[tuple[float, int]]] = {}
         for i, c in enumerate(kept):
-            p = float(np.mean(_indicator(c, cols, values)))
+            p = float(np.average(_indicator(c, cols, values), weights=w))
             by_col.setdefault(c[0], []).append((p, i))
         cols_order = sorted(by_col)
         budget = dict.fromkeys(cols_order, 0)
@@ -453,9 +478,10 @@ class Binarizer(ParamsMixin):
                 out[:, k] = _equals(cols[j], v)
         return out
 
-    def fit_transform(self, X, y=None) -> np.ndarray:
-        """``fit(X, y).transform(X)``: ``uint8`` array ``(n_samples, n_features_out_)``."""
-        return self.fit(X, y).transform(X)
+    def fit_transform(self, X, y=None, sample_weight=None) -> np.ndarray:
+        """``fit(X, y, sample_weight).transform(X)``: ``uint8`` array
+        ``(n_samples, n_features_out_)`` (every row, those of weight 0 too)."""
+        return self.fit(X, y, sample_weight=sample_weight).transform(X)
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """Names of the output columns (object array of str), e.g. ``"x3 <= 4.5"``.
@@ -590,16 +616,106 @@ def _equals(col: np.ndarray, v) -> np.ndarray:
     return np.asarray(col == v, dtype=bool).reshape(len(col))
 
 
-def _thresholds(v: np.ndarray, strategy: str, n: int) -> np.ndarray:
-    """Candidate thresholds of one numeric column, sorted and distinct (float64)."""
+def _lerp(a, b, g) -> np.ndarray:
+    """``a + g * (b - a)`` for ``a <= b`` and ``g`` in ``[0, 1]``, without overflow.
+
+    Like numpy's linear interpolation (``b - (b - a) * (1 - g)`` for ``g >= 0.5``) where
+    ``b - a`` is finite; where it overflows (``a`` near ``-max``, ``b`` near ``+max``) the
+    convex combination ``a * (1 - g) + b * g``, whose two terms cannot overflow. The result
+    is clipped to ``[a, b]``.
+    """
+    a, b, g = (np.asarray(z, dtype=np.float64) for z in (a, b, g))
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = b - a
+        t = np.where(g >= 0.5, b - d * (1.0 - g), a + d * g)
+        t = np.where(np.isfinite(d), t, a * (1.0 - g) + b * g)
+    return np.minimum(np.maximum(t, a), b)
+
+
+def _cut_between(a, b, g) -> np.ndarray:
+    """Threshold ``t`` at fraction ``g`` of the way from ``a`` to ``b`` (``a < b``) such that
+    ``x <= t`` keeps its exact-arithmetic meaning for ``x`` in ``{a, b}``.
+
+    For ``g < 1`` the exact cut lies below ``b``, so ``b`` must test false; when rounding
+    lands ``t`` on ``b`` (``a`` and ``b`` a few ulps apart, e.g. one ulp: ``(a + b) / 2``
+    rounds to ``b`` half the time) ``t`` becomes the float just below ``b`` (``a`` itself
+    when they are one ulp apart), so two distinct values never collapse into one side.
+    """
+    a, b, g = (np.asarray(z, dtype=np.float64) for z in (a, b, g))
+    t = _lerp(a, b, g)
+    with np.errstate(under="ignore", over="ignore"):  # below 0 or -max: clipped to a
+        below = np.nextafter(b, -np.inf)
+    return np.where((g < 1.0) & (t >= b), np.maximum(below, a), t)
+
+
+def _weighted_quantiles(v: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Weighted quantiles of ``v`` (positive weights ``w``) at levels ``q`` in ``[0, 1]``.
+
+    Each sample sits at the centre of its weight, ``c_k = w_1 + .. + w_k - w_k / 2`` (sorted
+    by value); the quantile at level ``q`` interpolates linearly between the two samples
+    around ``c_1 + q * (c_n - c_1)``. With equal weights this is numpy's default
+    ``np.quantile(v, q)`` (linear, "type 7"); it does not change when every weight is
+    multiplied by the same factor, and a level within ``1e-10`` of a sample's position is
+    snapped onto it so rounding of the weights' sums cannot move a cut across a value.
+    Overflow-safe (:func:`_lerp`).
+    """
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    n = v.size
+    q = np.asarray(q, dtype=np.float64)
+    if n == 1:
+        return np.full(q.shape, v[0])
+    c = np.cumsum(w) - 0.5 * w
+    C = c - c[0]
+    span = C[-1]
+    H = q * span
+    k = np.clip(np.searchsorted(C, H, side="right") - 1, 0, n - 2)
+    lo, hi = C[k], C[k + 1]
+    tol = 1e-10 * span
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = np.where(hi > lo, (H - lo) / (hi - lo), 0.0)
+    g = np.where(H - lo <= tol, 0.0, np.where(hi - H <= tol, 1.0, np.clip(g, 0.0, 1.0)))
+    return _cut_between(v[k], v[k + 1], g)
+
+
+def _round_edges_down(t: np.ndarray, lo: float, hi: float, n: int, u: np.ndarray
+                      ) -> np.ndarray:
+    """Uniform edges ``lo + k (hi - lo) / (n + 1)`` that rounding put *onto* a realized value
+    ``u`` above the exact edge would move that value below the cut; those few (the check is
+    exact, with fractions) become the float just below it, so ``x <= t`` means what the
+    exact edge means for every realized ``x``."""
+    from fractions import Fraction
+
+    t = np.array(t, dtype=np.float64)
+    i = np.minimum(np.searchsorted(u, t), u.size - 1)
+    for k in np.flatnonzero((u[i] == t) & (t > lo)):
+        exact = Fraction(lo) + Fraction(int(k) + 1, n + 1) * (Fraction(hi) - Fraction(lo))
+        if exact < Fraction(float(t[k])):
+            t[k] = np.nextafter(t[k], -np.inf)
+    return t
+
+
+def _thresholds(v: np.ndarray, strategy: str, n: int, w: np.ndarray | None = None
+                ) -> np.ndarray:
+    """Candidate thresholds of one numeric column, sorted and distinct (float64).
+
+    ``v``: the column's values on the rows with positive weight ``w`` (``None``: all 1).
+    Every formula is overflow-safe up to the float maximum and keeps two distinct values,
+    even one ulp apart (or subnormal), on the two sides of a midpoint.
+    """
+    if w is None:
+        w = np.ones(v.shape, dtype=np.float64)
     if strategy == "quantile":
-        t = np.quantile(v, np.arange(1, n + 1) / (n + 1))
+        t = _weighted_quantiles(v, w, np.arange(1, n + 1) / (n + 1))
     elif strategy == "uniform":
         lo, hi = float(np.min(v)), float(np.max(v))
-        t = lo + np.arange(1, n + 1) * ((hi - lo) / (n + 1))
+        if lo == hi:
+            return np.array([lo])
+        t = _cut_between(lo, hi, np.arange(1, n + 1) / (n + 1))
+        t = _round_edges_down(t, lo, hi, n, np.unique(v))
     else:  # midpoints
         u = np.unique(v)
-        t = (u[:-1] + u[1:]) / 2.0
+        t = _cut_between(u[:-1], u[1:], 0.5)
     return np.unique(np.asarray(t, dtype=np.float64))
 
 

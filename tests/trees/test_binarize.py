@@ -314,3 +314,224 @@ def test_errors_at_transform_time_and_gbdt_without_y():
         Binarizer().set_params(bins=3)
     with pytest.raises(ValueError, match="not a Binarizer dict"):
         Binarizer.from_dict({"class": "Tree"})
+
+
+# ----------------------------------------------------------------------------- extremes
+# Exact-arithmetic oracles (fractions.Fraction): the threshold a strategy means, and the
+# binary column it gives on the data, with no rounding and no overflow.
+from fractions import Fraction  # noqa: E402
+
+_MAX = float(np.finfo(np.float64).max)
+_TINY = float(np.finfo(np.float64).smallest_subnormal)
+
+
+def _exact_thresholds(x, strategy, n, w=None):
+    x = np.asarray(x, dtype=np.float64)
+    w = np.ones_like(x) if w is None else np.asarray(w, dtype=np.float64)
+    keep = w > 0
+    x, w = x[keep], w[keep]
+    if strategy == "midpoints":
+        u = [Fraction(v) for v in np.unique(x)]
+        return [(a + b) / 2 for a, b in zip(u[:-1], u[1:], strict=True)]
+    if strategy == "uniform":
+        lo, hi = Fraction(float(x.min())), Fraction(float(x.max()))
+        return [lo + Fraction(k, n + 1) * (hi - lo) for k in range(1, n + 1)]
+    order = np.argsort(x, kind="stable")
+    v = [Fraction(float(t)) for t in x[order]]
+    ws = [Fraction(float(t)) for t in w[order]]
+    if len(v) == 1:
+        return [v[0]] * n
+    c, total = [], Fraction(0)
+    for wk in ws:
+        c.append(total + wk / 2)
+        total += wk
+    out = []
+    for k in range(1, n + 1):
+        h = c[0] + Fraction(k, n + 1) * (c[-1] - c[0])
+        i = max(i for i in range(len(v) - 1) if c[i] <= h)
+        g = (h - c[i]) / (c[i + 1] - c[i])
+        out.append(v[i] + g * (v[i + 1] - v[i]))
+    return out
+
+
+def _exact_columns(x, thresholds):
+    """The distinct non-constant columns ``x <= t`` (as tuples), in exact arithmetic."""
+    xs = [Fraction(float(v)) for v in x]
+    cols = {tuple(v <= t for v in xs) for t in thresholds}
+    return {c for c in cols if any(c) and not all(c)}
+
+
+def _our_columns(b, x):
+    Z = b.transform(np.asarray(x, dtype=np.float64).reshape(-1, 1))
+    return {tuple(bool(v) for v in Z[:, k]) for k in range(Z.shape[1])}
+
+
+_EXTREME_COLUMNS = {
+    "near +max": [0.5 * _MAX, 0.75 * _MAX, 0.9 * _MAX, _MAX, _MAX, 0.6 * _MAX],
+    "near -max": [-_MAX, -0.9 * _MAX, -0.75 * _MAX, -0.5 * _MAX, -_MAX, -0.6 * _MAX],
+    "-max..+max": [-_MAX, -1.0, 0.0, 3.0, _MAX, 0.5 * _MAX],
+    "subnormal": [0.0, _TINY, 2 * _TINY, 3 * _TINY, 7 * _TINY, -_TINY],
+    "one ulp apart": [1.0, np.nextafter(1.0, 2.0), np.nextafter(np.nextafter(1.0, 2.0), 2.0),
+                      np.nextafter(1.0, 0.0), 1.0, 2.0],
+    "ulps below max": [_MAX, np.nextafter(_MAX, 0.0), np.nextafter(np.nextafter(_MAX, 0.0), 0.0),
+                       -_MAX, np.nextafter(-_MAX, 0.0), 0.0],
+}
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "uniform", "midpoints"])
+@pytest.mark.parametrize("case", sorted(_EXTREME_COLUMNS))
+def test_thresholds_near_the_float_limits_match_exact_arithmetic(strategy, case):
+    """Near +-max (where a + b and max - min overflow), at subnormals and for values one ulp
+    apart, every threshold is finite and within rounding (a few ulps of the column's largest
+    magnitude) of the exact one, and the binary columns are those of the exact thresholds:
+    no split is lost or invented."""
+    x = np.array(_EXTREME_COLUMNS[case], dtype=np.float64)
+    with np.errstate(over="raise", invalid="raise"):
+        b = Binarizer(strategy=strategy, n_thresholds=5).fit(x.reshape(-1, 1))
+    exact = _exact_thresholds(x, strategy, 5)
+    assert np.all(np.isfinite(b.thresholds_[0]))
+    assert _our_columns(b, x) == _exact_columns(x, exact)
+    tol = Fraction(4 * np.finfo(np.float64).eps) * Fraction(float(np.max(np.abs(x))))
+    for t in b.thresholds_[0]:
+        nearest = min(exact, key=lambda e, t=t: abs(Fraction(float(t)) - e))
+        assert abs(Fraction(float(t)) - nearest) <= tol + Fraction(_TINY)
+
+
+def test_the_only_informative_split_near_the_maximum_is_kept():
+    # The issue's case: two values near the float maximum, the target steps between them.
+    x = np.array([0.8 * _MAX] * 3 + [_MAX] * 3).reshape(-1, 1)
+    for strategy in ("quantile", "uniform", "midpoints"):
+        b = Binarizer(strategy=strategy, n_thresholds=1).fit(x)
+        assert b.n_features_out_ == 1, strategy
+        assert b.transform(x)[:, 0].tolist() == [1, 1, 1, 0, 0, 0], strategy
+
+
+@pytest.mark.parametrize("a", [_TINY, 1.0, -1.0, 1e300, -1e-300, np.nextafter(_MAX, 0.0)])
+def test_midpoints_keep_values_one_ulp_apart_on_both_sides(a):
+    b_ = np.nextafter(a, np.inf)
+    x = np.array([a, b_, a, b_]).reshape(-1, 1)
+    bz = Binarizer(strategy="midpoints").fit(x)
+    (t,) = bz.thresholds_[0]
+    assert a <= t < b_
+    assert bz.transform(x)[:, 0].tolist() == [1, 0, 1, 0]
+    assert len(set(bz.feature_names_out_)) == 1
+
+
+def test_float32_input_near_its_maximum_and_one_ulp_apart():
+    f32max = np.finfo(np.float32).max
+    one_up = np.nextafter(np.float32(1), np.float32(2))
+    X = np.array([[f32max, 1.0], [np.float32(0.9) * f32max, one_up],
+                  [-f32max, 1.0], [f32max, one_up]], dtype=np.float32)
+    for strategy in ("quantile", "uniform", "midpoints"):
+        b = Binarizer(strategy=strategy, n_thresholds=3).fit(X)
+        assert all(np.all(np.isfinite(t)) for t in b.thresholds_), strategy
+        Z = b.transform(X)
+        # column 2: 1.0 and its float32 neighbour are told apart by some kept feature
+        k2 = [k for k, (j, _, _) in enumerate(b.features_) if j == 1]
+        assert any(Z[:, k].tolist() == [1, 0, 1, 0] for k in k2), strategy
+        # column 1: the three distinct values stay distinguishable with midpoints
+        if strategy == "midpoints":
+            k1 = [k for k, (j, _, _) in enumerate(b.features_) if j == 0]
+            assert len({tuple(Z[i, k1]) for i in range(4)}) == 3
+        np.testing.assert_array_equal(Z, b.transform(X.astype(np.float64)))
+
+
+# ----------------------------------------------------------------------------- weights
+def test_weighted_quantiles_hand_computed_and_equal_weights_are_numpy():
+    # values 0, 10, 20 with weights 1, 2, 1: centres 0.5, 2, 3.5 -> positions 0, 0.5, 1.
+    # Level 1/4 is halfway between 0 and 10 -> 5; 1/2 -> 10; 3/4 -> 15 (x <= 15 equals x <= 10).
+    X = np.array([[0.0], [10.0], [20.0]])
+    b = Binarizer(n_thresholds=3).fit(X, sample_weight=[1.0, 2.0, 1.0])
+    assert b.thresholds_[0].tolist() == [5.0, 10.0]
+    assert b.dropped_ == [("x1 <= 15", "duplicate of x1 <= 10")]
+    # equal weights (any value): numpy's np.quantile, linear interpolation
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=37)
+    for n in (1, 3, 7, 12):  # levels at least 36/13 > 1 rows apart: every threshold is kept
+        want = np.quantile(x, np.arange(1, n + 1) / (n + 1))
+        for w in (None, np.full(37, 3.5)):
+            b = Binarizer(n_thresholds=n).fit(x.reshape(-1, 1), sample_weight=w)
+            np.testing.assert_allclose(b.thresholds_[0], want, rtol=1e-14, atol=1e-15)
+    # uneven weights: the exact definition (fractions), column by column
+    w = rng.uniform(0.1, 3.0, size=37)
+    b = Binarizer(n_thresholds=6).fit(x.reshape(-1, 1), sample_weight=w)
+    assert b.n_features_out_ == 6
+    assert _our_columns(b, x) == _exact_columns(x, _exact_thresholds(x, "quantile", 6, w))
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "uniform", "midpoints", "gbdt"])
+def test_zero_weight_rows_are_as_if_absent(strategy):
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"a": rng.normal(size=60), "b": rng.integers(0, 6, size=60) * 1.0,
+                       "c": rng.choice(["u", "v", "w"], size=60)})
+    y = df["a"].to_numpy() + (df["c"] == "u") + 0.1 * rng.normal(size=60)
+    w = np.ones(60)
+    w[::3] = 0.0
+    # the zero-weight rows carry values nobody else has: they must create nothing
+    df.loc[::3, "a"] = 100.0 + np.arange(20)
+    df.loc[::3, "c"] = "zero-only"
+    kw = {"strategy": strategy, "n_thresholds": 5, "gbdt_params": {"n_estimators": 8}}
+    weighted = Binarizer(**kw).fit(df, y, sample_weight=w)
+    subset = Binarizer(**kw).fit(df[w > 0].reset_index(drop=True), y[w > 0])
+    assert weighted.features_ == subset.features_
+    assert weighted.dropped_ == subset.dropped_
+    assert all(t < 100.0 for t in weighted.thresholds_[0])
+    assert "zero-only" not in weighted.categories_[2]
+    # transform still covers every row
+    assert weighted.fit_transform(df, y, sample_weight=w).shape[0] == 60
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "uniform", "midpoints", "gbdt"])
+def test_uniformly_rescaled_weights_give_the_same_binarizer(strategy):
+    rng = np.random.default_rng(6)
+    X = np.column_stack([rng.normal(size=80), rng.integers(0, 9, size=80) * 0.5])
+    y = X[:, 0] ** 2 + X[:, 1]
+    w = rng.integers(0, 4, size=80).astype(float)
+    kw = {"strategy": strategy, "n_thresholds": 7, "max_features": 9,
+          "gbdt_params": {"n_estimators": 10}}
+    ref = Binarizer(**kw).fit(X, y, sample_weight=w)
+    for scale in (0.2222222222, 1e-6, 3.0, 1e8):
+        other = Binarizer(**kw).fit(X, y, sample_weight=w * scale)
+        np.testing.assert_array_equal(other.transform(X), ref.transform(X))
+        assert other.feature_names_out_ == ref.feature_names_out_
+
+
+def test_tree_gets_the_weights_through_to_its_binarizer():
+    from jaxsr.trees import OptimalTreeRegressor
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(50, 2))
+    y = (X[:, 0] > 0.3) * 3.0 + X[:, 1]
+    w = np.ones(50)
+    w[:10] = 0.0
+    X[:10, 0] = 50.0 + np.arange(10)  # values only zero-weight rows have
+    kw = {"regularization": 0.05, "depth_budget": 3}
+    m = OptimalTreeRegressor(binarizer=Binarizer(n_thresholds=5), **kw)
+    m.fit(X, y, sample_weight=w)
+    sub = OptimalTreeRegressor(binarizer=Binarizer(n_thresholds=5), **kw).fit(X[10:], y[10:])
+    assert m.binarizer_.features_ == sub.binarizer_.features_
+    assert m.tree_.feature.tolist() == sub.tree_.feature.tolist()
+    np.testing.assert_allclose(m.tree_.value, sub.tree_.value, rtol=1e-12)
+
+
+@pytest.mark.xfail(reason="tie-breaking between equal-objective splits in the tree search "
+                   "(jaxsr/trees/search.py, engineer trees-solver) depends on the scale of "
+                   "the weights; the Binarizer's features are identical at both scales "
+                   "(asserted first)", strict=False)
+def test_tree_does_not_depend_on_a_uniform_rescaling_of_the_weights():
+    """The issue's repro: weights w and 0.2222222222 * w must give the same tree. Splits on
+    x1 and x2 tie here (same objective in exact arithmetic)."""
+    from jaxsr.trees import OptimalTreeRegressor
+
+    rng = np.random.default_rng(23)
+    X = rng.integers(0, 3, size=(40, 3)).astype(float)
+    y = 1.0 * (X[:, 0] > 0) + 1.0 * (X[:, 1] > 0) + rng.integers(0, 2, 40) * 0.5
+    w = rng.integers(1, 3, 40).astype(float)
+    fits = [OptimalTreeRegressor(regularization=0.05, depth_budget=3,
+                                 binarizer=Binarizer(strategy="midpoints"))
+            .fit(X, y, sample_weight=w * scale) for scale in (1.0, 0.2222222222)]
+    a, b = fits
+    assert a.binarizer_.features_ == b.binarizer_.features_  # the Binarizer side holds
+    assert a.objective_ == pytest.approx(b.objective_, rel=1e-12)
+    assert a.tree_.feature.tolist() == b.tree_.feature.tolist()
+    np.testing.assert_allclose(a.tree_.value, b.tree_.value, rtol=1e-12)
