@@ -1,25 +1,112 @@
-"""Input checks shared by both estimators, raised at the API boundary.
+"""Input and hyperparameter checks of every jaxsr estimator and of the command, in one place.
 
-Every check raises ``ValueError`` with a sentence a user can act on; nothing invalid
-reaches a jitted kernel (where it would turn into NaN or a crash).
+Data checks (:func:`validate_X`, :func:`validate_X_y`, :func:`check_target`,
+:func:`check_sample_weight`, :func:`check_feature_names`) raise ``ValueError`` with a sentence
+a user can act on (``TypeError`` for values of a type that cannot be a number, as
+scikit-learn does); nothing invalid reaches a jitted kernel, where it would turn into NaN or
+a crash. Feature names follow scikit-learn (:func:`sklearn.utils.validation.validate_data`):
+``feature_names_in_`` exists only after fitting on a DataFrame with string column names,
+``n_features_in_`` always; at predict time a frame with the fitted names in another order is
+reordered, different names are an error.
+
+Hyperparameter checks (:func:`check_int`, :func:`check_real`, :func:`check_choice`) are
+called from each estimator's ``fit`` (never from ``__init__``, scikit-learn's contract).
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+import warnings
 
 import numpy as np
 
 __all__ = [
     "as_2d_float",
+    "check_choice",
+    "check_feature_names",
+    "check_int",
+    "check_real",
     "check_X_y",
-    "check_X_predict",
     "check_sample_weight",
     "check_target",
     "default_feature_names",
+    "feature_names",
+    "validate_X",
+    "validate_X_y",
 ]
 
 
+# ------------------------------------------------------------------------ hyperparameters
+def check_int(value, name: str, *, min_value: int | None = None, max_value: int | None = None,
+              allow_none: bool = False, hint: str = "") -> int | None:
+    """Return ``value`` as ``int`` after checking it is an integer in ``[min_value, max_value]``.
+
+    ``bool`` is not an integer here; numpy integers are.
+
+    Raises:
+      ValueError: ``"<name> must be an integer >= <min_value> [or None]<hint>; got <value>"``.
+    """
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+    if ok:
+        value = int(value)
+        ok = (min_value is None or value >= min_value) and (max_value is None
+                                                            or value <= max_value)
+    if not ok:
+        rng = ""
+        if min_value is not None and max_value is not None:
+            rng = f" in {min_value}..{max_value}"
+        elif min_value is not None:
+            rng = f" >= {min_value}"
+        elif max_value is not None:
+            rng = f" <= {max_value}"
+        raise ValueError(f"{name} must be an integer{rng}{' or None' if allow_none else ''}"
+                         f"{hint}; got {value!r}")
+    return value
+
+
+def check_real(value, name: str, *, min_value: float | None = None, strict: bool = False,
+               allow_none: bool = False, allow_inf: bool = False, hint: str = "") -> float | None:
+    """Return ``value`` as ``float`` after checking it is a real number ``>= min_value``
+    (``> min_value`` with ``strict``), finite unless ``allow_inf``.
+
+    Raises:
+      ValueError: ``"<name> must be a finite number >= <min_value> [or None]; got <value>"``.
+    """
+    if value is None and allow_none:
+        return None
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    if ok:
+        value = float(value)
+        ok = not math.isnan(value) and (allow_inf or math.isfinite(value))
+        if ok and min_value is not None:
+            ok = value > min_value if strict else value >= min_value
+    if not ok:
+        what = "a number" if allow_inf else "a finite number"
+        rng = "" if min_value is None else f" {'>' if strict else '>='} {min_value:g}"
+        raise ValueError(f"{name} must be {what}{rng}{' or None' if allow_none else ''}"
+                         f"{hint}; got {value!r}")
+    return value
+
+
+def check_choice(value, name: str, choices) -> object:
+    """Return ``value`` if it is one of ``choices``.
+
+    Raises:
+      ValueError: ``"Unknown <name> <value>; choose one of [...]"``.
+    """
+    try:
+        ok = value in tuple(choices)
+    except TypeError:  # unhashable or incomparable
+        ok = False
+    if not ok:
+        raise ValueError(f"Unknown {name} {value!r}; choose one of {list(choices)}")
+    return value
+
+
+# ------------------------------------------------------------------------ data
 def default_feature_names(n_features: int) -> list[str]:
     """Names ``x1 .. xM`` (1-based, as in the papers) for arrays without column names."""
     return [f"x{j + 1}" for j in range(n_features)]
@@ -48,6 +135,12 @@ def _is_dataframe(X) -> bool:
     return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "to_numpy")
 
 
+def _is_sparse(X) -> bool:
+    import scipy.sparse
+
+    return scipy.sparse.issparse(X)
+
+
 def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, list[str] | None]:
     """Convert an array-like or pandas DataFrame to a finite 2-D float array.
 
@@ -65,6 +158,11 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
       ValueError: non-numeric columns, not 2-D, no rows, no columns, NaN or infinite values.
     """
     names = None
+    if _is_sparse(X):
+        raise ValueError(
+            f"{name} is a sparse matrix; sparse input is not supported. "
+            f"Pass a dense array ({name}.toarray())"
+        )
     if _is_dataframe(X):
         names = [str(c) for c in X.columns]
         bad = [str(c) for c, dt in zip(X.columns, X.dtypes, strict=True)
@@ -79,13 +177,16 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
         arr = np.asarray(X)
     except Exception as err:  # ragged lists and the like
         raise ValueError(f"{name} could not be converted to a numeric array: {err}") from err
+    if np.iscomplexobj(arr):
+        raise ValueError(f"Complex data not supported: {name} must be real-valued")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         try:
             arr = arr.astype(np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be numeric; got values of dtype {arr.dtype}") from err
-    if np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be real-valued; got complex values")
+        except ValueError as err:
+            raise ValueError(f"{name} must be numeric; got values of dtype {arr.dtype} "
+                             f"({err})") from err
+        except TypeError as err:  # e.g. a dict in an object array: a type, not a value, error
+            raise TypeError(f"{name} must be numeric: {err}") from err
     if arr.ndim == 1:
         raise ValueError(
             f"{name} must be 2-D of shape (n_samples, n_features); got a 1-D array of shape "
@@ -111,9 +212,16 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
 def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.ndarray:
     """Convert ``y`` to a finite 1-D float array of length ``n_samples``.
 
+    A single column ``(n_samples, 1)`` is accepted with scikit-learn's
+    ``DataConversionWarning``.
+
     Raises:
-      ValueError: not 1-D (a single column is accepted), NaN/inf, non-numeric, wrong length.
+      ValueError: ``None``, not 1-D, NaN/inf, non-numeric, complex, wrong length, sparse.
     """
+    if y is None:
+        raise ValueError("this estimator requires y to be passed, but the target y is None")
+    if _is_sparse(y):
+        raise ValueError("y is a sparse matrix; sparse input is not supported")
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()
     try:
@@ -121,16 +229,21 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
     except Exception as err:
         raise ValueError(f"y could not be converted to a numeric array: {err}") from err
     if arr.ndim == 2 and arr.shape[1] == 1:
+        from sklearn.exceptions import DataConversionWarning
+
+        warnings.warn("A column-vector y was passed when a 1d array was expected. Please "
+                      "change the shape of y to (n_samples,), for example using ravel().",
+                      DataConversionWarning, stacklevel=3)
         arr = arr[:, 0]
     if arr.ndim != 1:
         raise ValueError(f"y must be 1-D of shape (n_samples,); got shape {arr.shape}")
+    if np.iscomplexobj(arr):
+        raise ValueError("Complex data not supported: y must be real-valued")
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as err:
             raise ValueError(f"y must be numeric; got values of dtype {arr.dtype}") from err
-    if np.iscomplexobj(arr):
-        raise ValueError("y must be real-valued; got complex values")
     arr = arr.astype(dtype, copy=False)
     if n_samples is not None and arr.shape[0] != n_samples:
         raise ValueError(
@@ -167,26 +280,105 @@ def check_X_y(X, y, *, dtype=np.float64) -> tuple[np.ndarray, np.ndarray, list[s
     return Xa, ya, names
 
 
-def check_X_predict(X, n_features: int, feature_names: list[str] | None = None, *,
-                    dtype=np.float64) -> np.ndarray:
-    """Validate ``X`` at predict time: same number of features as seen in ``fit``.
+def feature_names(estimator) -> list[str]:
+    """The names a fitted estimator prints its inputs with: ``feature_names_in_`` when it was
+    fitted on a DataFrame with string column names, else ``x1 .. xM``."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None:
+        return [str(c) for c in names]
+    return default_feature_names(int(estimator.n_features_in_))
 
-    A DataFrame whose columns are the fitted feature names (in any order) is reordered.
+
+def check_feature_names(estimator, X, *, reset: bool):
+    """Set (``reset=True``, in ``fit``) or check (``reset=False``) the input's feature names.
+
+    ``fit`` sets ``n_features_in_`` and, for a DataFrame with string column names,
+    ``feature_names_in_`` (an object array), exactly as
+    :func:`sklearn.utils.validation.validate_data` does. Afterwards a DataFrame holding the
+    fitted names in another order is reordered to the fitted order; one whose names differ
+    is an error; a frame given to an estimator fitted on an array (or the reverse) gives
+    scikit-learn's ``UserWarning``.
+
+    Args:
+      estimator: the jaxsr estimator being fitted or used.
+      X: the caller's ``X`` (array-like or DataFrame), before conversion.
+      reset: ``True`` in ``fit``.
+
+    Returns:
+      ``X``, reordered when it is a DataFrame with the fitted columns in another order.
 
     Raises:
-      ValueError: wrong number of features, missing named columns, or the checks of
-        :func:`as_2d_float`.
+      ValueError: a DataFrame whose columns are not the fitted feature names, or (not
+        ``reset``) a 2-D ``X`` with another number of features than in ``fit``.
     """
-    if _is_dataframe(X) and feature_names is not None:
+    X = _reorder_columns(estimator, X, reset=reset)
+    try:
+        two_d = _is_dataframe(X) or np.ndim(X) == 2
+    except ValueError:  # ragged nested lists: the conversion reports them
+        two_d = False
+    if two_d:
+        _sklearn_feature_names(estimator, X, reset=reset)
+    return X
+
+
+def _sklearn_feature_names(estimator, X, *, reset: bool) -> None:
+    from sklearn.utils.validation import validate_data
+
+    validate_data(estimator, X, reset=reset, skip_check_array=True)
+
+
+def _reorder_columns(estimator, X, *, reset: bool):
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if not reset and fitted is not None and _is_dataframe(X):
         cols = [str(c) for c in X.columns]
-        if set(feature_names) <= set(cols) and cols != list(feature_names):
-            X = X[[X.columns[cols.index(n)] for n in feature_names]]
-    Xa, _ = as_2d_float(X, dtype=dtype)
-    if Xa.shape[1] != n_features:
-        raise ValueError(
-            f"X has {Xa.shape[1]} features, but the model was fitted with {n_features}"
-        )
+        want = [str(c) for c in fitted]
+        if cols != want:
+            missing = [c for c in want if c not in cols]
+            unseen = [c for c in cols if c not in want]
+            if missing or unseen or len(cols) != len(want):
+                parts = []
+                if missing:
+                    parts.append(f"X is missing the columns {missing} seen in fit")
+                if unseen:
+                    parts.append(f"X has columns {unseen} not seen in fit")
+                if not parts:
+                    parts.append(f"X repeats columns: {cols}")
+                raise ValueError(
+                    "The feature names should match those that were passed during fit "
+                    f"(in any order): {'; '.join(parts)}. The fitted names are {want}"
+                )
+            X = X.iloc[:, [cols.index(c) for c in want]]
+    return X
+
+
+def validate_X(estimator, X, *, reset: bool, dtype=np.float64, name: str = "X") -> np.ndarray:
+    """Feature names (:func:`check_feature_names`) and values (:func:`as_2d_float`) of ``X``.
+
+    Returns:
+      ``(n_samples, n_features)`` finite array of ``dtype``; columns in the fitted order.
+
+    Raises:
+      ValueError: see :func:`check_feature_names` and :func:`as_2d_float`.
+      TypeError: values of a type that cannot be a number (e.g. dicts in an object array).
+    """
+    X = _reorder_columns(estimator, X, reset=reset)
+    Xa, _ = as_2d_float(X, dtype=dtype, name=name)  # clear messages for shape, NaN, dtype
+    _sklearn_feature_names(estimator, X if _is_dataframe(X) else Xa, reset=reset)
     return Xa
+
+
+def validate_X_y(estimator, X, y, *, dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`validate_X` with ``reset=True`` and :func:`check_target` of the same length.
+
+    Returns:
+      ``(X, y)``: ``(n_samples, n_features)`` and ``(n_samples,)`` finite arrays of ``dtype``.
+    """
+    if y is None:
+        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
+                         "target y is None")
+    Xa = validate_X(estimator, X, reset=True, dtype=dtype)
+    ya = check_target(y, dtype=dtype, n_samples=Xa.shape[0])
+    return Xa, ya
 
 
 def check_sample_weight(sample_weight, n_samples: int, *, dtype=np.float64) -> np.ndarray:

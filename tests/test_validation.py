@@ -1,15 +1,20 @@
-"""The shared input checks raise ValueError with an actionable message, never TypeError."""
+"""The shared input and hyperparameter checks raise ValueError with an actionable message
+(TypeError only for values of a type that cannot be a number, as scikit-learn does)."""
 
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.base import BaseEstimator
 
 from jaxsr._config import precision, resolve_dtype
 from jaxsr._validation import (
     as_2d_float,
+    check_choice,
+    check_int,
+    check_real,
     check_sample_weight,
-    check_X_predict,
     check_X_y,
+    validate_X,
 )
 
 
@@ -50,16 +55,72 @@ def test_bad_training_input(X, y, message):
 
 
 def test_default_names_and_column_vector_target():
-    X, y, names = check_X_y(np.arange(6.0).reshape(3, 2), np.arange(3.0).reshape(3, 1))
+    from sklearn.exceptions import DataConversionWarning
+
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        X, y, names = check_X_y(np.arange(6.0).reshape(3, 2), np.arange(3.0).reshape(3, 1))
     assert names == ["x1", "x2"] and y.shape == (3,) and X.dtype == np.float64
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        check_X_y(np.ones((3, 2)), None)
+
+
+def test_sparse_complex_and_object_values():
+    import scipy.sparse
+
+    with pytest.raises(ValueError, match="sparse input is not supported"):
+        as_2d_float(scipy.sparse.csr_matrix(np.eye(3)))
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        as_2d_float(np.ones((2, 2)) * 1j)
+    bad = np.ones((2, 2), dtype=object)
+    bad[0, 0] = {"a": 1}
+    with pytest.raises(TypeError, match="X must be numeric"):
+        as_2d_float(bad)
+
+
+class _Fitted(BaseEstimator):
+    """Stands for an estimator in validate_X (it only holds attributes)."""
 
 
 def test_predict_reorders_named_columns_and_checks_width():
+    est = _Fitted()
+    fit_frame = pd.DataFrame({"a": [0.0, 1.0], "b": [5.0, 6.0]})
+    validate_X(est, fit_frame, reset=True)
+    assert list(est.feature_names_in_) == ["a", "b"] and est.n_features_in_ == 2
     df = pd.DataFrame({"b": [1.0, 2.0], "a": [3.0, 4.0]})
-    X = check_X_predict(df, 2, ["a", "b"])
+    X = validate_X(est, df, reset=False)
     np.testing.assert_array_equal(X, [[3.0, 1.0], [4.0, 2.0]])
-    with pytest.raises(ValueError, match="X has 1 features, but the model was fitted with 2"):
-        check_X_predict(np.ones((2, 1)), 2)
+    with pytest.raises(ValueError, match=r"missing the columns \['b'\].*columns \['c'\]"):
+        validate_X(est, pd.DataFrame({"a": [1.0], "c": [2.0]}), reset=False)
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        validate_X(est, np.ones((2, 2)), reset=False)
+    # fitted on an array: no feature_names_in_, and a frame is used by position with a warning
+    validate_X(est, np.ones((2, 2)), reset=True)
+    assert not hasattr(est, "feature_names_in_") and est.n_features_in_ == 2
+    with pytest.raises(ValueError, match="X has 1 features, but _Fitted is expecting 2"):
+        validate_X(est, np.ones((2, 1)), reset=False)
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        validate_X(est, df, reset=False)
+
+
+def test_hyperparameter_checks():
+    assert check_int(3, "n") == 3 and check_int(np.int64(2), "n", min_value=1) == 2
+    assert check_int(None, "n", allow_none=True) is None
+    for bad in (0, 2.0, True, "3", None):
+        with pytest.raises(ValueError, match="n must be an integer >= 1; got"):
+            check_int(bad, "n", min_value=1)
+    with pytest.raises(ValueError, match="k must be an integer in 0..3 or None; got 4"):
+        check_int(4, "k", min_value=0, max_value=3, allow_none=True)
+    assert check_real(0, "lam", min_value=0) == 0.0
+    for bad in (-1.0, np.nan, np.inf, True, "1"):
+        with pytest.raises(ValueError, match="lam must be a finite number >= 0; got"):
+            check_real(bad, "lam", min_value=0)
+    with pytest.raises(ValueError, match="t must be a finite number > 0 or None"):
+        check_real(0.0, "t", min_value=0, strict=True, allow_none=True)
+    assert check_choice("a", "loss", ("a", "b")) == "a"
+    with pytest.raises(ValueError, match=r"Unknown loss 'c'; choose one of \['a', 'b'\]"):
+        check_choice("c", "loss", ("a", "b"))
+    with pytest.raises(ValueError, match="Unknown loss"):
+        check_choice([1], "loss", ("a", "b"))
 
 
 def test_sample_weight_checks():

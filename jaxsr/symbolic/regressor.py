@@ -11,9 +11,16 @@ import time
 import jax.numpy as jnp
 import numpy as np
 
-from .._base import ParamsMixin
+from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import precision, resolve_dtype
-from .._validation import check_X_predict, check_X_y
+from .._validation import (
+    check_choice,
+    check_int,
+    check_real,
+    feature_names,
+    validate_X,
+    validate_X_y,
+)
 from .expression import Expression
 from .semantics import node_semantics
 from .strategies import DomeSearch
@@ -24,7 +31,7 @@ _FORMAT = "jaxsr.SymbolicRegressor"
 _VERSION = 1
 
 
-class SymbolicRegressor(ParamsMixin):
+class SymbolicRegressor(RegressorMixin, BaseEstimator):
     """Deterministic symbolic regression (DoME): grows one expression over ``+ - * /``.
 
     Starting from the mean of the target, each iteration replaces one node of the tree by
@@ -59,7 +66,10 @@ class SymbolicRegressor(ParamsMixin):
       n_iterations_: int; history_: list of dicts, one per iteration (``iteration,
         search, node`` (0-based pre-order), ``replaced, subtree, expression, mse,
         n_nodes, seconds``).
-      feature_names_in_: list of str; n_features_in_: int.
+      n_features_in_: int, the number of columns of ``X`` in :meth:`fit`.
+      feature_names_in_: object array of the column names, only when ``X`` was a DataFrame
+        with string column names (scikit-learn's convention); the expression then uses
+        them, else ``x1 .. xM``.
       dropped_features_: names of constant columns left out of the variable pool.
       stop_reason_: ``"goal"``, ``"no improvement"``, ``"max_iterations"``,
         ``"max_time"`` or ``"constant target"``.
@@ -86,27 +96,15 @@ class SymbolicRegressor(ParamsMixin):
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
-        if self.strategy not in (1, 2, 3, 4):
-            raise ValueError(f"strategy must be 1, 2, 3 or 4; got {self.strategy!r}")
-        if self.max_nodes is not None and (int(self.max_nodes) != self.max_nodes
-                                           or self.max_nodes < 1):
-            raise ValueError(f"max_nodes must be a positive integer or None; got "
-                             f"{self.max_nodes!r}")
-        if self.max_height is not None and (int(self.max_height) != self.max_height
-                                            or self.max_height < 1):
-            raise ValueError(f"max_height must be a positive integer or None; got "
-                             f"{self.max_height!r}")
-        if self.max_iterations is not None and (int(self.max_iterations) != self.max_iterations
-                                                or self.max_iterations < 0):
-            raise ValueError(f"max_iterations must be a non-negative integer or None; got "
-                             f"{self.max_iterations!r}")
-        if not (np.isfinite(self.min_improvement) and self.min_improvement >= 0):
-            raise ValueError(f"min_improvement must be a finite number >= 0; got "
-                             f"{self.min_improvement!r}")
-        if not (np.isfinite(self.goal_mse) and self.goal_mse >= 0):
-            raise ValueError(f"goal_mse must be a finite number >= 0; got {self.goal_mse!r}")
-        if self.max_time is not None and not (self.max_time > 0):
-            raise ValueError(f"max_time must be positive seconds or None; got {self.max_time!r}")
+        """Hyperparameter checks (:mod:`jaxsr._validation`); raises ValueError."""
+        check_choice(self.strategy, "strategy", (1, 2, 3, 4))
+        check_int(self.max_nodes, "max_nodes", min_value=1, allow_none=True)
+        check_int(self.max_height, "max_height", min_value=1, allow_none=True)
+        check_int(self.max_iterations, "max_iterations", min_value=0, allow_none=True)
+        check_real(self.min_improvement, "min_improvement", min_value=0)
+        check_real(self.goal_mse, "goal_mse", min_value=0)
+        check_real(self.max_time, "max_time", min_value=0, strict=True, allow_none=True,
+                   hint=" (seconds)")
         resolve_dtype(self.dtype)
 
     # ---------------------------------------------------------------- fit
@@ -120,9 +118,8 @@ class SymbolicRegressor(ParamsMixin):
         """
         self._check_params()
         dt = resolve_dtype(self.dtype)
-        Xa, ya, names = check_X_y(X, y, dtype=dt)
-        self.feature_names_in_ = list(names)
-        self.n_features_in_ = Xa.shape[1]
+        Xa, ya = validate_X_y(self, X, y, dtype=dt)
+        names = feature_names(self)
         const_cols = np.all(Xa == Xa[:1], axis=0)
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
         start = time.perf_counter()
@@ -133,7 +130,7 @@ class SymbolicRegressor(ParamsMixin):
             yj = jnp.asarray(ya)
             engine = DomeSearch(
                 XT, yj, ~const_cols, max_nodes=self.max_nodes, max_height=self.max_height,
-                min_improvement=self.min_improvement, feature_names=self.feature_names_in_,
+                min_improvement=self.min_improvement, feature_names=names,
                 deadline=deadline,
             )
             if self.verbose:
@@ -148,7 +145,7 @@ class SymbolicRegressor(ParamsMixin):
             else:
                 self.stop_reason_ = self._loop(engine, start, deadline, names)
         self.expression_tree_ = engine.expr
-        self.expression_ = engine.expr.to_string(self.feature_names_in_)
+        self.expression_ = engine.expr.to_string(names)
         self.mse_ = float(engine.mse)
         self.n_iterations_ = len(self.history_)
         self.fit_seconds_ = time.perf_counter() - start
@@ -183,35 +180,38 @@ class SymbolicRegressor(ParamsMixin):
 
     # ---------------------------------------------------------------- use
     def _check_fitted(self) -> None:
-        if not hasattr(self, "expression_tree_"):
-            raise ValueError("this SymbolicRegressor is not fitted yet; call fit(X, y) first")
+        check_fitted(self, "expression_tree_")  # NotFittedError (a ValueError)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False  # NaN/inf are refused with a clear message
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False  # no randomness: the same data give the same tree
+        return tags
 
     def predict(self, X) -> np.ndarray:
-        """Outputs of the expression, ``(n_samples,)`` float array."""
+        """Outputs of the expression, ``(n_samples,)`` array of the model's ``dtype``.
+
+        Args:
+          X: ``(n_samples, n_features_in_)`` array-like or DataFrame (a frame with the
+            fitted column names in another order is reordered).
+
+        Raises:
+          NotFittedError: before :meth:`fit`.
+          ValueError: wrong number or names of features, NaN/inf, non-numeric values.
+        """
         self._check_fitted()
         dt = resolve_dtype(self.dtype)
-        Xa = check_X_predict(X, self.n_features_in_, self.feature_names_in_, dtype=dt)
+        Xa = validate_X(self, X, reset=False, dtype=dt)
         with precision(dt):
             tree = self.expression_tree_.padded(dtype=dt)
             sem = node_semantics(tree, jnp.asarray(Xa.T))
             return np.asarray(sem[0])
 
-    def score(self, X, y) -> float:
-        """Coefficient of determination R^2 (scikit-learn convention)."""
-        from .._validation import check_target
-
-        pred = self.predict(X)
-        yt = check_target(y, n_samples=pred.shape[0])
-        ss_res = float(np.sum((yt - pred) ** 2))
-        ss_tot = float(np.sum((yt - yt.mean()) ** 2))
-        if ss_tot == 0.0:
-            return 1.0 if ss_res == 0.0 else 0.0
-        return 1.0 - ss_res / ss_tot
-
     def sympy(self):
         """The expression as sympy (variables are ``sympy.Symbol(feature name)``)."""
         self._check_fitted()
-        return self.expression_tree_.sympy(self.feature_names_in_)
+        return self.expression_tree_.sympy(feature_names(self))
 
     def to_jax(self):
         """Pure JAX function ``f(X) -> (n_samples,)`` equal to :meth:`predict`."""
@@ -225,10 +225,12 @@ class SymbolicRegressor(ParamsMixin):
         return {
             "format": _FORMAT,
             "version": _VERSION,
-            "params": self.get_params(),
+            "params": {**self.get_params(), "dtype": str(resolve_dtype(self.dtype))},
             "expression": self.expression_,
             "tree": self.expression_tree_.to_dict(),
-            "feature_names_in_": list(self.feature_names_in_),
+            "feature_names": feature_names(self),
+            "feature_names_in_": (None if not hasattr(self, "feature_names_in_")
+                                  else [str(c) for c in self.feature_names_in_]),
             "n_features_in_": int(self.n_features_in_),
             "dropped_features_": list(self.dropped_features_),
             "mse_": float(self.mse_),
@@ -250,8 +252,10 @@ class SymbolicRegressor(ParamsMixin):
             raise ValueError(f"unsupported SymbolicRegressor format version {d.get('version')}")
         est = cls(**d["params"])
         est.expression_tree_ = Expression.from_dict(d["tree"])
-        est.expression_ = est.expression_tree_.to_string(d["feature_names_in_"])
-        est.feature_names_in_ = list(d["feature_names_in_"])
+        names = d.get("feature_names", d.get("feature_names_in_"))
+        est.expression_ = est.expression_tree_.to_string(names)
+        if d.get("feature_names_in_") is not None:
+            est.feature_names_in_ = np.asarray(d["feature_names_in_"], dtype=object)
         est.n_features_in_ = int(d["n_features_in_"])
         est.dropped_features_ = list(d.get("dropped_features_", []))
         est.mse_ = float(d["mse_"])

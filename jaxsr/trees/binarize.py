@@ -20,8 +20,8 @@ reference model as in McTavish et al. (2022)"). :class:`Binarizer` offers each o
 Every numeric binary column means ``x <= threshold`` (1 when true), the convention of
 scikit-learn's trees. Categorical columns are one-hot encoded (``x == value``).
 
-scikit-learn is imported lazily, only by the ``"gbdt"`` strategy; it is not a runtime
-dependency of jaxsr.
+:class:`Binarizer` is a scikit-learn transformer (``TransformerMixin + BaseEstimator``), so it
+works in pipelines and grid searches, e.g. in front of an ``OptimalTreeRegressor``.
 """
 
 from __future__ import annotations
@@ -32,8 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from .._base import ParamsMixin
-from .._validation import default_feature_names
+from .._base import BaseEstimator, TransformerMixin, check_fitted
+from .._validation import (
+    check_choice,
+    check_feature_names,
+    check_int,
+    default_feature_names,
+)
 
 __all__ = ["Binarizer"]
 
@@ -74,12 +79,11 @@ def _json_value(v):
     return str(v)
 
 
-class Binarizer(ParamsMixin):
+class Binarizer(TransformerMixin, BaseEstimator):
     """Turn real and categorical features into binary features ``x <= t`` / ``x == v``.
 
-    A scikit-learn style transformer (``fit``, ``transform``, ``fit_transform``,
-    ``get_feature_names_out``, ``get_params``, ``set_params``) that does not need scikit-learn
-    unless ``strategy="gbdt"``.
+    A scikit-learn transformer (``fit``, ``transform``, ``fit_transform``,
+    ``get_feature_names_out``, ``get_params``, ``set_params``).
 
     Each output column is the indicator of one test on one input column:
 
@@ -129,7 +133,9 @@ class Binarizer(ParamsMixin):
 
     Attributes:
       n_features_in_: number of input columns ``M``.
-      feature_names_in_: list of ``M`` input column names (DataFrame columns or ``x1..xM``).
+      feature_names_in_: object array of the ``M`` column names, only when ``X`` was a
+        DataFrame with string column names (scikit-learn's convention); the output names use
+        them, else ``x1 .. xM``.
       thresholds_: list of ``M`` float64 arrays; ``thresholds_[j]`` holds the sorted
         thresholds of the kept columns ``x_j <= t`` (empty for categorical columns).
       categories_: dict ``{j: [values]}`` of the kept one-hot values of each categorical
@@ -178,17 +184,10 @@ class Binarizer(ParamsMixin):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:
-        if self.strategy not in _STRATEGIES:
-            raise ValueError(
-                f"Unknown strategy {self.strategy!r}; choose one of {list(_STRATEGIES)}"
-            )
+        check_choice(self.strategy, "strategy", _STRATEGIES)
         if self.strategy in ("quantile", "uniform"):
-            n = self.n_thresholds
-            if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-                raise ValueError(f"n_thresholds must be a positive integer, got {n!r}")
-        m = self.max_features
-        if m is not None and (isinstance(m, bool) or not isinstance(m, numbers.Integral) or m < 1):
-            raise ValueError(f"max_features must be None or a positive integer, got {m!r}")
+            check_int(self.n_thresholds, "n_thresholds", min_value=1)
+        check_int(self.max_features, "max_features", min_value=1, allow_none=True)
         if self.gbdt_params is not None and not isinstance(self.gbdt_params, dict):
             raise ValueError(f"gbdt_params must be a dict or None, got {self.gbdt_params!r}")
 
@@ -251,6 +250,7 @@ class Binarizer(ParamsMixin):
           ValueError: see the class docstring.
         """
         self._check_params()
+        check_feature_names(self, X, reset=True)  # n_features_in_, feature_names_in_
         cols, names, numeric, is_frame = self._split_columns(X)
         n_samples, n_in = len(cols[0]), len(cols)
         from .._validation import check_sample_weight
@@ -412,7 +412,7 @@ class Binarizer(ParamsMixin):
     def _set_fitted(self, names, is_frame, cat_idx, kept, dropped) -> None:
         n_in = len(names)
         self.n_features_in_ = n_in
-        self.feature_names_in_ = list(names)
+        self._input_names = list(names)  # as printed; feature_names_in_ is sklearn's
         self._fitted_on_frame = bool(is_frame)
         self._categorical_columns = sorted(int(j) for j in cat_idx)
         self.features_ = [(int(j), op, v) for (j, op, v) in kept]
@@ -428,8 +428,18 @@ class Binarizer(ParamsMixin):
 
     # ------------------------------------------------------------------ transform
     def _check_fitted(self) -> None:
-        if not hasattr(self, "features_"):
-            raise ValueError("This Binarizer is not fitted yet; call fit(X) first")
+        check_fitted(self, "features_")  # NotFittedError (a ValueError)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False  # NaN/inf are refused with a clear message
+        tags.input_tags.sparse = False
+        tags.input_tags.categorical = True  # one-hot columns x == v
+        tags.input_tags.string = True  # text columns of a DataFrame are categorical
+        tags.target_tags.required = self.strategy == "gbdt"
+        tags.transformer_tags.preserves_dtype = []  # the output is uint8 0/1
+        tags.non_deterministic = False
+        return tags
 
     def transform(self, X) -> np.ndarray:
         """Binary features of ``X``.
@@ -447,19 +457,13 @@ class Binarizer(ParamsMixin):
             column, non-numeric values in a numeric column, no rows.
         """
         self._check_fitted()
-        if _is_dataframe(X) and self._fitted_on_frame:
-            got = [str(c) for c in X.columns]
-            missing = [c for c in self.feature_names_in_ if c not in got]
-            if missing:
-                raise ValueError(
-                    f"X is missing the columns {missing} seen in fit; it has columns {got}"
-                )
-            X = X.loc[:, [X.columns[got.index(c)] for c in self.feature_names_in_]]
+        X = check_feature_names(self, X, reset=False)  # a frame is reordered by name
         cols, names, numeric, _ = self._split_columns(X)
         if len(cols) != self.n_features_in_:
             raise ValueError(
-                f"X has {len(cols)} columns but this Binarizer was fitted on "
-                f"{self.n_features_in_} columns ({self.feature_names_in_})"
+                f"X has {len(cols)} features, but Binarizer is expecting "
+                f"{self.n_features_in_} features as input (it was fitted on "
+                f"{self.n_features_in_} columns: {self._input_names})"
             )
         n = len(cols[0])
         out = np.zeros((n, self.n_features_out_), dtype=np.uint8)
@@ -467,10 +471,10 @@ class Binarizer(ParamsMixin):
         values = {}
         for j in range(self.n_features_in_):
             if j in cat:
-                _check_categorical_column(cols[j], self.feature_names_in_[j])
+                _check_categorical_column(cols[j], self._input_names[j])
                 cols[j] = _normalize_categorical(cols[j])
             else:  # every numeric column is checked, used or not
-                values[j] = _numeric_column(cols[j], self.feature_names_in_[j])
+                values[j] = _numeric_column(cols[j], self._input_names[j])
         for k, (j, op, v) in enumerate(self.features_):
             if op == "<=":
                 out[:, k] = values[j] <= v
@@ -494,7 +498,7 @@ class Binarizer(ParamsMixin):
           ValueError: not fitted, or ``input_features`` of the wrong length.
         """
         self._check_fitted()
-        names = self.feature_names_in_
+        names = self._input_names
         if input_features is not None:
             names = [str(c) for c in input_features]
             if len(names) != self.n_features_in_:
@@ -525,7 +529,8 @@ class Binarizer(ParamsMixin):
         d: dict[str, Any] = {"class": "Binarizer", "version": _FORMAT_VERSION, "params": params}
         if hasattr(self, "features_"):
             d["fitted"] = {
-                "feature_names_in": list(self.feature_names_in_),
+                "feature_names_in": list(self._input_names),
+                "has_feature_names": hasattr(self, "feature_names_in_"),
                 "fitted_on_frame": self._fitted_on_frame,
                 "categorical_columns": list(self._categorical_columns),
                 "features": [[j, op, _json_value(v)] for (j, op, v) in self.features_],
@@ -557,6 +562,8 @@ class Binarizer(ParamsMixin):
                 kept,
                 [tuple(x) for x in fitted["dropped"]],
             )
+            if fitted.get("has_feature_names", fitted["fitted_on_frame"]):
+                b.feature_names_in_ = np.asarray(names, dtype=object)
         return b
 
 

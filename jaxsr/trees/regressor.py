@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import copy
-import math
-import numbers
 import os
 
 import numpy as np
 
-from .._base import ParamsMixin
+from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import precision, resolve_dtype
 from .._validation import (
-    as_2d_float,
+    check_choice,
+    check_feature_names,
+    check_int,
+    check_real,
     check_sample_weight,
     check_target,
-    check_X_predict,
     default_feature_names,
+    feature_names,
+    validate_X,
 )
 from .search import ALL_BOUNDS, OptimalTreeSearch
 from .tree import Tree
@@ -112,7 +114,7 @@ def _available_memory_bytes() -> float | None:
     return avail
 
 
-class OptimalTreeRegressor(ParamsMixin):
+class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     """Provably optimal sparse regression tree over binary features (OSRT).
 
     Minimises the objective (OSRT eq. 1 and 2)
@@ -180,7 +182,9 @@ class OptimalTreeRegressor(ParamsMixin):
       timed_out_: the time limit stopped the search.
       n_leaves_, depth_: size of ``tree_`` (``depth_`` counts the root as 1).
       normalizer_: the normaliser of the loss.
-      n_features_in_, feature_names_in_: the columns of ``X`` seen in :meth:`fit`.
+      n_features_in_: the number of columns of ``X`` seen in :meth:`fit`.
+      feature_names_in_: object array of their names, only when ``X`` was a DataFrame with
+        string column names (scikit-learn's convention; else the names are ``x1 .. xM``).
       binary_feature_names_: names of the binary features the tree splits on.
       binarizer_: the fitted copy of ``binarizer`` (or ``None``).
       n_subproblems_, fit_seconds_: search statistics.
@@ -216,43 +220,25 @@ class OptimalTreeRegressor(ParamsMixin):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
-        lam = self.regularization
-        if isinstance(lam, bool) or not isinstance(lam, numbers.Real):
-            raise ValueError(f"regularization must be a real number >= 0; got {lam!r}")
-        lam = float(lam)
-        if not math.isfinite(lam) or lam < 0:
-            raise ValueError(f"regularization must be a finite number >= 0; got {lam!r}")
-        d = self.depth_budget
-        if d is not None:
-            if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
-                raise ValueError("depth_budget must be None or an integer >= 1 "
-                                 f"(1 = a single leaf, 2 = one split); got {d!r}")
-            d = int(d)
+        """Hyperparameter checks (:mod:`jaxsr._validation`); raises ValueError."""
+        lam = check_real(self.regularization, "regularization", min_value=0)
+        d = check_int(self.depth_budget, "depth_budget", min_value=1, allow_none=True,
+                      hint=" (1 = a single leaf, 2 = one split)")
         if d is None and lam == 0:
             raise ValueError("regularization=0 with depth_budget=None is unbounded: every "
                              "split that lowers the loss pays off, so the tree would grow "
                              "until each leaf is one equivalence class. Give "
                              "regularization > 0 or a depth_budget.")
-        if self.loss not in _LOSSES:
-            raise ValueError(f"loss must be one of {_LOSSES}; got {self.loss!r}")
-        msl = self.min_samples_leaf
-        if isinstance(msl, bool) or not isinstance(msl, numbers.Integral) or msl < 1:
-            raise ValueError(f"min_samples_leaf must be an integer >= 1; got {msl!r}")
-        tl = self.time_limit
-        if tl is not None:
-            if isinstance(tl, bool) or not isinstance(tl, numbers.Real) or not tl >= 0 \
-                    or not math.isfinite(float(tl)):
-                raise ValueError(f"time_limit must be None or seconds >= 0; got {tl!r}")
+        check_choice(self.loss, "loss", _LOSSES)
+        msl = check_int(self.min_samples_leaf, "min_samples_leaf", min_value=1)
+        check_real(self.time_limit, "time_limit", min_value=0, allow_none=True,
+                   hint=" (seconds)")
         bounds = (self.bounds,) if isinstance(self.bounds, str) else tuple(self.bounds)
         unknown = [b for b in bounds if b not in ALL_BOUNDS]
         if unknown:
             raise ValueError(f"unknown bounds {unknown}; choose from {ALL_BOUNDS}")
-        el = self.exact_levels
-        if el is not None and (isinstance(el, bool) or not isinstance(el, numbers.Integral)
-                               or not 0 <= el <= 3):
-            raise ValueError(f"exact_levels must be None or an integer 0..3; got {el!r}")
-        if self.backend not in ("auto", "numpy", "jax"):
-            raise ValueError(f"backend must be 'auto', 'numpy' or 'jax'; got {self.backend!r}")
+        check_int(self.exact_levels, "exact_levels", min_value=0, max_value=3, allow_none=True)
+        check_choice(self.backend, "backend", ("auto", "numpy", "jax"))
         if self.binarizer is not None and not (hasattr(self.binarizer, "fit")
                                                and hasattr(self.binarizer, "transform")):
             raise ValueError("binarizer must be None or a Binarizer (an object with fit and "
@@ -301,15 +287,12 @@ class OptimalTreeRegressor(ParamsMixin):
         0 then create no thresholds (see :meth:`Binarizer.fit`)."""
         binarizer = self.binarizer if fitting else self.binarizer_
         if binarizer is None:
-            if fitting:
-                Xa, names = as_2d_float(X)
-                if names is None:
-                    names = default_feature_names(Xa.shape[1])
-            else:  # a DataFrame with the fitted column names is reordered by name
-                names = [str(c) for c in self.feature_names_in_]
-                Xa = check_X_predict(X, self.n_features_in_, names)
+            # feature names set (fit) or checked, a frame reordered by name (predict)
+            Xa = validate_X(self, X, reset=fitting)
+            names = feature_names(self)
             self._check_binary(Xa, names)
             return Xa > 0.5, names, list(names)
+        X = check_feature_names(self, X, reset=fitting)
         if fitting:
             b = copy.deepcopy(self.binarizer)
             if sample_weight is None:
@@ -321,10 +304,7 @@ class OptimalTreeRegressor(ParamsMixin):
         else:
             Xb = self.binarizer_.transform(X)
         Xb = np.asarray(Xb)
-        if hasattr(X, "columns"):
-            names = [str(c) for c in X.columns]
-        else:
-            names = default_feature_names(np.asarray(X).shape[1] if np.ndim(X) == 2 else 0)
+        names = feature_names(self)
         try:
             bnames = [str(s) for s in self.binarizer_.get_feature_names_out()]
         except Exception:  # noqa: BLE001 - any binarizer without names
@@ -384,8 +364,6 @@ class OptimalTreeRegressor(ParamsMixin):
         tree = res.tree
         tree.feature_names = list(bnames)
         self.tree_ = tree
-        self.feature_names_in_ = np.asarray(names, dtype=object)
-        self.n_features_in_ = len(names)
         self.binary_feature_names_ = list(bnames)
         self.normalizer_ = float(search.norm)
         self._finish(Xb, ya.astype(np.float64), w, lam, res.lower_bound)
@@ -408,9 +386,18 @@ class OptimalTreeRegressor(ParamsMixin):
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):
-        if not hasattr(self, "tree_"):
-            raise ValueError("this OptimalTreeRegressor is not fitted yet; call fit(X, y) "
-                             "first")
+        check_fitted(self, "tree_")  # NotFittedError (a ValueError)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False  # NaN/inf are refused with a clear message
+        tags.input_tags.sparse = False
+        tags.non_deterministic = False  # the optimum, ties broken by feature order
+        if self.binarizer is not None and hasattr(self.binarizer, "__sklearn_tags__"):
+            inner = self.binarizer.__sklearn_tags__().input_tags
+            tags.input_tags.categorical = inner.categorical
+            tags.input_tags.string = inner.string
+        return tags
 
     def predict(self, X):
         """Predictions ``(n_samples,)`` of dtype ``dtype`` for ``X`` (same kind as in fit).
@@ -426,18 +413,6 @@ class OptimalTreeRegressor(ParamsMixin):
             raise ValueError(f"X gives {Xb.shape[1]} binary features, but the model was "
                              f"fitted with {len(self.binary_feature_names_)}")
         return self.tree_.predict(Xb).astype(dt)
-
-    def score(self, X, y, sample_weight=None):
-        """Coefficient of determination ``R^2`` of :meth:`predict` on ``(X, y)``."""
-        pred = self.predict(X).astype(np.float64)
-        ya = check_target(y, n_samples=pred.shape[0])
-        w = check_sample_weight(sample_weight, ya.shape[0])
-        ybar = np.dot(w, ya) / w.sum()
-        sst = np.dot(w, (ya - ybar) ** 2)
-        sse = np.dot(w, (ya - pred) ** 2)
-        if sst == 0:
-            return 1.0 if sse == 0 else 0.0
-        return float(1.0 - sse / sst)
 
     def export_text(self, decimals: int = 4, show_counts: bool = True) -> str:
         """The tree as an index card: ``if <feature> is true: ... else ... predict v``."""
@@ -470,7 +445,9 @@ class OptimalTreeRegressor(ParamsMixin):
             "params": params,
             "binarizer": b,
             "tree": self.tree_.to_dict(),
-            "feature_names_in": [str(s) for s in self.feature_names_in_],
+            "feature_names_in": feature_names(self),
+            "has_feature_names": hasattr(self, "feature_names_in_"),
+            "n_features_in": int(self.n_features_in_),
             "binary_feature_names": list(self.binary_feature_names_),
             "normalizer": self.normalizer_,
             "certificate": {
@@ -499,8 +476,9 @@ class OptimalTreeRegressor(ParamsMixin):
         else:
             est.binarizer_ = None
         est.tree_ = Tree.from_dict(d["tree"])
-        est.feature_names_in_ = np.asarray(d["feature_names_in"], dtype=object)
-        est.n_features_in_ = len(d["feature_names_in"])
+        if d.get("has_feature_names", True):
+            est.feature_names_in_ = np.asarray(d["feature_names_in"], dtype=object)
+        est.n_features_in_ = int(d.get("n_features_in", len(d["feature_names_in"])))
         est.binary_feature_names_ = list(d["binary_feature_names"])
         est.tree_.feature_names = list(est.binary_feature_names_)
         est.normalizer_ = float(d["normalizer"])

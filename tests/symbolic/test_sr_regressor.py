@@ -219,7 +219,7 @@ def test_bad_params_and_frames():
     df = pd.DataFrame({"a": pd.Series(["x", "y", "z"], dtype=object), "b": [1.0, 2.0, 3.0]})
     with pytest.raises(ValueError, match="non-numeric"):
         SymbolicRegressor().fit(df, [1.0, 2.0, 3.0])
-    with pytest.raises(ValueError, match="invalid parameter"):
+    with pytest.raises(ValueError, match="(?i)invalid parameter"):
         SymbolicRegressor().set_params(nodes=3)
     assert SymbolicRegressor().set_params(strategy=2).get_params()["strategy"] == 2
 
@@ -237,7 +237,8 @@ def test_constant_target_single_row_and_constant_columns():
     df = pd.DataFrame({"mass 1": Xn[:, 0], "flat": 3.0, "d": Xn[:, 2]})
     yn = 2.5 * Xn[:, 0] + 1e24
     sr = SymbolicRegressor(max_nodes=5, strategy=3).fit(df, yn)
-    assert sr.dropped_features_ == ["flat"] and sr.feature_names_in_ == ["mass 1", "flat", "d"]
+    assert sr.dropped_features_ == ["flat"]
+    assert list(sr.feature_names_in_) == ["mass 1", "flat", "d"]
     assert "flat" not in sr.expression_ and "`mass 1`" in sr.expression_
     assert {str(s) for s in sr.sympy().free_symbols} <= {"mass 1", "d"}
     np.testing.assert_allclose(sr.predict(df), sr.to_jax()(jnp.asarray(df.to_numpy())),
