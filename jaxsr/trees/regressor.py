@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import os
 
 import numpy as np
