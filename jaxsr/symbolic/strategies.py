@@ -130,8 +130,11 @@ class DomeSearch:
         return expr.padded(self.capacity, self.dtype)
 
     def _true_mse(self, expr: Expression) -> tuple[float, bool]:
-        self._fit_capacity(expr)
-        mse, ok = _check(self._tree(expr), self.XT, self.y)
+        # pad to the current bucket, or a larger one just for this check: the capacity of
+        # the searches only changes in :meth:`analyse`, so masks and cached analyses of
+        # the current tree never meet arrays of another bucket (issue 7, item 5)
+        cap = max(self.capacity, capacity_bucket(expr.n_nodes))
+        mse, ok = _check(expr.padded(cap, self.dtype), self.XT, self.y)
         return float(mse), bool(ok)
 
     def analyse(self):
@@ -142,8 +145,11 @@ class DomeSearch:
             self._cache = (tree, sem, eqs, S)
         return self._cache
 
-    def masks(self):
-        cap = self.capacity
+    def masks(self, cap: int | None = None):
+        """Node masks of the current tree, padded to ``cap`` (default: the capacity of
+        its analysis), by name: ``all, const, var, nonterminal, terminal,
+        var_nonterminal``."""
+        cap = self.analyse()[0].op.shape[0] if cap is None else int(cap)
         op = np.zeros(cap, np.int32)
         op[: self.expr.n_nodes] = self.expr.op
         real = np.arange(cap) < self.expr.n_nodes
@@ -161,17 +167,24 @@ class DomeSearch:
 
     # ---------------------------------------------------------------- searches
     def candidates(self, specs) -> list[Candidate]:
-        """Run the searches ``specs`` (list of ``(search name, node mask)``) and return the
-        successful candidates, best first (deterministic order)."""
+        """Run the searches ``specs`` (list of ``(search name, node mask)``; a mask is a
+        name of :meth:`masks` or a bool array over the nodes of the current tree) and
+        return the successful candidates, best first (deterministic order). Masks are
+        built here, at the capacity of the analysis they are used with."""
         tree, sem, eqs, S = self.analyse()
+        cap = tree.op.shape[0]
+        named = self.masks(cap)
         mn, mh = jnp.int32(min(self.max_nodes, NO_LIMIT)), jnp.int32(min(self.max_height,
                                                                         NO_LIMIT))
         thr = self.threshold()
-        masks = np.zeros((len(SEARCH_NAMES), self.capacity), bool)
+        masks = np.zeros((len(SEARCH_NAMES), cap), bool)
         for name, mask in specs:
             if name not in SEARCH_NAMES:
                 raise ValueError(f"unknown search {name!r}")
-            masks[SEARCH_NAMES.index(name)] = mask
+            if isinstance(mask, str):
+                mask = named[mask]
+            mask = np.asarray(mask, bool)
+            masks[SEARCH_NAMES.index(name), : mask.shape[0]] = mask[:cap]
         res = jax.device_get(search_all(tree, sem, eqs, S, self.XT, jnp.asarray(masks),
                                         self.var_mask, mn, mh))
         found: list[tuple] = []
@@ -253,7 +266,7 @@ class DomeSearch:
             for j in const_nodes:
                 if self.mse <= 0.0 or self.timed_out():
                     return changes
-                mask = np.zeros(self.capacity, bool)
+                mask = np.zeros(self.expr.n_nodes, bool)
                 mask[j] = True
                 (cand,) = self.candidates([("constant", mask)]) or (None,)
                 red_j = -np.inf if cand is None else cand.reduction
@@ -273,16 +286,15 @@ class DomeSearch:
     # ---------------------------------------------------------------- section 2.8
     def step(self, strategy: int):
         """One iteration of ``strategy`` (1-4); a record dict or ``None`` (no change)."""
-        m = self.masks()
         if strategy == 1:
             return self.search_and_apply([
-                ("constant", m["all"]), ("variable", m["all"]),
-                ("constant-variable", m["all"]), ("constant-expression", m["nonterminal"]),
+                ("constant", "all"), ("variable", "all"),
+                ("constant-variable", "all"), ("constant-expression", "nonterminal"),
             ])
         if strategy == 2:
             rec = self.search_and_apply([
-                ("constant", m["var_nonterminal"]), ("variable", m["all"]),
-                ("constant-variable", m["all"]), ("constant-expression", m["nonterminal"]),
+                ("constant", "var_nonterminal"), ("variable", "all"),
+                ("constant-variable", "all"), ("constant-expression", "nonterminal"),
             ])
             if rec is not None:
                 rec["constants_optimised"] = self.optimise_constants()
@@ -290,20 +302,19 @@ class DomeSearch:
         if strategy == 3:
             return self._strategy3(optimise=True)
         if strategy == 4:
-            rec = self.search_and_apply([("constant", m["const"])])
+            rec = self.search_and_apply([("constant", "const")])
             if rec is not None:
                 return rec
             return self._strategy3(optimise=False)
         raise ValueError(f"strategy must be 1, 2, 3 or 4; got {strategy!r}")
 
     def _strategy3(self, optimise: bool):
-        m = self.masks()
         stages = (
-            [("variable", m["const"])],
-            [("constant-expression", m["nonterminal"])],
-            [("constant-variable", m["terminal"])],
-            [("constant", m["var_nonterminal"]), ("variable", m["var_nonterminal"]),
-             ("constant-variable", m["nonterminal"])],
+            [("variable", "const")],
+            [("constant-expression", "nonterminal")],
+            [("constant-variable", "terminal")],
+            [("constant", "var_nonterminal"), ("variable", "var_nonterminal"),
+             ("constant-variable", "nonterminal")],
         )
         rec = None
         for specs in stages:

@@ -263,3 +263,30 @@ def test_float32_option():
     sr = SymbolicRegressor(strategy=4, max_iterations=1, dtype="float32").fit(X, y)
     assert sr.predict(X).dtype == np.float32
     assert np.isfinite(sr.mse_) and sr.mse_ < np.var(y)
+
+
+
+def test_no_crash_when_a_rejected_candidate_grows_the_bucket():
+    """Issue 7, item 5 (strategies 3 and 4 on I.34.8 / I.43.16 raised "could not broadcast
+    (16,) into (32,)"): checking a candidate of the next capacity bucket must not change
+    the capacity the searches of the current tree use; masks are built at the capacity
+    of the analysis they meet. (The sweep of strategies 1-4 over the 17 built-in Feynman
+    equations and diabetes is ``benchmarks/bench_sr_recovery.py``.)"""
+    from jaxsr.symbolic.strategies import DomeSearch
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 2, size=(23, 2))
+    y = X[:, 0] * X[:, 1]
+    eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(2, bool), max_nodes=16,
+                     max_height=None, min_improvement=1e-6, feature_names=["x1", "x2"])
+    eng.expr = Expression.parse("((1 + x1) * (2 + x2)) + ((3 * x1) * (x2 - 4))")
+    eng.mse, eng._cache = eng._true_mse(eng.expr)[0], None
+    assert eng.analyse()[0].op.shape[0] == 16
+    big = eng.expr.replace(1, Expression.parse("(x1 * x2) + ((1 + x1) * (2 + x2))"))
+    assert big.n_nodes > 16
+    eng._true_mse(big)  # a rejected candidate of the 32 bucket
+    for specs in ([("variable", "const")], [("constant-expression", "nonterminal")],
+                  [("constant", eng.masks(16)["var_nonterminal"])]):
+        eng.candidates(specs)  # raised ValueError (broadcast) before
+    for strategy in (1, 2, 3, 4):
+        eng.step(strategy)
