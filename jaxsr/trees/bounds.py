@@ -48,8 +48,7 @@ __all__ = [
     "equivalent_points_bound",
 ]
 
-STAT_W, STAT_S, STAT_Q, STAT_E, STAT_N, STAT_C = range(6)
-N_STATS = 6
+from .stats import N_STATS, STAT_C, STAT_E, STAT_N, STAT_Q, STAT_S, STAT_W, sse  # noqa: E402
 
 
 def leaf_statistics(class_features, class_stats, mask):
@@ -71,13 +70,6 @@ def leaf_statistics(class_features, class_stats, mask):
     return jnp.asarray(class_features, dtype=st.dtype).T @ st, jnp.sum(st, axis=0)
 
 
-def _squared_loss(xp, st):
-    W, S, Q = st[..., STAT_W], st[..., STAT_S], st[..., STAT_Q]
-    pos = W > 0
-    loss = Q - xp.where(pos, S * S / xp.where(pos, W, 1.0), 0.0)
-    return xp.maximum(loss, 0.0)
-
-
 def squared_loss(stats):
     """Sum of weighted squared errors around the weighted mean: ``Q - S^2 / W`` (>= 0).
 
@@ -87,8 +79,7 @@ def squared_loss(stats):
     Returns:
       ``(...)`` float. Numpy in, numpy out; JAX in, JAX out.
     """
-    xp = np if isinstance(stats, np.ndarray) else jnp
-    return _squared_loss(xp, stats)
+    return sse(stats[..., STAT_W], stats[..., STAT_S], stats[..., STAT_Q])
 
 
 def leaf_cost(stats, regularization, normalizer, min_samples_leaf=1):
@@ -105,7 +96,7 @@ def leaf_cost(stats, regularization, normalizer, min_samples_leaf=1):
     """
     xp = np if isinstance(stats, np.ndarray) else jnp
     ok = stats[..., STAT_N] >= max(1, min_samples_leaf)
-    return xp.where(ok, _squared_loss(xp, stats) / normalizer + regularization, xp.inf)
+    return xp.where(ok, squared_loss(stats) / normalizer + regularization, xp.inf)
 
 
 def equivalent_points_bound(stats, regularization, normalizer, lookahead=True):

@@ -26,9 +26,16 @@ from .subtrees import optimal_subtree_cost
 
 __all__ = ["DeviceBatcher"]
 
-_batched_subtrees = jax.jit(
-    jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None)),
-    static_argnums=(5, 6))
+def _recentred_subtrees(X, W, mean, E, N, centre, masks, lam, norm, levels, m1):
+    """Exact subtrees of a batch of supports, with the class statistics re-centred on
+    ``centre`` (the expanded parent's mean; :func:`jaxsr.trees.stats.recentre`)."""
+    d = mean - centre
+    st4 = jnp.stack([W, W * d, E + W * d * d, N], axis=1)
+    return jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
+        X, st4, masks, lam, norm, levels, m1)
+
+
+_batched_subtrees = jax.jit(_recentred_subtrees, static_argnums=(9, 10))
 _batched_kmeans = jax.jit(
     jax.vmap(kmeans_lower_bound, in_axes=(None, None, None, 0, None, None, None, None)),
     static_argnums=(5, 7))
@@ -52,7 +59,8 @@ class DeviceBatcher:
         only when JAX runs on an accelerator).
     """
 
-    def __init__(self, Xc, st4, korder, lam, norm, m1, chunk_bytes=5e8, batch_kmeans=None):
+    def __init__(self, Xc, st4, korder, lam, norm, m1, chunk_bytes=5e8, batch_kmeans=True,
+                 mean=None, E=None):
         U, M = Xc.shape
         self.U, self.M = U, M
         self.Up = Up = max(64, -(-U // 64) * 64)
@@ -61,14 +69,23 @@ class DeviceBatcher:
         self.chunk_bytes = float(chunk_bytes)
         self.n_calls = 0
         self.n_kmeans_items = 0
-        # the batched k-means builds a U x U table per child: worth it on an accelerator;
-        # on CPU the host's O(U log U) rows, computed lazily per subproblem, are faster
-        # (measured: insurance, lambda 0.01, no depth limit: 3.6 s host vs 31 s batched)
-        self.batch_kmeans = (jax.default_backend() != "cpu" if batch_kmeans is None
-                             else bool(batch_kmeans))
+        # the batched k-means builds a U x U table per child: worth it on an accelerator,
+        # slower on CPU than the host's O(U log U) rows (insurance, lambda 0.01, no depth
+        # limit: 3.6 s host vs 31 s batched), but backend="jax" runs the same code on
+        # every platform (the "auto" backend picks the host path on CPU)
+        self.batch_kmeans = bool(batch_kmeans)
         with jax.enable_x64(True):
             self.X = jnp.asarray(_pad_rows(np.asarray(Xc, np.float64), Up))
-            self.st4 = jnp.asarray(_pad_rows(np.asarray(st4, np.float64), Up))
+            s4 = np.asarray(st4, np.float64)
+            Wc = s4[:, 0]
+            if mean is None:
+                mean = np.where(Wc > 0, s4[:, 1] / np.where(Wc > 0, Wc, 1.0), 0.0)
+            if E is None:
+                E = np.maximum(s4[:, 2] - Wc * mean * mean, 0.0)
+            self.W = jnp.asarray(_pad_rows(Wc, Up))
+            self.mean = jnp.asarray(_pad_rows(np.asarray(mean, np.float64), Up))
+            self.E = jnp.asarray(_pad_rows(np.asarray(E, np.float64), Up))
+            self.N = jnp.asarray(_pad_rows(s4[:, 3], Up))
             s = np.asarray(st4, np.float64)[self.korder]
             self.kW = jnp.asarray(_pad_rows(s[:, 0], Up))
             self.kS = jnp.asarray(_pad_rows(s[:, 1], Up))
@@ -76,14 +93,17 @@ class DeviceBatcher:
 
     def _chunks(self, B, per_item_bytes):
         c = int(max(1, min(64, self.chunk_bytes // max(per_item_bytes, 1))))
-        c = 1 << (c.bit_length() - 1)  # power of two: few distinct shapes
-        return min(c, 1 << max(B - 1, 0).bit_length())  # no more padding than needed
+        c = 1 << (c.bit_length() - 1)  # power of two
+        # two batch shapes per kernel (8 and the memory cap): few compilations per fit
+        return min(c, 8) if B <= 8 else c
 
-    def subtrees(self, masks: np.ndarray, levels: int):
+    def subtrees(self, masks: np.ndarray, levels: int, centre: float = 0.0):
         """Exact optimal subtrees of a batch of supports.
 
         Args:
           masks: ``(B, U)`` bool supports. levels: split levels (1..3).
+          centre: the targets' centre for the sums (the parent subproblem's mean, so the
+            losses round relative to its spread).
 
         Returns:
           ``(costs (B,) float, features (B,) int)``.
@@ -98,7 +118,8 @@ class DeviceBatcher:
             for s in range(0, B, c):
                 m = _pad_rows(masks[s:s + c], c)
                 m = np.concatenate([m, np.zeros((c, self.Up - self.U), bool)], axis=1)
-                cc, ff = _batched_subtrees(self.X, self.st4, jnp.asarray(m), self.lam,
+                cc, ff = _batched_subtrees(self.X, self.W, self.mean, self.E, self.N,
+                                           float(centre), jnp.asarray(m), self.lam,
                                            self.norm, levels, self.m1)
                 n = min(c, B - s)
                 costs[s:s + n] = np.asarray(cc)[:n]

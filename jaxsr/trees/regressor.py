@@ -366,24 +366,58 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         tree.feature_names = list(bnames)
         self.tree_ = tree
         self.binary_feature_names_ = list(bnames)
-        self.normalizer_ = float(search.norm)
-        self._finish(Xb, ya.astype(np.float64), w, lam, res.lower_bound)
+        p = 2 if self.loss == "squared_error" else 1
+        if not self.normalize:
+            self.normalizer_ = float(w.sum())
+        elif search.total_loss > 0:  # inf where SST exceeds the float64 range
+            self.normalizer_ = float(search.scale.loss_to_y(search.total_loss, p))
+        else:
+            self.normalizer_ = 1.0
+        self._finish(Xb, ya.astype(np.float64), w, lam, res.lower_bound, search)
         self.timed_out_ = bool(res.timed_out)
         self.n_subproblems_ = int(res.n_subproblems)
         self.fit_seconds_ = float(res.seconds)
         return self
 
-    def _finish(self, Xb, y, w, lam, lower_bound):
+    def _finish(self, Xb, y, w, lam, lower_bound, search):
+        """Objective of ``tree_`` from its own predictions, and the certificate.
+
+        The loss is recomputed in the search's internal units (targets centred and scaled
+        by powers of two, :mod:`jaxsr.trees.stats`), so it neither overflows near the
+        float maximum nor loses a small signal on a large offset.
+
+        Raises:
+          RuntimeError: the search's lower bound exceeds the objective of the tree by more
+            than the rounding of its float64 sums (a bug, never hidden).
+        """
         pred = self.tree_.predict(Xb)
-        r = y - pred
-        loss = np.dot(w, r * r) if self.loss == "squared_error" else np.dot(w, np.abs(r))
-        self.loss_ = float(loss / self.normalizer_)
+        sc = search.scale
+        r = sc.to_internal(y) - sc.to_internal(pred)
+        wi = w / sc.w_max
+        loss = np.dot(wi, r * r) if self.loss == "squared_error" else np.dot(wi, np.abs(r))
+        self.loss_ = float(loss / search.norm)
         self.n_leaves_ = self.tree_.n_leaves
         self.depth_ = self.tree_.depth
         self.objective_ = self.loss_ + lam * self.n_leaves_
-        self.lower_bound_ = float(min(lower_bound, self.objective_))
+        lb = float(lower_bound)
+        # the search sums class statistics (matrix products): its numbers round at about
+        # 1e-16 of the losses they cancel; anything beyond 1e-9 relative is a bug
+        tol = 1e-9 * max(abs(self.objective_), lam, 1e-300)
+        if not lb <= self.objective_ + tol:
+            raise RuntimeError(
+                f"internal error: the search's lower bound {lb!r} exceeds the objective "
+                f"{self.objective_!r} of the tree it returned; please report this with the "
+                "data (the certificate would be false)")
+        self.lower_bound_ = min(lb, self.objective_)  # within rounding (checked above)
         self.gap_ = float(self.objective_ - self.lower_bound_)
-        self.optimal_ = bool(self.gap_ <= 1e-9 * max(1.0, abs(self.objective_)))
+        # a leaf's prediction is its mean rounded to float64; rounding by delta adds
+        # W delta^2 to its loss (the mean is optimal), which no search can remove: it only
+        # shows where y sits on a large offset (y = 1e10 + signal)
+        excess = 0.0
+        if self.loss == "squared_error":
+            ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
+            excess = float(np.dot(wi, ulp * ulp) / search.norm)
+        self.optimal_ = bool(self.gap_ <= 1e-9 * max(1.0, abs(self.objective_)) + excess)
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):

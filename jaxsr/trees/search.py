@@ -66,8 +66,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bounds import N_STATS, STAT_C, STAT_E, STAT_N, STAT_Q, STAT_S, STAT_W
 from .kmeans import kmeans_losses_np, kmedians_losses_np, penalized_minimum
+from .stats import (
+    STAT_C,
+    STAT_E,
+    STAT_N,
+    STAT_Q,
+    STAT_S,
+    STAT_W,
+    class_statistics,
+    recentre,
+    scale_targets,
+    stats_loss,
+)
 from .subtrees import best_subtree_np
 from .tree import Tree
 
@@ -79,6 +90,8 @@ _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
 _KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
 LB, UB, FEAT, SOLVED, KLEV, DEEP = range(6)
+_ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
+_RTOL = 1e-12  # relative tolerance of every prune / solved test (rounding of the sums)
 _UNTRIED = -2  # KLEV: the shallow-kernel upper bound is still to be computed
 
 
@@ -105,6 +118,17 @@ class SearchResult:
     seconds: float
 
 
+def _reaches(a, b) -> bool:
+    """``a >= b`` up to the relative rounding tolerance ``_RTOL`` (``b`` may be inf)."""
+    return a >= (b * (1.0 - _RTOL) if b > 0 else b * (1.0 + _RTOL))
+
+
+def _improves(a, b) -> bool:
+    """``a < b`` by more than the rounding tolerance: near-ties keep the tree found first,
+    so the answer does not depend on rounding (e.g. a uniform rescaling of the weights)."""
+    return a < b * (1.0 - _RTOL) if b > 0 else a < b
+
+
 _BLAS_CONTROLLER = []  # one threadpoolctl controller per process (scanning libraries: ~10 ms)
 
 
@@ -123,12 +147,6 @@ def _blas_single_thread():
     if not _BLAS_CONTROLLER:
         _BLAS_CONTROLLER.append(ThreadpoolController())
     return _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas")
-
-
-def _sq_loss(st):
-    W, S, Q = st[..., STAT_W], st[..., STAT_S], st[..., STAT_Q]
-    pos = W > 0
-    return np.maximum(Q - np.where(pos, S * S / np.where(pos, W, 1.0), 0.0), 0.0)
 
 
 def _wmad_columns(ys, Wm):
@@ -186,11 +204,12 @@ class OptimalTreeSearch:
         y = np.asarray(y, dtype=np.float64)
         w = np.asarray(w, dtype=np.float64)
         self.n, self.M = X.shape
-        self.y, self.w = y, w
-        wsum = float(w.sum())
-        self.ybar = float(np.dot(w, y) / wsum) if wsum > 0 else float(y.mean())
-        yc = y - self.ybar
-        self.yc = yc
+        # internal targets in [-1, 1], weights / max weight (exact powers of two; see
+        # jaxsr.trees.stats): every loss below is in internal units
+        t, wi, self.scale = scale_targets(y, w)
+        self.y, self.w = t, wi
+        self.y_raw = y
+        wsum = float(wi.sum())
 
         # equivalence classes = unique binary rows
         packed = np.packbits(X, axis=1)
@@ -201,16 +220,11 @@ class OptimalTreeSearch:
         self.Xc_bool = np.unpackbits(uniq, axis=1, count=self.M).astype(bool)  # (U, M)
         self.XcT = np.ascontiguousarray(self.Xc_bool.T)  # (M, U)
         self.Xc = self.Xc_bool.astype(np.float64)
-        st = np.zeros((U, N_STATS))
-        st[:, STAT_W] = np.bincount(inv, w, U)
-        st[:, STAT_S] = np.bincount(inv, w * yc, U)
-        st[:, STAT_Q] = np.bincount(inv, w * yc * yc, U)
-        st[:, STAT_N] = np.bincount(inv, None, U)
-        st[:, STAT_C] = 1.0
+        st, self.cls_mean = class_statistics(inv, t, wi, U)
 
         # samples sorted by y (for absolute loss)
-        order = np.argsort(y, kind="stable")
-        self.ys, self.ws, self.cls_s = y[order], w[order], inv[order]
+        order = np.argsort(t, kind="stable")
+        self.ys, self.ws, self.cls_s = t[order], wi[order], inv[order]
         if self.l1:
             E = np.zeros(U)
             grp = np.argsort(self.cls_s, kind="stable")  # by class, y-sorted inside
@@ -220,30 +234,35 @@ class OptimalTreeSearch:
                 E[u] = _wmad_columns(self.ys[sl], self.ws[sl][:, None])[0][0]
             st[:, STAT_E] = E
             self.Xsamp = self.Xc_bool[self.cls_s]  # (n, M) in y order
-        else:
-            st[:, STAT_E] = _sq_loss(st)
         self.stats = st
         self.st4 = np.ascontiguousarray(st[:, [STAT_W, STAT_S, STAT_Q, STAT_N]])
 
-        # normaliser
-        if self.l1:
+        # normaliser (internal units); a constant target has no loss: one leaf is optimal
+        if self.scale.constant:
+            total_loss = 0.0
+        elif self.l1:
             total_loss = float(_wmad_columns(self.ys, self.ws[:, None])[0][0])
         else:
-            total_loss = float(_sq_loss(st.sum(0)))
-        # a target constant up to rounding has no loss to normalise: one leaf is optimal
-        scale = float(np.dot(w, y * y)) if self.l1 is False else float(np.dot(w, np.abs(y)))
-        if total_loss <= 1e-20 * max(scale, 1e-300):
-            total_loss = 0.0
+            total_loss = float(stats_loss(st.sum(0)))
+        self.total_loss = total_loss
         if normalize:
             self.norm = total_loss if total_loss > 0 else 1.0
         else:
-            self.norm = wsum if wsum > 0 else 1.0
+            # the mean loss in y units: loss_y / sum(w) = loss_int / (wsum_int 2^(-p E))
+            p = 1 if self.l1 else 2
+            with np.errstate(over="ignore", under="ignore"):
+                self.norm = float(np.ldexp(wsum, -p * self.scale.exponent))
+            if not (np.isfinite(self.norm) and self.norm >= np.finfo(np.float64).tiny):
+                what = "overflows" if self.norm < 1.0 else "underflows"
+                raise ValueError(
+                    f"normalize=False measures the loss in units of y{'^2' if p == 2 else ''}"
+                    f", and the spread of y (about 2^{self.scale.exponent}) {what} the "
+                    "float64 range there. Use normalize=True (a scale-free objective) or "
+                    "rescale y.")
         self.root_leaf_loss = total_loss / self.norm
 
         # classes sorted by mean target (k-means order)
-        Wc = st[:, STAT_W]
-        v = np.where(Wc > 0, st[:, STAT_S] / np.where(Wc > 0, Wc, 1.0), 0.0)
-        self.korder = np.argsort(v, kind="stable")
+        self.korder = np.argsort(self.cls_mean, kind="stable")
 
         if self.l1:
             self.kl = 0
@@ -251,12 +270,15 @@ class OptimalTreeSearch:
             self.kl = self.auto_exact_levels(U, self.M)
         else:
             self.kl = int(exact_levels)
-        self.tol = 1e-12 * max(1.0, self.root_leaf_loss + self.lam)
+        # prune / solved tests are relative to the quantities compared: ``a`` reaches
+        # ``b`` when ``a >= b - rtol |b|`` (an absolute tolerance in objective units
+        # would prune real improvements where the optimum is small next to the root loss)
+        self.rtol = _RTOL
         self.dev = None
         if backend == "jax":
             from .device import DeviceBatcher
             self.dev = DeviceBatcher(self.Xc, self.st4, self.korder, self.lam, self.norm,
-                                     self.m1)
+                                     self.m1, mean=self.cls_mean, E=st[:, STAT_E])
         self.memo: dict = {}
         self._by_support: dict = {}  # support -> [(levels, memo entry)] (lower bounds shared)
         self.n_kernel = 0
@@ -278,8 +300,19 @@ class OptimalTreeSearch:
         sm = mask[self.cls_s]
         return float(_wmad_columns(self.ys[sm], self.ws[sm][:, None])[0][0])
 
-    def _leaf_cost(self, mask, tot):
-        loss = self._leaf_l1(mask) if self.l1 else float(_sq_loss(tot))
+    def _sub_stats(self, idx):
+        """Class statistics of a support's classes ``idx``; for squared loss re-centred on
+        the support's own mean (:func:`~jaxsr.trees.stats.recentre`: the losses of its
+        subsets then round relative to its own spread)."""
+        st = self.stats[idx]
+        return st if self.l1 else recentre(st, self.cls_mean[idx])
+
+    def _leaf_cost(self, mask, tot=None):
+        """Objective of one leaf on ``mask`` (``tot``: unused, kept for the callers)."""
+        if self.l1:
+            loss = self._leaf_l1(mask)
+        else:
+            loss = float(stats_loss(self._sub_stats(np.flatnonzero(mask)).sum(0)))
         return loss / self.norm + self.lam
 
     def _deff(self, d, st, leaf):
@@ -336,7 +369,7 @@ class OptimalTreeSearch:
             losses = kmedians_losses_np(vals, wts, cmax, stop)
         else:
             sel = self.korder[mask[self.korder]]
-            s = self.stats[sel]
+            s = self._sub_stats(sel)
             losses = kmeans_losses_np(s[:, STAT_W], s[:, STAT_S], s[:, STAT_Q], cmax, stop)
         self.n_kmeans += 1
         if not self.l1 and self.kl and cmax >= kdeep:
@@ -366,7 +399,7 @@ class OptimalTreeSearch:
         if d <= 1:
             return [leaf, leaf, -1, True, -1, np.inf]
         sb, deep = self._split_bound(mask, tot, d)
-        if sb >= leaf - self.tol:
+        if _reaches(sb, leaf):
             return [leaf, leaf, -1, True, -1, np.inf]
         klev = _UNTRIED if (self.kl and not self.l1 and d > self.kl + 1) else -1
         return [min(leaf, sb), leaf, -1, False, klev, max(deep, sb)]
@@ -391,6 +424,8 @@ class OptimalTreeSearch:
     def _solve(self, mask, tot, leaf, d, key, cap):
         e = self.memo.get(key)
         if e is None:
+            if not self.l1:  # the parent's sums round relative to the parent's spread
+                leaf = self._leaf_cost(mask)
             e = self._new_entry(mask, tot, leaf, d)
             self.memo[key] = e
             if not e[SOLVED]:
@@ -402,13 +437,14 @@ class OptimalTreeSearch:
                     if r2 > d and e2[LB] > e[LB]:
                         e[LB] = min(e2[LB], e[UB])
                 sib.append((d, e))
-                if e[LB] >= e[UB] - self.tol:
+                if _reaches(e[LB], e[UB]):
                     e[LB], e[SOLVED] = e[UB], True
-        if e[SOLVED] or e[LB] >= cap - self.tol or self._stop:
+        if e[SOLVED] or _reaches(e[LB], cap) or self._stop:
             return e
         if self.kl and d <= self.kl + 1:
             idx = np.flatnonzero(mask)
-            c, f = best_subtree_np(self.Xc[idx], self.st4[idx], d - 1, self.lam, self.norm,
+            c, f = best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], d - 1,
+                                   self.lam, self.norm,
                                    self.m1)
             self.n_kernel += 1
             e[:] = [c, c, f, True, -1, np.inf]
@@ -419,23 +455,26 @@ class OptimalTreeSearch:
             # min(kernel cost, deep bound) is a lower bound, and the kernel tree is optimal
             # when the deep bound reaches it
             idx = np.flatnonzero(mask)
-            c, f = best_subtree_np(self.Xc[idx], self.st4[idx], self.kl, self.lam, self.norm,
+            c, f = best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], self.kl,
+                                   self.lam, self.norm,
                                    self.m1)
             self.n_kernel += 1
             e[KLEV] = -1
             if c < e[UB]:
                 e[UB], e[FEAT], e[KLEV] = c, f, self.kl
             e[LB] = max(e[LB], min(c, e[DEEP]))
-            if e[LB] >= e[UB] - self.tol:
+            if _reaches(e[LB], e[UB]):
                 e[LB], e[SOLVED] = e[UB], True
                 return e
-            if e[LB] >= cap - self.tol:
+            if _reaches(e[LB], cap):
                 return e
         return self._expand(mask, tot, leaf, d, e, cap, key is self._root_key)
 
-    def _children(self, mask, tot):
+    def _children(self, mask):
         idx = np.flatnonzero(mask)
-        a = self.Xc[idx].T @ self.stats[idx]  # (M, s): the "true" children
+        st = self._sub_stats(idx)
+        tot = st.sum(0)
+        a = self.Xc[idx].T @ st  # (M, s): the "true" children
         comp = tot[None, :] - a
         F = np.flatnonzero((a[:, STAT_N] >= self.m1) & (comp[:, STAT_N] >= self.m1))
         a, comp = a[F], comp[F]
@@ -445,10 +484,10 @@ class OptimalTreeSearch:
             lt = _wmad_columns(ys, ws[:, None] * Xn)[0]
             lf = _wmad_columns(ys, ws[:, None] * ~Xn)[0]
         else:
-            lt, lf = _sq_loss(a), _sq_loss(comp)
+            lt, lf = stats_loss(a), stats_loss(comp)
         return F, a, comp, lt / self.norm + self.lam, lf / self.norm + self.lam
 
-    def _device_children(self, d, masks, keys, stats, leaves, deffs):
+    def _device_children(self, mask, d, masks, keys, stats, leaves, deffs):
         """Evaluate all new children of a subproblem in batched device calls."""
         memo = self.memo
         sel_m, sel_k, sel_st, sel_leaf, sel_d = [], [], [], [], []
@@ -464,7 +503,10 @@ class OptimalTreeSearch:
             return
         bm = np.stack(sel_m)
         if not self.l1 and d - 1 <= self.kl + 1:
-            costs, feats = self.dev.subtrees(bm, d - 2)
+            W = self.stats[mask, STAT_W]
+            Wt = float(W.sum())
+            centre = float(np.dot(W, self.cls_mean[mask]) / Wt) if Wt > 0 else 0.0
+            costs, feats = self.dev.subtrees(bm, d - 2, centre)
             self.n_kernel += len(sel_k)
             for k, c, f in zip(sel_k, costs, feats, strict=True):
                 memo[k] = [float(c), float(c), int(f), True, -1, np.inf]
@@ -473,7 +515,7 @@ class OptimalTreeSearch:
                 or not self.dev.batch_kmeans):
             return
         st = np.stack(sel_st)
-        cheap = self._cheap_split_bound(st)
+        cheap = np.broadcast_to(self._cheap_split_bound(st), (len(sel_k),))
         # children have at most max(sel_d) levels, so at most 2^(max(sel_d)-1) leaves
         kmax = int(min(1 << min(max(sel_d) - 1, 20), self.U))
         K = max(min(kmax, _DEVICE_KMEANS_MAX_CLUSTERS), self.look)
@@ -484,7 +526,7 @@ class OptimalTreeSearch:
         for j, k in enumerate(sel_k):
             leaf = sel_leaf[j]
             sb = max(float(cheap[j]), float(kb[j]))
-            if sb >= leaf - self.tol:
+            if _reaches(sb, leaf):
                 memo[k] = [leaf, leaf, -1, True, -1, np.inf]
             else:
                 kd = k[1] > self.kl + 1 and self.kl and not self.l1
@@ -492,7 +534,7 @@ class OptimalTreeSearch:
                 memo[k] = [min(leaf, sb), leaf, -1, False, _UNTRIED if kd else -1, deep]
 
     def _expand(self, mask, tot, leaf, d, e, cap, is_root):
-        F, a, comp, leafT, leafF = self._children(mask, tot)
+        F, a, comp, leafT, leafF = self._children(mask)
         if F.size == 0:
             e[:] = [leaf, leaf, -1, True, -1, np.inf]
             return e
@@ -512,7 +554,7 @@ class OptimalTreeSearch:
                  for i in range(F.size)]
         memo = self.memo
         if self.dev is not None and d >= 3:
-            self._device_children(d, (maskT, maskF), (keysT, keysF), (a, comp),
+            self._device_children(mask, d, (maskT, maskF), (keysT, keysF), (a, comp),
                                   (leafT, leafF), (dT, dF))
         for i in range(F.size):
             if keysT[i] is not None:
@@ -524,7 +566,11 @@ class OptimalTreeSearch:
                 if ce is not None:
                     lbF[i] = max(lbF[i], ce[LB])
         lbsum = lbT + lbF
-        order = np.argsort(lbsum, kind="stable")
+        # splits in order of their bound sums; sums equal up to rounding (1e-10 of the
+        # leaf) keep feature order, so near-ties do not depend on the rounding
+        q = max(1e-10 * leaf, 1e-300)
+        with np.errstate(over="ignore", invalid="ignore"):
+            order = np.argsort(np.floor(lbsum / q), kind="stable")
         inf = np.inf
         completed = True
         for i in order:
@@ -532,7 +578,7 @@ class OptimalTreeSearch:
                 completed = False
                 break
             bound = min(e[UB], cap)
-            if self.hier and lbsum[i] >= bound - self.tol:
+            if self.hier and _reaches(lbsum[i], bound):
                 break
             # the "true" child
             if keysT[i] is None:
@@ -546,7 +592,7 @@ class OptimalTreeSearch:
             lbsum[i] = lbT[i] + lbF[i]
             if not t_ok:
                 if self._stop:
-                    if t_ub + leafF[i] < e[UB]:
+                    if _improves(t_ub + leafF[i], e[UB]):
                         e[UB], e[FEAT], e[KLEV] = t_ub + leafF[i], int(F[i]), -1
                     completed = False
                     break
@@ -563,7 +609,7 @@ class OptimalTreeSearch:
             lbsum[i] = lbT[i] + lbF[i]
             if f_ok or self._stop:
                 total = t_ub + f_ub
-                if total < e[UB]:
+                if _improves(total, e[UB]):
                     e[UB], e[FEAT], e[KLEV] = total, int(F[i]), -1
             if is_root:
                 self._root_live_lb = max(e[LB], min(e[UB], float(lbsum.min())))
@@ -607,7 +653,7 @@ class OptimalTreeSearch:
                 else:
                     e = self._solve(mask, tot, leaf, d, key, np.inf)
             self._root = e
-            tree = self._build(mask, self.depth)
+            tree = self._build(mask, d)
         finally:
             blas.__exit__(None, None, None)
             sys.setrecursionlimit(old)
@@ -619,58 +665,86 @@ class OptimalTreeSearch:
                             seconds=time.perf_counter() - t0)
 
     # ------------------------------------------------------------------ tree extraction
-    def _root_feature(self, mask, tot, leaf, d):
+    def _root_feature(self, mask, d):
         """Root split of the best tree found on ``(mask, d)`` and its children's levels.
 
-        A memo entry whose best tree came from the shallow kernel (``KLEV = L``) is the best
-        tree with ``L`` split levels: its children are rebuilt with ``L`` levels.
+        Returns ``(feature, child_levels, replay)``: ``replay`` says the children are
+        memo entries of the search, whose levels are recomputed exactly as the expansion
+        computed their keys (:meth:`_child_keys`). A memo entry whose best tree came from
+        the shallow kernel (``KLEV = L``) is the best tree with ``L`` split levels: its
+        children are rebuilt with ``L`` levels.
         """
         if d <= 1:
-            return -1, 0
+            return -1, 0, False
         key = (np.packbits(mask).tobytes(), d)
         e = self.memo.get(key)
         if e is not None and (e[SOLVED] or not (self.kl and d <= self.kl + 1)):
-            return int(e[FEAT]), (int(e[KLEV]) if e[KLEV] >= 1 else d - 1)
+            if e[KLEV] >= 1:
+                return int(e[FEAT]), int(e[KLEV]), False
+            return int(e[FEAT]), d - 1, True
         if self.kl and d <= self.kl + 1:
             idx = np.flatnonzero(mask)
-            return best_subtree_np(self.Xc[idx], self.st4[idx], d - 1, self.lam, self.norm,
-                                   self.m1)[1], d - 1
+            st = self._sub_stats(idx)
+            f = best_subtree_np(self.Xc[idx], st[:, _ST4], d - 1, self.lam, self.norm,
+                                self.m1)[1]
+            return f, d - 1, False
         # never reached: a leaf can only be optimal here if it was pruned as such
-        return -1, 0
+        return -1, 0, False
+
+    def _child_keys(self, mask, d, f):
+        """Levels of the two children of split ``f`` of ``(mask, d)``, as :meth:`_expand`
+        computed them (same arithmetic, so the same memo keys)."""
+        F, a, comp, leafT, leafF = self._children(mask)
+        i = int(np.flatnonzero(F == f)[0])
+        return (int(self._deff(d - 1, a[i], leafT[i])),
+                int(self._deff(d - 1, comp[i], leafF[i])))
 
     def _node_value(self, mask):
+        """``(value, samples, weight, loss)`` of a leaf on ``mask``, in ``y`` units.
+
+        The prediction is the weighted mean (squared loss) or a weighted median, which is a
+        training target taken as it is (absolute loss). ``loss`` is ``inf`` where it exceeds
+        the float64 range (``|y|`` near the float maximum).
+        """
         sm = mask[self.inv]
         ys, ws = self.y[sm], self.w[sm]
         W = float(ws.sum())
         if self.l1:
             o = np.argsort(ys, kind="stable")
             ww = ws[o] if W > 0 else np.ones(o.size)
-            loss, med = _wmad_columns(ys[o], ww[:, None])
-            v = float(med[0])
-            loss = float(np.sum(ws * np.abs(ys - v)))
+            cw = np.cumsum(ww)
+            k = int(np.argmax(cw >= 0.5 * cw[-1]))
+            t = float(ys[o][k])
+            v = float(self.y_raw[sm][o][k])
+            loss = float(self.scale.loss_to_y(np.sum(ws * np.abs(ys - t)), 1))
         else:
-            v = float(np.dot(ws, ys) / W) if W > 0 else float(ys.mean())
-            loss = float(np.sum(ws * (ys - v) ** 2))
-        return v, int(sm.sum()), W, loss
+            t = float(np.dot(ws, ys) / W) if W > 0 else float(ys.mean())
+            v = float(self.scale.to_y(t))
+            loss = float(self.scale.loss_to_y(np.sum(ws * (ys - t) ** 2), 2))
+        return v, int(sm.sum()), W * self.scale.w_max, loss
 
-    def _build(self, mask, depth) -> Tree:
+    def _build(self, mask, d) -> Tree:
+        """The best tree found on the root ``(mask, d)`` (``d``: its memo key's levels)."""
         rows = []  # (feature, true, false, value, n, w, loss)
 
-        def rec(m, d_in):
-            tot = self.stats[m].sum(0)
-            leaf = self._leaf_cost(m, tot)
-            d = int(self._deff(d_in, tot, leaf))
-            f, dc = self._root_feature(m, tot, leaf, d)
+        def rec(m, d_in, effective):
+            if effective:
+                d = d_in
+            else:
+                tot = self.stats[m].sum(0)
+                d = int(self._deff(d_in, tot, self._leaf_cost(m, tot)))
+            f, dc, replay = self._root_feature(m, d)
             v, n, W, loss = self._node_value(m)
             i = len(rows)
             rows.append([-1, -1, -1, v, n, W, loss])
             if f >= 0:
+                dT, dF = self._child_keys(m, d, f) if replay else (dc, dc)
                 rows[i][0] = f
-                rows[i][1] = rec(m & self.Xc_bool[:, f], dc)
-                rows[i][2] = rec(m & ~self.Xc_bool[:, f], dc)
+                rows[i][1] = rec(m & self.Xc_bool[:, f], dT, replay)
+                rows[i][2] = rec(m & ~self.Xc_bool[:, f], dF, replay)
             return i
 
-        rec(mask, depth)
+        rec(mask, d, True)
         cols = list(zip(*rows, strict=True))
         return Tree(feature=np.asarray(cols[0], dtype=int),
                     true_child=np.asarray(cols[1], dtype=int),

@@ -255,8 +255,11 @@ def _best_np(Xs, st, levels, lam, norm, m1):
     split = np.where(ok_root, split, np.inf)
     if split.size == 0:
         return float(leaf_root / norm), -1
-    f = int(np.argmin(split))
-    if split[f] < leaf_root:
+    # near-ties (1e-12 relative: rounding) go to the leaf, then to the lowest feature, so
+    # the tree does not depend on rounding (e.g. a rescaling of the sample weights)
+    best = float(np.min(split))
+    if best < leaf_root * (1.0 - 1e-12):
+        f = int(np.flatnonzero(split <= best + 1e-12 * abs(best))[0])
         return float(split[f] / norm), f
     return float(leaf_root / norm), -1
 

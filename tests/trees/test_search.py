@@ -389,3 +389,107 @@ def test_jax_backend_compiles_once_per_shape():
         y2 = rng.normal(size=y.shape[0])
         OptimalTreeSearch(X, y2, w, regularization=0.01, depth_budget=5, backend="jax").run()
     assert device._batched_subtrees._cache_size() == before
+
+
+# ------------------------------------------------------------------ certificates at every scale
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_outlier_with_raw_mean_loss_gets_a_true_certificate(backend):
+    """Issue 9 repro: normalize=False and an outlier 1e7 made the absolute search
+    tolerance (1e-12 of the root loss, ~9 here) prune the optimum 0.03 and certify 2.02."""
+    X = np.array([[1, 0]] + [[0, 0]] * 4 + [[0, 1]] * 5)
+    y = np.array([1e7] + [0.0] * 4 + [3.0] * 5)
+    w = np.ones(10)
+    ref = exhaustive(X, y, w, 0.01, 3, normalize=False)
+    assert ref == pytest.approx(0.03, rel=1e-12)
+    for el in (0, 1, 2, None):
+        m = OptimalTreeRegressor(regularization=0.01, depth_budget=3, exact_levels=el,
+                                 normalize=False, backend=backend).fit(X, y)
+        assert m.objective_ == pytest.approx(ref, rel=1e-9), el
+        assert m.lower_bound_ == pytest.approx(ref, rel=1e-9), el
+        assert m.optimal_ and m.n_leaves_ == 3
+
+
+def test_a_lower_bound_above_the_objective_raises(monkeypatch):
+    """The certificate is never clamped into shape: lb > objective is a bug, raised."""
+    X, y, w = _problem(3, n=20, M=4)
+    run = OptimalTreeSearch.run
+
+    def broken(self):
+        r = run(self)
+        r.lower_bound = r.objective + 0.5
+        return r
+
+    monkeypatch.setattr(OptimalTreeSearch, "run", broken)
+    with pytest.raises(RuntimeError, match="lower bound"):
+        OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, y)
+
+
+@pytest.mark.parametrize("offset,scale", [(1e10, 0.1), (-1e10, 0.1), (0.0, 1e200),
+                                          (1e200, 1e188), (0.0, 1e-200), (0.0, 1e300)])
+def test_targets_far_from_unit_scale_give_the_unit_scale_tree(offset, scale):
+    """y = offset + scale * signal: the same tree and objective (normalize=True is
+    scale-free) as the signal alone; no overflow near 1e300, no signal lost on 1e10."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(40, 4))
+    sig = 1.0 * X[:, 0] + 0.5 * X[:, 1] + 0.1 * rng.normal(size=40)
+    ref = OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, sig)
+    y = offset + scale * sig
+    m = OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, y)
+    assert m.optimal_
+    np.testing.assert_array_equal(m.tree_.feature, ref.tree_.feature)
+    # the targets themselves carry the rounding of offset + scale * signal
+    tol = 1e-12 + 4 * np.spacing(abs(offset) + scale) / scale
+    assert m.objective_ == pytest.approx(ref.objective_, rel=100 * tol)
+    pred = m.predict(X)
+    assert np.all(np.isfinite(pred))
+    np.testing.assert_allclose((pred - offset) / scale, ref.predict(X), rtol=0,
+                               atol=10 * tol)
+
+
+def test_raw_mean_loss_beyond_float64_is_a_clear_error():
+    X = np.array([[0], [1], [0], [1]])
+    with pytest.raises(ValueError, match="normalize=False"):
+        OptimalTreeRegressor(depth_budget=2, normalize=False).fit(
+            X, np.array([1e200, -1e200, 2e200, 0.0]))
+
+
+def test_constant_target_on_a_large_offset_is_one_leaf():
+    X = np.array([[0], [1], [0], [1]] * 3)
+    m = OptimalTreeRegressor(regularization=0.0, depth_budget=3).fit(X, np.full(12, 1e10))
+    assert m.n_leaves_ == 1 and m.optimal_ and m.objective_ == 0.0
+
+
+@pytest.mark.parametrize("el", [0, None])
+def test_tree_does_not_depend_on_a_rescaling_of_the_weights(el):
+    """Issue 9: ties were broken differently for weights 1 and 0.2222222222 (seeds 16, 18
+    differed on main); non-uniform integer weights times a factor (seeds 14, 51)."""
+    for seed in (14, 16, 18, 51):
+        rng = np.random.default_rng(seed)
+        n, M = 24, 6
+        X = rng.integers(0, 2, (n, M))
+        y = rng.integers(0, 3, n).astype(float)
+        w0 = rng.integers(1, 4, n).astype(float) if seed in (14, 51) else np.ones(n)
+        fits = [OptimalTreeRegressor(regularization=0.01, depth_budget=3, exact_levels=el)
+                .fit(X, y, sample_weight=c * w0) for c in (1.0, 0.2222222222, 3.3)]
+        for m in fits[1:]:
+            np.testing.assert_array_equal(m.tree_.feature, fits[0].tree_.feature)
+            assert m.objective_ == pytest.approx(fits[0].objective_, rel=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+def test_jax_backend_runs_every_bound_subset_depth_and_loss(loss):
+    """backend="jax" runs the accelerator's code on CPU (batched k-means bounds included)
+    for all 16 bound subsets; a subset without "equivalent" crashed there."""
+    X, y, w = _problem(23, n=30, M=5, weights=True)
+    for depth in (3, 4, 5):
+        ref = exhaustive(X, y, w, 0.01, depth, loss)
+        for bounds in SUBSETS:
+            s = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.01,
+                                  depth_budget=depth, bounds=bounds, backend="jax",
+                                  exact_levels=1 if loss == "squared_error" else None)
+            assert s.dev.batch_kmeans
+            r = s.run()
+            assert r.objective == pytest.approx(ref, rel=1e-9), (depth, bounds)
+            assert r.lower_bound == pytest.approx(ref, rel=1e-9), (depth, bounds)
