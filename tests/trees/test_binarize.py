@@ -504,10 +504,6 @@ def test_tree_gets_the_weights_through_to_its_binarizer():
     np.testing.assert_allclose(m.tree_.value, sub.tree_.value, rtol=1e-12)
 
 
-@pytest.mark.xfail(reason="tie-breaking between equal-objective splits in the tree search "
-                   "(jaxsr/trees/search.py, engineer trees-solver) depends on the scale of "
-                   "the weights; the Binarizer's features are identical at both scales "
-                   "(asserted first)", strict=False)
 def test_tree_does_not_depend_on_a_uniform_rescaling_of_the_weights():
     """The issue's repro: weights w and 0.2222222222 * w must give the same tree. Splits on
     x1 and x2 tie here (same objective in exact arithmetic)."""
