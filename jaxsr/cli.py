@@ -237,6 +237,9 @@ def _save(model, output: str | None) -> None:
 
 
 def _n_nodes(model) -> int | None:
+    tree = getattr(model, "expression_tree_", None)  # the selected model of the front
+    if tree is not None:
+        return int(tree.n_nodes)
     hist = getattr(model, "history_", None) or []
     if hist and isinstance(hist[-1], dict) and "n_nodes" in hist[-1]:
         return int(hist[-1]["n_nodes"])
@@ -288,7 +291,13 @@ def _cmd_symbolic(args) -> int:
     seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "SymbolicRegressor")
     print(f"SymbolicRegressor(strategy={args.strategy}, max_nodes={args.max_nodes}) "
           f"on {args.data}: target {args.target!r}, {X.shape[1]} features")
-    print(f"expression: {model.expression_}")
+    print(f"equation: {model}   (constants to {model.precision} significant digits)")
+    print(f"exact:    {model.expression_}")
+    front = getattr(model, "equations_", None)
+    if front is not None and len(front) > 1:
+        print(f"front: {len(front)} models from {int(front['complexity'].min())} to "
+              f"{int(front['complexity'].max())} nodes; row {model.selected_index_} chosen by "
+              f"model_selection={model.model_selection!r} (save with --output to keep them)")
     dropped = list(getattr(model, "dropped_features_", None) or [])
     if dropped:
         print(f"constant columns left out of the variable pool: {', '.join(map(str, dropped))}")
@@ -462,7 +471,8 @@ def _cmd_demo(args) -> int:
         for rec in _history(sr):
             print(f"   iteration {rec.get('iteration')}: {rec.get('search')} search -> "
                   f"{rec.get('expression', rec.get('subtree'))}   MSE {rec.get('mse', 0.0):.4e}")
-        print(f"   recovered: F = {sr.expression_}")
+        print(f"   recovered: F = {str(sr).removeprefix('y = ')}")
+        print(f"   exact constants: {sr.expression_}")
         print(f"   iterations: {sr.n_iterations_} (the paper's Table 3: 4)   fit time: {sec:.2f} s "
               "(includes JIT compilation)")
         rel = np.abs(np.asarray(sr.predict(X_test)) - y_test) / np.abs(y_test)
@@ -521,7 +531,7 @@ def _cmd_demo(args) -> int:
                 sr_d.fit(Xtr, ytr)
             sec = time.perf_counter() - t0
             step("diabetes: symbolic regression fit", sec)
-            print(f"   target = {sr_d.expression_}")
+            print(f"   target = {str(sr_d).removeprefix('y = ')}")
             nodes = _n_nodes(sr_d)
             print(f"   iterations: {sr_d.n_iterations_}" + (f"   nodes: {nodes}" if nodes else "")
                   + f"   fit time: {sec:.2f} s")

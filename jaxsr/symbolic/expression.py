@@ -30,6 +30,8 @@ __all__ = [
     "Expression",
     "TreeArrays",
     "capacity_bucket",
+    "round_constants",
+    "SIMPLIFY_MAX_NODES",
 ]
 
 # Operator codes (int32). PAD marks unused slots of a padded tree.
@@ -346,18 +348,22 @@ class Expression:
 
     __hash__ = None  # mutable numpy arrays inside
 
-    def sympy(self, feature_names: list[str] | None = None):
-        """The expression as a ``sympy`` expression (sympy is imported lazily).
+    def sympy(self, feature_names: list[str] | None = None, evaluate: bool = False):
+        """The expression as a ``sympy`` expression with its exact constants (sympy is
+        imported lazily).
 
         Each variable becomes ``sympy.Symbol(name)`` whatever characters the name holds
         (a name shared by several columns gets the suffix ``_<column number>``);
-        constants become ``sympy.Float`` with 17 significant digits. The tree is built with
-        ``evaluate=False`` so its structure is kept.
+        constants become ``sympy.Float`` with 17 significant digits, so they convert back to
+        the same float64. With ``evaluate=False`` (default) the tree is built unevaluated so
+        its structure is kept; with ``evaluate=True`` sympy's automatic simplification folds
+        constants and collects like terms (still exact constants).
         """
         import sympy
 
         names = feature_names
         symbols: dict[int, object] = {}
+        ev = bool(evaluate)
 
         def sym(j):
             if j not in symbols:
@@ -375,14 +381,40 @@ class Expression:
                 return sym(int(self.feature[i]))
             a, b = rec(int(self._left[i])), rec(int(self._right[i]))
             if code == ADD:
-                return sympy.Add(a, b, evaluate=False)
+                return sympy.Add(a, b, evaluate=ev)
             if code == SUB:
-                return sympy.Add(a, sympy.Mul(-1, b, evaluate=False), evaluate=False)
+                return sympy.Add(a, sympy.Mul(-1, b, evaluate=ev), evaluate=ev)
             if code == MUL:
-                return sympy.Mul(a, b, evaluate=False)
-            return sympy.Mul(a, sympy.Pow(b, -1, evaluate=False), evaluate=False)
+                return sympy.Mul(a, b, evaluate=ev)
+            return sympy.Mul(a, sympy.Pow(b, -1, evaluate=ev), evaluate=ev)
 
         return rec(0)
+
+    def readable(self, feature_names: list[str] | None = None, precision: int = 4,
+                 simplify: bool = True):
+        """A readable sympy form: exact constants folded by sympy, simplified with
+        ``sympy.simplify`` (trees of at most :data:`SIMPLIFY_MAX_NODES` nodes, where it is
+        quick), then every constant rounded to ``precision`` significant digits (a constant
+        that rounds to an integer becomes that integer, so ``0.9999999999999997 * p`` reads
+        ``p``). The result is for reading; predictions use the exact tree.
+
+        Raises:
+          ValueError: if ``precision`` is not an integer >= 1.
+        """
+        import sympy
+
+        expr = self.sympy(feature_names, evaluate=True)
+        if simplify and self.n_nodes <= SIMPLIFY_MAX_NODES:
+            expr = sympy.simplify(expr)
+        return round_constants(expr, precision)
+
+    def readable_string(self, feature_names: list[str] | None = None, precision: int = 4,
+                        simplify: bool = True) -> str:
+        """:meth:`readable` as text, e.g. ``6.674e-11*x1*x2/x3**2`` (sympy's ``sstr``,
+        constants without trailing zeros)."""
+        import sympy
+
+        return sympy.sstr(self.readable(feature_names, precision, simplify), full_prec=False)
 
     def to_dict(self) -> dict:
         return {
@@ -394,6 +426,33 @@ class Expression:
     @classmethod
     def from_dict(cls, d: dict) -> Expression:
         return cls(d["op"], d["value"], d["feature"])
+
+
+SIMPLIFY_MAX_NODES = 25  # sympy.simplify takes about a second or less up to here
+
+
+def round_constants(expr, precision: int = 4):
+    """``expr`` (sympy) with every float rounded to ``precision`` significant digits; one
+    that rounds to an integer of at most ``precision`` digits becomes a ``sympy.Integer``
+    (``2.0000000001 -> 2``; ``104091.5 -> 1.041e+5``, whose last digits are not known).
+
+    Raises:
+      ValueError: if ``precision`` is not an integer >= 1.
+    """
+    import sympy
+
+    if isinstance(precision, bool) or int(precision) != precision or precision < 1:
+        raise ValueError(f"precision must be an integer >= 1 (significant digits); got "
+                         f"{precision!r}")
+    p = int(precision)
+    repl = {}
+    for f in expr.atoms(sympy.Float):
+        v = float(f"{float(f):.{p}g}")
+        if np.isfinite(v) and v == np.round(v) and abs(v) < 10.0**p:
+            repl[f] = sympy.Integer(int(v))
+        else:
+            repl[f] = sympy.Float(v, p)
+    return expr.xreplace(repl)
 
 
 def _div(a, b):

@@ -5,12 +5,12 @@ Paper: ``shared/papers/deterministic-symbolic-regression.md`` (sections 2-2.8).
 
 from __future__ import annotations
 
-import sys
 import time
 
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _progress
 from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import precision, resolve_dtype
 from .._validation import (
@@ -21,7 +21,9 @@ from .._validation import (
     validate_X,
     validate_X_y,
 )
+from . import front as _pf
 from .expression import Expression
+from .front import FrontModel
 from .semantics import node_semantics
 from .strategies import DomeSearch
 
@@ -29,6 +31,17 @@ __all__ = ["SymbolicRegressor"]
 
 _FORMAT = "jaxsr.SymbolicRegressor"
 _VERSION = 1
+
+
+def _latex_number(v: float, precision: int) -> str:
+    """``v`` with ``precision`` significant digits in LaTeX (``1.2 \\cdot 10^{-5}``)."""
+    if not np.isfinite(v):
+        return r"\infty" if v > 0 else (r"-\infty" if v < 0 else "nan")
+    text = f"{v:.{precision}g}"
+    if "e" in text:
+        mant, exp = text.split("e")
+        return f"{mant} \\cdot 10^{{{int(exp)}}}"
+    return text
 
 
 class SymbolicRegressor(RegressorMixin, BaseEstimator):
@@ -56,13 +69,31 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       max_height: maximum tree height in levels (``None``: no limit; section 2.7).
       verbose: print one line per iteration on stderr (search, node, new subtree, MSE, nodes,
         elapsed seconds).
+      progress: a progress bar (tqdm) on stderr for fits longer than a second: JIT
+        compilation as its own phase, then iterations with the MSE and the number of nodes
+        (default ``True``, as PySR; nothing is ever printed to stdout).
       dtype: ``"float64"`` (default) or ``"float32"``.
+      model_selection: which model of the Pareto front ``equations_`` ``predict``,
+        ``expression_``, ``sympy()``, ``latex()`` and ``to_jax()`` use (PySR's meanings,
+        :mod:`jaxsr.symbolic.front`): ``"best"`` (default: the highest score among the models
+        whose loss is below 1.5 times the lowest; losses under the rounding floor count as
+        equal, so an exact formula is not outbid by longer trees that only shave rounding
+        error), ``"accuracy"`` (lowest loss: the last tree of the search) or ``"score"``
+        (highest score). Any row is reachable afterwards with ``index=``.
+      validation_fraction: ``None`` (default) or a fraction in ``(0, 1)`` of the rows held out
+        (a fixed shuffle, so the split is deterministic): the search runs on the others and
+        the held-out MSE of each front model (``validation_loss``) replaces the training
+        loss in the selection.
+      precision: significant digits of the constants in the readable form (``str(model)``,
+        ``print(model)``, the ``equation`` column, :meth:`latex`); default 4. Predictions
+        and :meth:`sympy` keep the exact constants.
 
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.
       expression_tree_: :class:`Expression` (pre-order arrays; variables index the
         columns of ``X``).
-      mse_: float, training MSE of the final tree.
+      mse_: float, training MSE of the selected tree (``history_[-1]["mse"]`` is the
+        final tree's).
       n_iterations_: int; history_: list of dicts, one per iteration (``iteration,
         search, node`` (0-based pre-order), ``replaced, subtree, expression, mse,
         n_nodes, seconds``).
@@ -73,6 +104,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       dropped_features_: names of constant columns left out of the variable pool.
       stop_reason_: ``"goal"``, ``"no improvement"``, ``"max_iterations"``,
         ``"max_time"`` or ``"constant target"``.
+      equations_: pandas DataFrame, the Pareto front of the models met during the fit, one
+        row per model by increasing ``complexity`` (nodes): ``complexity, loss`` (training
+        MSE), ``score`` (``-d log(loss) / d complexity`` against the previous row),
+        ``equation`` (readable: constants rounded to ``precision`` digits, folded by sympy),
+        ``expression`` (exact, fully parenthesised; :meth:`Expression.parse` reads it back),
+        ``iteration`` (that made the model) and, with a validation split,
+        ``validation_loss``.
+      selected_index_: int, the row of ``equations_`` chosen by ``model_selection``;
+        ``expression_``, ``expression_tree_`` and ``mse_`` describe that model.
 
     Example:
       >>> import numpy as np
@@ -83,7 +123,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, max_nodes=None, strategy=3, min_improvement=1e-6, max_iterations=None,
-                 goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64"):
+                 goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
+                 model_selection="best", validation_fraction=None, precision=4, progress=True):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -93,6 +134,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.max_height = max_height
         self.verbose = verbose
         self.dtype = dtype
+        self.model_selection = model_selection
+        self.validation_fraction = validation_fraction
+        self.precision = precision
+        self.progress = progress
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -106,6 +151,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_real(self.max_time, "max_time", min_value=0, strict=True, allow_none=True,
                    hint=" (seconds)")
         resolve_dtype(self.dtype)
+        check_choice(self.model_selection, "model_selection", _pf.MODEL_SELECTIONS)
+        check_int(self.precision, "precision", min_value=1)
+        check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
+                   allow_none=True)
+        if self.validation_fraction is not None and not self.validation_fraction < 1:
+            raise ValueError(f"validation_fraction must be None or a number in (0, 1); got "
+                             f"{self.validation_fraction!r}")
 
     # ---------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -119,13 +171,14 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._check_params()
         dt = resolve_dtype(self.dtype)
         Xa, ya = validate_X_y(self, X, y, dtype=dt)
+        Xa, ya, X_val, y_val = self._validation_split(Xa, ya)
         names = feature_names(self)
         const_cols = np.all(Xa == Xa[:1], axis=0)
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
         self.history_ = []
-        with precision(dt):
+        with precision(dt), _progress.FitProgress("SymbolicRegressor", self.progress):
             XT = jnp.asarray(Xa.T)
             yj = jnp.asarray(ya)
             engine = DomeSearch(
@@ -133,21 +186,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 min_improvement=self.min_improvement, feature_names=names,
                 deadline=deadline,
             )
+            initial = FrontModel(engine.expr, float(engine.mse), 0)
             if self.verbose:
                 msg = f"[jaxsr] iteration 0: MSE {engine.mse:.6g}, {engine.expr.to_string(names)}"
                 if self.dropped_features_:
                     msg += f" (constant columns dropped: {self.dropped_features_})"
-                print(msg, file=sys.stderr, flush=True)
+                _progress.write(msg)
             if np.all(ya == ya[0]):
                 engine.expr = Expression.constant(float(ya[0]))
                 engine.mse = 0.0
                 self.stop_reason_ = "constant target"
             else:
                 self.stop_reason_ = self._loop(engine, start, deadline, names)
-        self.expression_tree_ = engine.expr
-        self.expression_ = engine.expr.to_string(names)
-        self.mse_ = float(engine.mse)
         self.n_iterations_ = len(self.history_)
+        final = FrontModel(engine.expr, float(engine.mse), self.n_iterations_)
+        self._set_front(self._path_models(initial, final), _pf.loss_floor(ya, dt), X_val, y_val)
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
@@ -173,10 +226,87 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 "seconds": time.perf_counter() - start,
             }
             self.history_.append(rec)
+            _progress.update(1, MSE=f"{rec['mse']:.4g}", nodes=rec["n_nodes"])
             if self.verbose:
-                print(f"[jaxsr] iteration {it}: {rec['search']} search at node {rec['node']}"
-                      f" -> {rec['subtree']}; MSE {rec['mse']:.6g}, {rec['n_nodes']} nodes, "
-                      f"{rec['seconds']:.2f} s", file=sys.stderr, flush=True)
+                _progress.write(f"[jaxsr] iteration {it}: {rec['search']} search at node "
+                                f"{rec['node']} -> {rec['subtree']}; MSE {rec['mse']:.6g}, "
+                                f"{rec['n_nodes']} nodes, {rec['seconds']:.2f} s")
+
+    # ---------------------------------------------------------------- front (front.py)
+    def _validation_split(self, Xa, ya):
+        """Deterministic split (a shuffle with a fixed seed) of ``validation_fraction``."""
+        if self.validation_fraction is None:
+            return Xa, ya, None, None
+        n = ya.shape[0]
+        n_val = int(np.ceil(float(self.validation_fraction) * n))
+        if n_val < 1 or n - n_val < 2:
+            raise ValueError(f"validation_fraction={self.validation_fraction} of {n} rows "
+                             "leaves no validation row or fewer than 2 training rows")
+        perm = np.random.default_rng(0).permutation(n)
+        val, train = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        return Xa[train], ya[train], Xa[val], ya[val]
+
+    def _path_models(self, initial: FrontModel, final: FrontModel) -> list[FrontModel]:
+        """The trees accepted during the fit: the initial one, one per ``history_`` record
+        (read back exactly from its ``expression``: constants are printed with ``repr``)
+        and the final one."""
+        models = [initial]
+        names = feature_names(self)
+        for rec in self.history_:
+            try:
+                tree = Expression.parse(rec["expression"], names)
+            except (KeyError, ValueError):  # a record without a readable tree: skip it
+                continue
+            models.append(FrontModel(tree, float(rec["mse"]), int(rec["iteration"])))
+        models.append(final)
+        return models
+
+    def _set_front(self, models, floor: float, X_val=None, y_val=None) -> None:
+        """``equations_``, ``selected_index_`` and the selected model's attributes, from the
+        models met during the fit and the rounding floor of the training loss."""
+        import pandas as pd
+
+        names = feature_names(self)
+        front = _pf.pareto_front(models)
+        complexity = np.array([m.expression.n_nodes for m in front])
+        loss = np.array([m.loss for m in front])
+        table = {
+            "complexity": complexity,
+            "loss": loss,
+            "score": _pf.front_scores(complexity, loss, floor),
+            "equation": [m.expression.readable_string(names, self.precision,
+                                                      simplify=False) for m in front],
+            "expression": [m.expression.to_string(names) for m in front],
+            "iteration": [m.iteration for m in front],
+        }
+        val = None
+        if X_val is not None:
+            with np.errstate(all="ignore"):
+                val = np.array([float(np.mean((m.expression.evaluate(X_val) - y_val) ** 2))
+                                for m in front])
+            table["validation_loss"] = np.where(np.isfinite(val), val, np.inf)
+        self._front_ = [m.expression for m in front]
+        self._loss_floor_ = floor
+        self.equations_ = pd.DataFrame(table)
+        self.selected_index_ = _pf.select_model(
+            self.model_selection, table["score"], loss, floor,
+            None if val is None else table["validation_loss"])
+        best = front[self.selected_index_]
+        self.expression_tree_ = best.expression
+        self.expression_ = best.expression.to_string(names)
+        self.mse_ = float(best.loss)
+
+    def _tree(self, index=None) -> Expression:
+        """The selected tree, or row ``index`` of ``equations_``."""
+        self._check_fitted()
+        if index is None:
+            return self.expression_tree_
+        n = len(self._front_)
+        if isinstance(index, bool) or not isinstance(index, int | np.integer) or not (
+                -n <= index < n):
+            raise IndexError(f"index must be an integer row of equations_ (0..{n - 1}); got "
+                             f"{index!r}")
+        return self._front_[int(index)]
 
     # ---------------------------------------------------------------- use
     def _check_fitted(self) -> None:
@@ -189,34 +319,130 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         tags.non_deterministic = False  # no randomness: the same data give the same tree
         return tags
 
-    def predict(self, X) -> np.ndarray:
-        """Outputs of the expression, ``(n_samples,)`` array of the model's ``dtype``.
+    def predict(self, X, index=None) -> np.ndarray:
+        """Outputs of the selected expression (or of row ``index`` of ``equations_``),
+        ``(n_samples,)`` array of the model's ``dtype``.
 
         Args:
           X: ``(n_samples, n_features_in_)`` array-like or DataFrame (a frame with the
             fitted column names in another order is reordered).
+          index: ``None`` (the model chosen by ``model_selection``) or a row of
+            ``equations_``.
 
         Raises:
           NotFittedError: before :meth:`fit`.
           ValueError: wrong number or names of features, NaN/inf, non-numeric values.
+          IndexError: if ``index`` is not a row of ``equations_``.
         """
-        self._check_fitted()
+        tree = self._tree(index)
         dt = resolve_dtype(self.dtype)
         Xa = validate_X(self, X, reset=False, dtype=dt)
         with precision(dt):
-            tree = self.expression_tree_.padded(dtype=dt)
+            tree = tree.padded(dtype=dt)
             sem = node_semantics(tree, jnp.asarray(Xa.T))
             return np.asarray(sem[0])
 
-    def sympy(self):
-        """The expression as sympy (variables are ``sympy.Symbol(feature name)``)."""
-        self._check_fitted()
-        return self.expression_tree_.sympy(feature_names(self))
+    def sympy(self, index=None):
+        """The selected expression (or row ``index`` of ``equations_``) as sympy, with its
+        exact constants (variables are ``sympy.Symbol(feature name)``)."""
+        return self._tree(index).sympy(feature_names(self))
 
-    def to_jax(self):
-        """Pure JAX function ``f(X) -> (n_samples,)`` equal to :meth:`predict`."""
+    def to_jax(self, index=None):
+        """Pure JAX function ``f(X) -> (n_samples,)`` equal to :meth:`predict` (``index``: a
+        row of ``equations_`` instead of the selected model)."""
+        return self._tree(index).to_jax()
+
+    # ---------------------------------------------------------------- reading
+    def _precision(self, precision):
+        return self.precision if precision is None else precision
+
+    def readable(self, index=None, precision=None):
+        """The selected expression (or row ``index``) in readable sympy form: simplified,
+        constants rounded to ``precision`` significant digits (default: the estimator's
+        ``precision``); see :meth:`Expression.readable`."""
+        return self._tree(index).readable(feature_names(self), self._precision(precision))
+
+    def latex(self, index=None, precision=None) -> str:
+        """LaTeX of the readable form of the selected expression (or row ``index``), as
+        PySR's ``latex``: e.g. ``3 x_{1} + 2``.
+
+        Raises:
+          IndexError: if ``index`` is not a row of ``equations_``.
+        """
+        import sympy
+
+        return sympy.latex(self.readable(index, precision))
+
+    def latex_table(self, indices=None, precision=None,
+                    columns=("equation", "complexity", "loss", "score")) -> str:
+        """The front (rows ``indices``, default all) as a LaTeX ``booktabs`` table, as PySR's
+        ``latex_table``: one row per model, the equation as ``$y = ...$``, losses and scores
+        with ``precision`` significant digits. Needs ``\\usepackage{booktabs}``.
+
+        Raises:
+          ValueError: for a column other than equation, complexity, loss, score,
+            validation_loss (the last only with a validation split).
+          IndexError: for an index that is not a row.
+        """
+        import sympy
+
         self._check_fitted()
-        return self.expression_tree_.to_jax()
+        known = {"equation": "Equation", "complexity": "Complexity", "loss": "Loss",
+                 "score": "Score", "validation_loss": "Validation loss"}
+        columns = list(columns)
+        bad = [c for c in columns if c not in known or (c != "equation"
+                                                        and c not in self.equations_)]
+        if bad:
+            raise ValueError(f"unknown latex_table column(s) {bad}; choose from "
+                             f"{[c for c in known if c == 'equation' or c in self.equations_]}")
+        p = self._precision(precision)
+        rows = range(len(self.equations_)) if indices is None else list(indices)
+        lines = [r"\begin{table}[h]", r"\begin{center}",
+                 r"\begin{tabular}{@{}" + "".join("l" if c == "equation" else "c"
+                                                   for c in columns) + r"@{}}",
+                 r"\toprule", " & ".join(known[c] for c in columns) + r" \\", r"\midrule"]
+        for i in rows:
+            tree = self._tree(i)
+            cells = []
+            for c in columns:
+                if c == "equation":
+                    eq = tree.readable(feature_names(self), p)
+                    cells.append(f"$y = {sympy.latex(eq)}$")
+                elif c == "complexity":
+                    cells.append(str(int(self.equations_["complexity"].iloc[i])))
+                else:
+                    cells.append(f"${_latex_number(float(self.equations_[c].iloc[i]), p)}$")
+            lines.append(" & ".join(cells) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}", r"\end{center}", r"\end{table}"]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        """``y = <readable form of the selected model>`` once fitted (else the repr)."""
+        if not hasattr(self, "expression_tree_"):
+            return repr(self)
+        return f"y = {self._readable_text()}"
+
+    def _readable_text(self) -> str:
+        import sympy
+
+        cache = getattr(self, "_readable_cache_", None)  # (tree, precision, text)
+        if cache is None or cache[0] is not self.expression_tree_ or cache[1] != self.precision:
+            text = sympy.sstr(self.readable(), full_prec=False)
+            cache = self._readable_cache_ = (self.expression_tree_, self.precision, text)
+        return cache[2]
+
+    def _repr_html_(self) -> str:
+        """Notebook display: the parameters, the selected equation and its front row."""
+        import html
+
+        if not hasattr(self, "expression_tree_"):
+            return f"<pre>{html.escape(repr(self))}</pre>"
+        row = self.equations_.iloc[self.selected_index_]
+        return (f"<pre>{html.escape(repr(self))}\n{html.escape(str(self))}\n"
+                f"({int(row['complexity'])} nodes, training MSE {row['loss']:.4g}; row "
+                f"{self.selected_index_} of {len(self.equations_)} in equations_, chosen by "
+                f"model_selection={self.model_selection!r})</pre>")
+
 
     # ---------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
@@ -237,6 +463,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             "n_iterations_": int(self.n_iterations_),
             "stop_reason_": self.stop_reason_,
             "history_": [dict(h) for h in self.history_],
+            "front": {"trees": [t.to_dict() for t in self._front_],
+                      "equations_": {k: list(v) for k, v in
+                                     self.equations_.to_dict(orient="list").items()},
+                      "selected_index_": int(self.selected_index_),
+                      "loss_floor": float(self._loss_floor_)},
         }
 
     @classmethod
@@ -262,4 +493,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         est.n_iterations_ = int(d["n_iterations_"])
         est.stop_reason_ = d.get("stop_reason_", "")
         est.history_ = [dict(h) for h in d.get("history_", [])]
+        front = d.get("front")
+        if front is not None:
+            import pandas as pd
+
+            est._front_ = [Expression.from_dict(t) for t in front["trees"]]
+            est.equations_ = pd.DataFrame(front["equations_"])
+            est.selected_index_ = int(front["selected_index_"])
+            est._loss_floor_ = float(front["loss_floor"])
+        else:  # saved before the front existed: a one-row front of the saved tree
+            est._set_front([FrontModel(est.expression_tree_, est.mse_, est.n_iterations_)],
+                           floor=0.0)
         return est

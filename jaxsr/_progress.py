@@ -1,0 +1,173 @@
+"""Progress of a long fit on stderr: a tqdm bar that shows JIT compilation as its own phase.
+
+The library never prints to stdout. A fit opens a :class:`FitProgress`; nothing appears for
+fits shorter than ``delay`` seconds. After that the bar reads, e.g.::
+
+    SymbolicRegressor [compiling]: 0 it [00:03, compile=2.9 s]
+    SymbolicRegressor: 7 it [00:05, MSE=1.179e-23, nodes=5, compile=3.4 s]
+
+(no rate: the first iterations include compilation, so a rate would not tell the truth).
+
+Compilation is observed through JAX's own monitoring events (``jax.monitoring``): the end of
+tracing a jitted function starts the phase (lowering and XLA compilation follow), the end of
+the backend compilation (or a hit in the persistent compilation cache) ends it, and their
+durations add up to the ``compile`` seconds. A daemon thread refreshes the bar twice a second,
+so a long compilation shows as it happens instead of after it.
+
+The engine's loop reports through the module functions :func:`update` and :func:`write`,
+which reach the innermost open :class:`FitProgress` of the current thread (a context
+variable), so the estimator holds no bar, thread or lock (it stays picklable and clonable).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import threading
+import time
+
+__all__ = ["FitProgress", "update", "write"]
+
+_CURRENT: contextvars.ContextVar[FitProgress | None] = contextvars.ContextVar(
+    "jaxsr_progress", default=None)
+
+
+def update(n: int = 1, **postfix) -> None:
+    """:meth:`FitProgress.update` of the open progress (nothing if none is open)."""
+    p = _CURRENT.get()
+    if p is not None:
+        p.update(n, **postfix)
+
+
+def write(line: str) -> None:
+    """:meth:`FitProgress.write` of the open progress, else the line on stderr."""
+    p = _CURRENT.get()
+    if p is not None:
+        p.write(line)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+_END_EVENTS = ("/jax/core/compile/backend_compile_duration",
+               "/jax/compilation_cache/cache_retrieval_time_sec")
+_TIMED_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
+                 "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                 "/jax/core/compile/backend_compile_duration")
+
+
+class FitProgress:
+    """A context manager for one fit: ``with FitProgress("SymbolicRegressor", True) as p:``.
+
+    Args:
+      desc: the bar's label.
+      enabled: ``False`` makes every method a no-op (no thread, no listener).
+      delay: seconds before the bar first appears (short fits print nothing).
+      unit: tqdm unit of :meth:`update` (``"it"``: iterations).
+      file: stream, default ``sys.stderr`` at entry.
+
+    Attributes:
+      compile_seconds: float, seconds spent tracing, lowering and compiling during the fit.
+      first_display: float or ``None``, seconds from entry to the first line shown.
+    """
+
+    def __init__(self, desc: str, enabled: bool = True, *, delay: float = 1.0,
+                 unit: str = "it", file=None):
+        self.desc = desc
+        self.enabled = bool(enabled)
+        self.delay = float(delay)
+        self.unit = unit
+        self.file = file
+        self.compile_seconds = 0.0
+        self.first_display: float | None = None
+        self._compiling = False
+        self._postfix: dict = {}
+        self._bar = None
+        self._stop = threading.Event()
+        self._thread = None
+        self._t0 = 0.0
+
+    # ------------------------------------------------------------------ context
+    def __enter__(self) -> FitProgress:
+        self._token = _CURRENT.set(self)
+        if not self.enabled:
+            return self
+        import jax
+        from tqdm import tqdm
+
+        self._t0 = time.perf_counter()
+        self._bar = tqdm(total=None, desc=self.desc, unit=self.unit, delay=self.delay,
+                         file=self.file if self.file is not None else sys.stderr,
+                         dynamic_ncols=True, leave=True, miniters=0, mininterval=0.2,
+                         bar_format="{desc}: {n_fmt} " + self.unit + " [{elapsed}{postfix}]")
+        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+        self._thread = threading.Thread(target=self._heartbeat, name="jaxsr-progress",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _CURRENT.reset(self._token)
+        if not self.enabled or self._bar is None:
+            return
+        import jax
+
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        try:
+            jax.monitoring.unregister_event_duration_listener(self._on_duration)
+        except (AssertionError, ValueError, AttributeError):  # already gone
+            pass
+        self._compiling = False
+        self._render(force=True)
+        self._bar.close()
+        self._bar = self._thread = None
+
+    # ------------------------------------------------------------------ use
+    def update(self, n: int = 1, **postfix) -> None:
+        """Advance by ``n`` (iterations) and show ``postfix`` (e.g. ``MSE=..., nodes=...``)."""
+        if self._bar is None:
+            return
+        self._postfix.update(postfix)
+        self._render(n=n)
+
+    def write(self, line: str) -> None:
+        """One line on the bar's stream without breaking the bar (``verbose`` lines)."""
+        if self._bar is None:
+            print(line, file=self.file if self.file is not None else sys.stderr, flush=True)
+            return
+        self._bar.write(line, file=self._bar.fp)
+        if self.first_display is None:
+            self.first_display = time.perf_counter() - self._t0
+
+    # ------------------------------------------------------------------ internals
+    def _on_duration(self, event: str, duration: float, **_kw) -> None:
+        if event in _TIMED_EVENTS:
+            self.compile_seconds += float(duration)
+        if event == _TRACE_EVENT:
+            self._compiling = True
+        elif event in _END_EVENTS:
+            self._compiling = False
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(0.5):
+            self._render()
+
+    def _render(self, n: int = 0, force: bool = False) -> None:
+        bar = self._bar
+        if bar is None:
+            return
+        desc = f"{self.desc} [compiling]" if self._compiling else self.desc
+        post = dict(self._postfix)
+        if self.compile_seconds >= 0.05:
+            post["compile"] = f"{self.compile_seconds:.1f} s"
+        with bar.get_lock():
+            bar.set_description_str(desc, refresh=False)
+            bar.set_postfix(post, refresh=False)
+            shown_before = bar.last_print_t >= bar.start_t + self.delay
+            if n or not force:
+                bar.update(n)  # displays once ``delay`` has passed (tqdm's own rule)
+            elif shown_before:
+                bar.refresh()
+        if self.first_display is None and bar.last_print_t >= bar.start_t + self.delay:
+            self.first_display = time.perf_counter() - self._t0

@@ -1,0 +1,153 @@
+"""The Pareto front of a fit (``equations_``) and the choice of one model from it.
+
+DoME grows one tree; every iteration accepts a new tree of known size and training MSE.
+The models met on the way are points (complexity, loss); the **front** keeps the
+non-dominated ones: sorted by complexity (number of nodes), each row has a strictly lower
+loss than every simpler row. The surface follows PySR's, which users of the field know:
+
+* ``score`` of a row is the negated derivative of the log-loss with respect to complexity,
+  between the row and the previous (simpler) row of the front:
+  ``score_i = -(log loss_i - log loss_{i-1}) / (complexity_i - complexity_{i-1})``
+  (0 for the first row). A model that buys a large drop in loss with few nodes scores high.
+* ``model_selection``: ``"accuracy"`` is the row of lowest loss; ``"score"`` the row of highest
+  score; ``"best"`` the row of highest score among those whose loss is below 1.5 times the
+  lowest loss (PySR's default since 0.10).
+
+One change from PySR, needed by a deterministic method that fits exact formulas: losses are
+compared above a **rounding floor**. Once a tree is the formula, further iterations keep
+lowering the MSE by rounding-level amounts (``1e-23 -> 1e-29`` for ``y = 3x + 2``); relative
+to each other those differences are large, so without a floor "best" would prefer the
+longest tree. :func:`loss_floor` is ``eps**1.5 * mean(y**2)``: a model whose root-mean-square
+error is below ``eps**0.75`` (``1.8e-12`` in float64, ``6e-6`` in float32) times the
+root-mean-square target is exact as far as a fit in this precision can tell (the exact
+formulas this search finds reach ``1e-13 .. 1e-16``; their constants lose a few digits in the
+closed-form solutions of the node equations), and such models count as equally accurate.
+The ``loss`` column keeps the true values; only ``score`` and the 1.5x threshold of ``"best"``
+use the floored loss (``"accuracy"`` is the true lowest loss).
+
+With a validation split, the loss criteria (``"accuracy"``, and the 1.5x threshold of
+``"best"``) use the validation loss; the score stays the training-front derivative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from .expression import Expression
+
+__all__ = [
+    "MODEL_SELECTIONS",
+    "FrontModel",
+    "pareto_front",
+    "front_scores",
+    "loss_floor",
+    "select_model",
+]
+
+MODEL_SELECTIONS = ("best", "accuracy", "score")
+BEST_LOSS_RATIO = 1.5  # PySR's "best": loss below 1.5x the lowest
+
+
+class FrontModel(NamedTuple):
+    """One model met during a fit: its tree, training MSE and the iteration that made it."""
+
+    expression: Expression
+    loss: float
+    iteration: int
+
+
+def pareto_front(models: Sequence[FrontModel]) -> list[FrontModel]:
+    """The non-dominated models, by increasing complexity (nodes) and decreasing loss.
+
+    A model is kept when its loss is strictly lower than that of every model with fewer
+    or as many nodes (ties in loss: the simpler one; then the earlier iteration). Models
+    with a non-finite loss are left out.
+
+    Returns:
+      list of :class:`FrontModel`, ``complexity`` strictly increasing, ``loss`` strictly
+      decreasing.
+    """
+    ok = [m for m in models if np.isfinite(m.loss)]
+    ok.sort(key=lambda m: (m.expression.n_nodes, m.loss, m.iteration))
+    front: list[FrontModel] = []
+    for m in ok:
+        if not front or (m.loss < front[-1].loss
+                         and m.expression.n_nodes > front[-1].expression.n_nodes):
+            front.append(m)
+    return front
+
+
+def loss_floor(y, dtype=np.float64) -> float:
+    """Rounding floor of the MSE for targets ``y`` in ``dtype``: ``eps**1.5 * mean(y**2)``.
+
+    Returns a positive float (the smallest normal number for an all-zero target).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    eps = float(np.finfo(np.dtype(dtype)).eps)
+    floor = eps**1.5 * float(np.mean(y * y)) if y.size else 0.0
+    return max(floor, float(np.finfo(np.float64).tiny))
+
+
+def front_scores(complexity, loss, floor: float = 0.0) -> np.ndarray:
+    """PySR's score of each front row: ``-d log(loss) / d complexity`` against the previous row.
+
+    Args:
+      complexity: ``(n,)`` increasing ints; loss: ``(n,)`` floats.
+      floor: losses below it count as ``floor`` (see :func:`loss_floor`); with ``floor = 0`` a
+        zero loss gives ``inf`` as in PySR.
+
+    Returns:
+      ``(n,)`` float64, the first entry 0.
+    """
+    c = np.asarray(complexity, dtype=np.float64)
+    lo = np.maximum(np.asarray(loss, dtype=np.float64), float(floor))
+    out = np.zeros(c.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(1, c.shape[0]):
+            if lo[i] == lo[i - 1]:
+                out[i] = 0.0
+            elif lo[i] <= 0.0:
+                out[i] = np.inf
+            else:
+                out[i] = -(np.log(lo[i]) - np.log(lo[i - 1])) / (c[i] - c[i - 1])
+    return out
+
+
+def select_model(model_selection: str, score, loss, floor: float = 0.0,
+                 validation_loss=None) -> int:
+    """Row of the front chosen by ``model_selection`` (PySR's meanings, see module doc).
+
+    Args:
+      model_selection: ``"best"``, ``"accuracy"`` or ``"score"``.
+      score: ``(n,)`` scores (:func:`front_scores`); loss: ``(n,)`` training losses.
+      floor: rounding floor applied to the losses compared by ``"best"`` (``"accuracy"``
+        compares the true losses).
+      validation_loss: ``(n,)`` held-out losses, or ``None``; when given, it replaces the
+        training loss in the loss criteria.
+
+    Returns:
+      int, a row index (ties: the simpler row).
+
+    Raises:
+      ValueError: for an unknown ``model_selection`` or an empty front.
+    """
+    if model_selection not in MODEL_SELECTIONS:
+        raise ValueError(f"model_selection must be one of {MODEL_SELECTIONS}; got "
+                         f"{model_selection!r}")
+    score = np.asarray(score, dtype=np.float64)
+    if score.shape[0] == 0:
+        raise ValueError("the front is empty")
+    crit = np.asarray(loss if validation_loss is None else validation_loss, dtype=np.float64)
+    crit = np.where(np.isfinite(crit), crit, np.inf)
+    if model_selection == "accuracy":  # the true lowest loss, no floor
+        return int(np.argmin(crit))  # argmin: the first (simplest) of equal losses
+    if model_selection == "score":
+        return int(np.argmax(score))
+    crit = np.maximum(crit, float(floor))
+    eligible = crit <= BEST_LOSS_RATIO * np.min(crit)
+    if not eligible.any():  # every loss infinite
+        eligible[:] = True
+    return int(np.argmax(np.where(eligible, score, -np.inf)))

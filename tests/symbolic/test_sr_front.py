@@ -1,0 +1,232 @@
+"""The Pareto front of a fit (equations_), PySR's model selection, index=, validation split;
+the readable form (rounded, simplified), LaTeX and the printed model."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy
+
+from jaxsr.symbolic import Expression, SymbolicRegressor
+from jaxsr.symbolic.expression import round_constants
+from jaxsr.symbolic.front import (
+    FrontModel,
+    front_scores,
+    loss_floor,
+    pareto_front,
+    select_model,
+)
+
+
+def _model(text, loss, it):
+    return FrontModel(Expression.parse(text), loss, it)
+
+
+# ------------------------------------------------------------------ front.py, by hand
+def test_pareto_front_keeps_only_non_dominated_models():
+    models = [
+        _model("5.0", 10.0, 0),
+        _model("x1", 4.0, 1),                    # same size as the constant, lower loss
+        _model("2.0 * x1", 1.0, 2),
+        _model("x1 * x1", 3.0, 3),               # 3 nodes but worse than 2*x1: dominated
+        _model("2.0 * x1 + 1.0", 1.0, 4),        # larger, not better: dominated
+        _model("2.0 * x1 + 1.0", float("nan"), 5),
+        _model("(2.0 * x1 + 1.0) - 0.5", 0.5, 6),
+    ]
+    front = pareto_front(models)
+    assert [m.iteration for m in front] == [1, 2, 6]
+    assert [m.expression.n_nodes for m in front] == [1, 3, 7]
+
+
+def test_scores_are_pysr_log_loss_slopes():
+    c, lo = [1, 3, 7], [4.0, 1.0, 0.5]
+    np.testing.assert_allclose(front_scores(c, lo),
+                               [0.0, np.log(4.0) / 2, np.log(2.0) / 4], rtol=1e-15)
+    # a zero loss scores inf (PySR); below a floor every loss counts as the floor
+    assert front_scores([1, 3], [1.0, 0.0])[1] == np.inf
+    np.testing.assert_allclose(front_scores([1, 3, 5], [1.0, 1e-20, 1e-30], floor=1e-10),
+                               [0.0, np.log(1e10) / 2, 0.0])
+
+
+def test_model_selection_meanings():
+    c = np.array([1, 3, 5, 9])
+    lo = np.array([100.0, 10.0, 1.2, 1.0])
+    s = front_scores(c, lo)                      # [0, 1.15, 1.06, 0.046]
+    assert select_model("accuracy", s, lo) == 3
+    assert select_model("score", s, lo) == 1
+    # best: highest score among losses <= 1.5 * 1.0 -> rows 2 and 3 -> row 2
+    assert select_model("best", s, lo) == 2
+    # validation losses replace the training loss in the loss criteria
+    val = np.array([90.0, 12.0, 1.3, 2.5])
+    assert select_model("accuracy", s, lo, validation_loss=val) == 2
+    assert select_model("best", s, lo, validation_loss=val) == 2
+    with pytest.raises(ValueError, match="model_selection"):
+        select_model("simplest", s, lo)
+
+
+def test_loss_floor_is_eps_to_the_1_5_times_mean_square():
+    y = np.array([3.0, 4.0])
+    assert loss_floor(y) == np.finfo(np.float64).eps ** 1.5 * 12.5
+    assert loss_floor(y, np.float32) == np.finfo(np.float32).eps ** 1.5 * 12.5
+    assert loss_floor(np.zeros(3)) > 0
+
+
+# ------------------------------------------------------------------ on a fit
+@pytest.fixture(scope="module")
+def line_fit():
+    X = np.arange(1.0, 21.0).reshape(-1, 1)
+    y = 3.0 * X[:, 0] + 2.0
+    return X, y, SymbolicRegressor().fit(X, y)
+
+
+def test_front_of_a_fit_is_non_dominated_and_matches_history(line_fit):
+    X, y, sr = line_fit
+    eq = sr.equations_
+    assert list(eq.columns[:4]) == ["complexity", "loss", "score", "equation"]
+    assert np.all(np.diff(eq["complexity"]) > 0) and np.all(np.diff(eq["loss"]) < 0)
+    # every row's loss is the MSE of its tree, and each row is a tree the fit accepted
+    for i, row in eq.iterrows():
+        np.testing.assert_allclose(np.mean((sr.predict(X, index=i) - y) ** 2), row["loss"],
+                                   rtol=1e-6, atol=1e-26)
+    path = {h["iteration"]: h for h in sr.history_}
+    for _, row in eq.iloc[1:].iterrows():
+        assert path[row["iteration"]]["mse"] == row["loss"]
+    # row 0 is the initial constant, the mean of the target
+    assert eq["complexity"][0] == 1 and eq["loss"][0] == pytest.approx(np.var(y))
+
+
+def test_default_selection_is_the_exact_formula_not_the_longest_tree(line_fit):
+    X, y, sr = line_fit
+    # the search goes on shaving rounding error past the formula; "best" stops at it
+    assert sr.equations_["complexity"].iloc[-1] > 5
+    assert sr.selected_index_ == int(np.flatnonzero(sr.equations_["complexity"] == 5)[0])
+    assert sr.expression_tree_.n_nodes == 5 and sr.mse_ < 1e-18
+    np.testing.assert_allclose(sr.predict(X), y, rtol=1e-10)
+    acc = SymbolicRegressor(model_selection="accuracy").fit(X, y)
+    assert acc.selected_index_ == len(acc.equations_) - 1
+    assert acc.mse_ == acc.equations_["loss"].min()
+
+
+def test_index_reaches_every_row(line_fit):
+    X, y, sr = line_fit
+    last = len(sr.equations_) - 1
+    tree = Expression.parse(sr.equations_["expression"][last])
+    np.testing.assert_array_equal(sr.predict(X, index=last), sr.predict(X, index=-1))
+    np.testing.assert_allclose(sr.predict(X, index=last), tree.evaluate(X), rtol=1e-14)
+    with jax.enable_x64(True):
+        out = np.asarray(sr.to_jax(index=1)(jnp.asarray(X)))
+    np.testing.assert_allclose(out, sr.predict(X, index=1), rtol=1e-14)
+    assert sr.sympy(index=0).is_Number
+    for bad in (len(sr.equations_), 1.0, "0", True):
+        with pytest.raises(IndexError, match="index"):
+            sr.predict(X, index=bad)
+
+
+def test_validation_split_is_deterministic_and_scored(line_fit):
+    X = np.arange(1.0, 28.0).reshape(-1, 1)  # 27 rows: 7 held out, 20 to fit (as line_fit)
+    y = 3.0 * X[:, 0] + 2.0
+    a = SymbolicRegressor(validation_fraction=0.25).fit(X, y)
+    b = SymbolicRegressor(validation_fraction=0.25).fit(X, y)
+    assert a.equations_.equals(b.equations_)
+    val = a.equations_["validation_loss"].to_numpy()
+    held = np.sort(np.random.default_rng(0).permutation(27)[:7])
+    for i in range(len(val)):
+        np.testing.assert_allclose(
+            val[i], np.mean((a.predict(X[held], index=i) - y[held]) ** 2), rtol=1e-6,
+            atol=1e-26)
+    assert a.mse_ < 1e-18
+    with pytest.raises(ValueError, match="validation_fraction"):
+        SymbolicRegressor(validation_fraction=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="model_selection"):
+        SymbolicRegressor(model_selection="simplest").fit(X, y)
+
+
+def test_front_survives_to_dict(line_fit):
+    X, _, sr = line_fit
+    sr2 = SymbolicRegressor.from_dict(json.loads(json.dumps(sr.to_dict())))
+    assert sr2.equations_.equals(sr.equations_)
+    assert sr2.selected_index_ == sr.selected_index_
+    for i in range(len(sr.equations_)):
+        np.testing.assert_array_equal(sr2.predict(X, index=i), sr.predict(X, index=i))
+
+
+# ------------------------------------------------------------------ readable form, LaTeX
+def test_readable_rounds_folds_and_simplifies():
+    e = Expression.parse("(1.9999999999983256 + (0.9999999999999997 * (1.6561862992148238e-12"
+                         " + (7.749356711883592e-15 + (3.000000000000002 * x1)))))")
+    x1 = sympy.Symbol("x1")
+    assert e.readable() == 3 * x1 + 2
+    assert e.readable_string() == "3*x1 + 2"
+    # sympy() keeps the exact constants and the structure: it evaluates to the tree
+    f = sympy.lambdify([x1], e.sympy())
+    X = np.arange(1.0, 6.0).reshape(-1, 1)
+    np.testing.assert_array_equal(f(X[:, 0]), e.evaluate(X))
+    newton = Expression.parse("(((6.673919999999998e-11 / x3) * x1) * x2) / x3")
+    assert newton.readable_string() == "6.674e-11*x1*x2/x3**2"
+    assert newton.readable_string(precision=2) == "6.7e-11*x1*x2/x3**2"
+    assert sympy.latex(newton.readable()) == r"\frac{6.674 \cdot 10^{-11} x_{1} x_{2}}{x_{3}^{2}}"
+    # digits that are not known are not printed as an integer
+    assert Expression.parse("104091.47406542969 + x1").readable_string() == "x1 + 1.041e+5"
+    assert Expression.parse("0.5 * x1").readable_string() == "0.5*x1"
+    with pytest.raises(ValueError, match="precision"):
+        round_constants(sympy.Float(1.5), 0)
+
+
+def test_print_latex_and_table_of_a_fit(line_fit):
+    X, y, sr = line_fit
+    assert str(sr) == "y = 3*x1 + 2" and sr.latex() == "3 x_{1} + 2"
+    assert sr.latex(index=0) == sympy.latex(sympy.Float(float(np.mean(y)), 4))
+    assert sr.equations_["equation"][sr.selected_index_] == "3*x1 + 2"
+    table = sr.latex_table(indices=[0, sr.selected_index_])
+    lines = table.splitlines()
+    assert lines[:6] == [r"\begin{table}[h]", r"\begin{center}", r"\begin{tabular}{@{}lccc@{}}",
+                         r"\toprule", r"Equation & Complexity & Loss & Score \\", r"\midrule"]
+    assert lines[7].startswith(r"$y = 3 x_{1} + 2$ & 5 & $")
+    assert lines[-4:] == [r"\bottomrule", r"\end{tabular}", r"\end{center}", r"\end{table}"]
+    assert len(lines) == 6 + 2 + 4
+    with pytest.raises(ValueError, match="column"):
+        sr.latex_table(columns=["equation", "validation_loss"])
+    assert "y = 3*x1 + 2" in sr._repr_html_()
+    assert str(SymbolicRegressor(precision=3)) == "SymbolicRegressor(precision=3)"
+
+
+# ------------------------------------------------------------------ progress, stdout
+def test_progress_bar_shows_compilation_as_its_own_phase():
+    import io
+    import time
+
+    from jaxsr import _progress
+
+    buf = io.StringIO()
+    with _progress.FitProgress("fit", True, delay=0.0, file=buf) as p:
+        # JAX's own monitoring events drive the phase (a real jit compile sends them)
+        p._on_duration("/jax/core/compile/jaxpr_trace_duration", 0.25)
+        time.sleep(0.7)  # the heartbeat thread renders while "compiling"
+        shown_compiling = buf.getvalue()
+        p._on_duration("/jax/core/compile/backend_compile_duration", 1.0)
+        _progress.update(1, MSE="1.5", nodes=3)
+        _progress.write("[jaxsr] a verbose line")
+    out = buf.getvalue()
+    assert "fit [compiling]: 0 it" in shown_compiling
+    assert "compile=1.2 s" in out and "MSE=1.5" in out and "nodes=3" in out
+    assert "[jaxsr] a verbose line" in out
+    assert out.rstrip().splitlines()[-1].startswith("fit: 1 it")
+    assert p.compile_seconds == pytest.approx(1.25) and p.first_display is not None
+    # disabled: nothing at all, and a real jit compile is observed when enabled
+    buf2 = io.StringIO()
+    with _progress.FitProgress("off", False, delay=0.0, file=buf2):
+        _progress.update(1, MSE="1")
+    assert buf2.getvalue() == ""
+    with _progress.FitProgress("jit", True, delay=10.0, file=io.StringIO()) as p:
+        jax.jit(lambda v: jnp.sin(v) * 3.0)(jnp.arange(7.0))
+    assert p.compile_seconds > 0 and p.first_display is None  # shorter than the delay
+
+
+def test_fit_prints_nothing_on_stdout(line_fit, capsys):
+    X, y, _ = line_fit
+    SymbolicRegressor(verbose=True, progress=True).fit(X, y)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "[jaxsr] iteration 1:" in err
