@@ -12,7 +12,9 @@ Compilation is observed through JAX's own monitoring events (``jax.monitoring``)
 tracing a jitted function starts the phase (lowering and XLA compilation follow), the end of
 the backend compilation (or a hit in the persistent compilation cache) ends it, and their
 durations add up to the ``compile`` seconds. A daemon thread refreshes the bar twice a second,
-so a long compilation shows as it happens instead of after it.
+so a long compilation shows as it happens instead of after it. The first line appears once
+``delay`` has passed; then a terminal or notebook redraws the line five times a second and a
+log file gets a line at each phase change and every :data:`LOG_INTERVAL` seconds.
 
 The engine's loop reports through the module functions :func:`update` and :func:`write`,
 which reach the innermost open :class:`FitProgress` of the current thread (a context
@@ -55,6 +57,19 @@ _TIMED_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                  "/jax/core/compile/backend_compile_duration")
 
 
+LOG_INTERVAL = 10.0  # seconds between redraws when the stream is not a terminal
+
+
+def _is_live(stream) -> bool:
+    """Whether ``stream`` redraws a line in place: a terminal, or a Jupyter kernel's stream."""
+    try:
+        if stream.isatty():
+            return True
+    except (AttributeError, ValueError):
+        pass
+    return "ipykernel" in sys.modules and stream in (sys.stderr, sys.stdout)
+
+
 class FitProgress:
     """A context manager for one fit: ``with FitProgress("SymbolicRegressor", True) as p:``.
 
@@ -62,6 +77,8 @@ class FitProgress:
       desc: the bar's label.
       enabled: ``False`` makes every method a no-op (no thread, no listener).
       delay: seconds before the bar first appears (short fits print nothing).
+        On a stream that is not a terminal (a log file, a captured stream) the bar is
+        redrawn at most every :data:`LOG_INTERVAL` seconds, each time on a new line.
       unit: tqdm unit of :meth:`update` (``"it"``: iterations).
       file: stream, default ``sys.stderr`` at entry.
 
@@ -85,6 +102,10 @@ class FitProgress:
         self._stop = threading.Event()
         self._thread = None
         self._t0 = 0.0
+        self._live = True
+        self._interval = 0.2
+        self._last_draw: float | None = None
+        self._last_desc = ""
 
     # ------------------------------------------------------------------ context
     def __enter__(self) -> FitProgress:
@@ -95,9 +116,14 @@ class FitProgress:
         from tqdm import tqdm
 
         self._t0 = time.perf_counter()
+        stream = self.file if self.file is not None else sys.stderr
+        # a terminal or a notebook redraws the line in place; a log file gets a new line per
+        # refresh, so there the bar is redrawn at most every LOG_INTERVAL seconds
+        self._live = _is_live(stream)
+        self._interval = 0.2 if self._live else LOG_INTERVAL
         self._bar = tqdm(total=None, desc=self.desc, unit=self.unit, delay=self.delay,
-                         file=self.file if self.file is not None else sys.stderr,
-                         dynamic_ncols=True, leave=True, miniters=0, mininterval=0.2,
+                         file=stream, dynamic_ncols=True, leave=True,
+                         mininterval=float("inf"),
                          bar_format="{desc}: {n_fmt} " + self.unit + " [{elapsed}{postfix}]")
         jax.monitoring.register_event_duration_secs_listener(self._on_duration)
         self._thread = threading.Thread(target=self._heartbeat, name="jaxsr-progress",
@@ -119,7 +145,7 @@ class FitProgress:
         except (AssertionError, ValueError, AttributeError):  # already gone
             pass
         self._compiling = False
-        self._render(force=True)
+        self._render()
         self._bar.close()
         self._bar = self._thread = None
 
@@ -137,8 +163,6 @@ class FitProgress:
             print(line, file=self.file if self.file is not None else sys.stderr, flush=True)
             return
         self._bar.write(line, file=self._bar.fp)
-        if self.first_display is None:
-            self.first_display = time.perf_counter() - self._t0
 
     # ------------------------------------------------------------------ internals
     def _on_duration(self, event: str, duration: float, **_kw) -> None:
@@ -153,7 +177,9 @@ class FitProgress:
         while not self._stop.wait(0.5):
             self._render()
 
-    def _render(self, n: int = 0, force: bool = False) -> None:
+    def _render(self, n: int = 0) -> None:
+        """Count ``n`` more units and redraw when due: the first time once ``delay`` has
+        passed, at a phase change, then every ``_interval`` seconds."""
         bar = self._bar
         if bar is None:
             return
@@ -161,13 +187,18 @@ class FitProgress:
         post = dict(self._postfix)
         if self.compile_seconds >= 0.05:
             post["compile"] = f"{self.compile_seconds:.1f} s"
+        now = time.perf_counter()
         with bar.get_lock():
+            if n:
+                bar.update(n)  # counts only: tqdm's own redraws are switched off
             bar.set_description_str(desc, refresh=False)
             bar.set_postfix(post, refresh=False)
-            shown_before = bar.last_print_t >= bar.start_t + self.delay
-            if n or not force:
-                bar.update(n)  # displays once ``delay`` has passed (tqdm's own rule)
-            elif shown_before:
+            if now - self._t0 < self.delay:
+                return
+            if (self._last_draw is None or desc != self._last_desc
+                    or now - self._last_draw >= self._interval):
                 bar.refresh()
-        if self.first_display is None and bar.last_print_t >= bar.start_t + self.delay:
-            self.first_display = time.perf_counter() - self._t0
+                bar.last_print_t = bar._time()  # tqdm's close() then leaves the last line
+                self._last_draw, self._last_desc = now, desc
+                if self.first_display is None:
+                    self.first_display = now - self._t0

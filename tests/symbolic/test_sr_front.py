@@ -199,7 +199,11 @@ def test_progress_bar_shows_compilation_as_its_own_phase():
 
     from jaxsr import _progress
 
-    buf = io.StringIO()
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    buf = Terminal()
     with _progress.FitProgress("fit", True, delay=0.0, file=buf) as p:
         # JAX's own monitoring events drive the phase (a real jit compile sends them)
         p._on_duration("/jax/core/compile/jaxpr_trace_duration", 0.25)
@@ -212,13 +216,22 @@ def test_progress_bar_shows_compilation_as_its_own_phase():
     assert "fit [compiling]: 0 it" in shown_compiling
     assert "compile=1.2 s" in out and "MSE=1.5" in out and "nodes=3" in out
     assert "[jaxsr] a verbose line" in out
-    assert out.rstrip().splitlines()[-1].startswith("fit: 1 it")
+    assert out.rstrip().split("\r")[-1].startswith("fit: 1 it")
     assert p.compile_seconds == pytest.approx(1.25) and p.first_display is not None
     # disabled: nothing at all, and a real jit compile is observed when enabled
     buf2 = io.StringIO()
     with _progress.FitProgress("off", False, delay=0.0, file=buf2):
         _progress.update(1, MSE="1")
     assert buf2.getvalue() == ""
+    # a log file: one line at the first draw and at each phase change, not five a second
+    log = io.StringIO()
+    with _progress.FitProgress("log", True, delay=0.0, file=log) as p:
+        time.sleep(1.2)
+        p._on_duration("/jax/core/compile/jaxpr_trace_duration", 0.1)
+        time.sleep(0.7)
+    # drawn when opened, at each phase change and when closed: not five times a second
+    assert log.getvalue().count("log [compiling]: 0 it") == 1
+    assert log.getvalue().count("\r") <= 5
     with _progress.FitProgress("jit", True, delay=10.0, file=io.StringIO()) as p:
         jax.jit(lambda v: jnp.sin(v) * 3.0)(jnp.arange(7.0))
     assert p.compile_seconds > 0 and p.first_display is None  # shorter than the delay

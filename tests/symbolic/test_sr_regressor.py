@@ -248,9 +248,10 @@ def test_constant_target_single_row_and_constant_columns():
 
 def test_max_time_max_iterations_and_verbose(capsys):
     X, y = rational_data()
-    sr = SymbolicRegressor(max_time=1e-9).fit(X, y)
+    sr = SymbolicRegressor(max_time=1e-9, progress=False).fit(X, y)
     assert sr.stop_reason_ == "max_time" and sr.n_iterations_ == 0
-    sr = SymbolicRegressor(max_iterations=2, strategy=1, verbose=True).fit(X, y)
+    sr = SymbolicRegressor(max_iterations=2, strategy=1, verbose=True,
+                           progress=False).fit(X, y)
     assert sr.stop_reason_ == "max_iterations" and sr.n_iterations_ == 2
     captured = capsys.readouterr()
     assert captured.out == ""  # progress goes to stderr, as the trees' progress does
