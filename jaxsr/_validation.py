@@ -29,6 +29,7 @@ __all__ = [
     "check_real",
     "check_X_y",
     "check_sample_weight",
+    "check_shape_2d",
     "check_target",
     "default_feature_names",
     "feature_names",
@@ -141,6 +142,50 @@ def _is_sparse(X) -> bool:
     return scipy.sparse.issparse(X)
 
 
+def check_shape_2d(X, *, name: str = "X") -> None:
+    """Refuse sparse, complex, non-2-D and empty inputs (array-like or DataFrame).
+
+    The messages use scikit-learn's phrases ("sparse input is not supported", "Complex data
+    not supported", "Reshape your data", "0 sample(s) (shape=...) while a minimum of 1 is
+    required"), so that its estimator checks recognise them.
+
+    Raises:
+      ValueError: as above, or an array-like that numpy cannot convert (ragged lists).
+    """
+    if _is_sparse(X):
+        raise ValueError(
+            f"{name} is a sparse matrix; sparse input is not supported. "
+            f"Pass a dense array ({name}.toarray())"
+        )
+    if _is_dataframe(X):
+        shape = tuple(X.shape)
+        is_complex = any(getattr(dt, "kind", "") == "c" for dt in X.dtypes)
+    else:
+        try:
+            arr = np.asarray(X)
+        except Exception as err:  # ragged lists and the like
+            raise ValueError(f"{name} could not be converted to a numeric array: {err}") \
+                from err
+        shape = arr.shape
+        is_complex = np.iscomplexobj(arr)
+    if is_complex:
+        raise ValueError(f"Complex data not supported: {name} must be real-valued")
+    if len(shape) == 1:
+        raise ValueError(
+            f"{name} must be 2-D of shape (n_samples, n_features); got a 1-D array of shape "
+            f"{shape}. Reshape your data: {name}.reshape(-1, 1) for a single feature, "
+            f"{name}.reshape(1, -1) for a single sample."
+        )
+    if len(shape) != 2:
+        raise ValueError(f"{name} must be 2-D of shape (n_samples, n_features); got {shape}")
+    if shape[0] == 0:
+        raise ValueError(f"{name} has no rows: 0 sample(s) (shape={shape}) while a minimum of "
+                         "1 is required")
+    if shape[1] == 0:
+        raise ValueError(f"{name} has no columns: 0 feature(s) (shape={shape}) while a minimum "
+                         "of 1 is required.")
+
+
 def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, list[str] | None]:
     """Convert an array-like or pandas DataFrame to a finite 2-D float array.
 
@@ -158,11 +203,7 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
       ValueError: non-numeric columns, not 2-D, no rows, no columns, NaN or infinite values.
     """
     names = None
-    if _is_sparse(X):
-        raise ValueError(
-            f"{name} is a sparse matrix; sparse input is not supported. "
-            f"Pass a dense array ({name}.toarray())"
-        )
+    check_shape_2d(X, name=name)
     if _is_dataframe(X):
         names = [str(c) for c in X.columns]
         bad = [str(c) for c, dt in zip(X.columns, X.dtypes, strict=True)
@@ -173,12 +214,7 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
                 "(e.g. pandas.get_dummies, or jaxsr.Binarizer for trees)"
             )
         X = X.to_numpy()
-    try:
-        arr = np.asarray(X)
-    except Exception as err:  # ragged lists and the like
-        raise ValueError(f"{name} could not be converted to a numeric array: {err}") from err
-    if np.iscomplexobj(arr):
-        raise ValueError(f"Complex data not supported: {name} must be real-valued")
+    arr = np.asarray(X)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         try:
             arr = arr.astype(np.float64)
@@ -187,17 +223,6 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
                              f"({err})") from err
         except TypeError as err:  # e.g. a dict in an object array: a type, not a value, error
             raise TypeError(f"{name} must be numeric: {err}") from err
-    if arr.ndim == 1:
-        raise ValueError(
-            f"{name} must be 2-D of shape (n_samples, n_features); got a 1-D array of shape "
-            f"{arr.shape}. Use X.reshape(-1, 1) for a single feature."
-        )
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D of shape (n_samples, n_features); got {arr.shape}")
-    if arr.shape[0] == 0:
-        raise ValueError(f"{name} has no rows (n_samples=0); at least one sample is needed")
-    if arr.shape[1] == 0:
-        raise ValueError(f"{name} has no columns (n_features=0); at least one feature is needed")
     arr = arr.astype(dtype, copy=False)
     if not np.all(np.isfinite(arr)):
         bad_cols = np.where(~np.all(np.isfinite(arr), axis=0))[0]
@@ -313,8 +338,8 @@ def check_feature_names(estimator, X, *, reset: bool):
     """
     X = _reorder_columns(estimator, X, reset=reset)
     try:
-        two_d = _is_dataframe(X) or np.ndim(X) == 2
-    except ValueError:  # ragged nested lists: the conversion reports them
+        two_d = _is_dataframe(X) or np.asarray(X).ndim == 2
+    except Exception:  # noqa: BLE001 - ragged nested lists: the conversion reports them
         two_d = False
     if two_d:
         _sklearn_feature_names(estimator, X, reset=reset)

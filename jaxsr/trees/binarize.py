@@ -37,6 +37,7 @@ from .._validation import (
     check_choice,
     check_feature_names,
     check_int,
+    check_shape_2d,
     default_feature_names,
 )
 
@@ -194,6 +195,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
     def _split_columns(self, X):
         """Return ``(columns, names, numeric, is_frame)``: one 1-D array per input column, the
         column names, whether each column has a numeric dtype, and whether X is a frame."""
+        check_shape_2d(X)  # sparse, complex, 1-D, empty: jaxsr._validation's messages
         if _is_dataframe(X):
             from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
@@ -204,26 +206,12 @@ class Binarizer(TransformerMixin, BaseEstimator):
             cols = [X.iloc[:, j].to_numpy() for j in range(X.shape[1])]
             is_frame = True
         else:
-            try:
-                arr = np.asarray(X)
-            except Exception as err:
-                raise ValueError(f"X could not be converted to an array: {err}") from err
-            if arr.ndim == 1:
-                raise ValueError(
-                    "X must be 2-D of shape (n_samples, n_features); got a 1-D array of shape "
-                    f"{arr.shape}. Use X.reshape(-1, 1) for a single feature."
-                )
-            if arr.ndim != 2:
-                raise ValueError(f"X must be 2-D of shape (n_samples, n_features); got {arr.shape}")
+            arr = np.asarray(X)
             names = None
             cols = [arr[:, j] for j in range(arr.shape[1])]
             # Plain arrays: every column is numeric unless listed in ``categorical``.
             numeric = [True] * arr.shape[1]
             is_frame = False
-        if len(cols) == 0:
-            raise ValueError("X has no columns (n_features=0); at least one feature is needed")
-        if len(cols[0]) == 0:
-            raise ValueError("X has no rows (n_samples=0); at least one sample is needed")
         if names is None:
             names = default_feature_names(len(cols))
         return cols, names, numeric, is_frame
