@@ -75,6 +75,12 @@ def _jsonable(obj: Any) -> Any:
         return bool(obj)
     if isinstance(obj, np.dtype):
         return str(obj)
+    if isinstance(obj, type) or type(obj).__name__ == "_ScalarMeta":
+        # a dtype given as a class (np.float64, jnp.float32): written as its name
+        try:
+            return str(np.dtype(obj))
+        except TypeError as err:
+            raise TypeError(f"cannot write the class {obj!r} to a model file") from err
     if hasattr(obj, "__array__"):
         return _jsonable(np.asarray(obj).tolist())
     if isinstance(obj, os.PathLike):

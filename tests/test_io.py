@@ -77,3 +77,36 @@ def test_binarizer_round_trip(tmp_path):
     loaded = load_model(save_model(b, tmp_path / "b.json"))
     assert loaded.feature_names_out_ == b.feature_names_out_
     np.testing.assert_array_equal(loaded.transform(X), b.transform(X))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, "float64", np.dtype("float32"), "float32",
+                                   None])
+def test_save_model_accepts_every_form_of_dtype(tmp_path, dtype):
+    import jax.numpy as jnp
+
+    X = np.arange(1.0, 201.0).reshape(100, 2)  # the shape of the round trip above
+    y = 3.0 * X[:, 0] + 2.0
+    Xb = (np.arange(100)[:, None] % np.array([2, 3]) == 0).astype(float)
+    for model in (SymbolicRegressor(max_iterations=2, dtype=dtype).fit(X, y),
+                  OptimalTreeRegressor(depth_budget=2, dtype=dtype).fit(Xb, y)):
+        data = Xb if isinstance(model, OptimalTreeRegressor) else X
+        loaded = load_model(save_model(model, tmp_path / "m.json"))
+        pred = loaded.predict(data)
+        np.testing.assert_array_equal(pred, model.predict(data))
+        assert pred.dtype == model.predict(data).dtype == np.dtype(dtype or "float64")
+    # jnp's scalar types are dtypes too
+    model = SymbolicRegressor(max_iterations=1, dtype=jnp.float64).fit(X, y)
+    assert load_model(save_model(model, tmp_path / "j.json")).get_params()["dtype"] == "float64"
+
+
+def test_feature_names_survive_the_round_trip(tmp_path):
+    X = pd.DataFrame({"a": np.arange(1.0, 101.0), "b": np.arange(100.0) % 7})
+    y = 2.0 * X["a"].to_numpy()
+    model = SymbolicRegressor(max_iterations=2).fit(X, y)
+    loaded = load_model(save_model(model, tmp_path / "f.json"))
+    assert list(loaded.feature_names_in_) == ["a", "b"]
+    np.testing.assert_array_equal(loaded.predict(X[["b", "a"]]), model.predict(X))
+    arr = SymbolicRegressor(max_iterations=2).fit(X.to_numpy(), y)
+    loaded = load_model(save_model(arr, tmp_path / "g.json"))
+    assert not hasattr(loaded, "feature_names_in_") and loaded.expression_ == arr.expression_
+    assert loaded.n_features_in_ == 2

@@ -83,10 +83,11 @@ def test_tags_describe_the_estimators():
 
 
 # ------------------------------------------------------------------ model selection
-def _data(n=60, seed=0):
-    """y = 3*x1 + 1 (x2, x3 unused): one shape for every symbolic fit here."""
+def _data(n=150, seed=0):
+    """y = 3*x1 + 1 (x2 unused). Every symbolic fit here is on 100 rows x 2 features, the
+    shape of tests/symbolic's rational data: the kernels are compiled once per session."""
     rng = np.random.default_rng(seed)
-    X = rng.uniform(-2.0, 2.0, size=(n, 3))
+    X = rng.uniform(-2.0, 2.0, size=(n, 2))
     return X, 3.0 * X[:, 0] + 1.0
 
 
@@ -95,7 +96,7 @@ def _tree():
                                 regularization=0.01)
 
 
-_CV = KFold(3)  # 40 training rows in every fold: the symbolic fits compile once
+_CV = KFold(3)  # 100 training rows in every fold
 
 
 @pytest.mark.parametrize("make", [
@@ -107,12 +108,12 @@ def test_cross_val_score_and_pipeline_with_scaler(make):
     X, y = _data()
     scores = cross_val_score(make(), X, y, cv=_CV)
     assert scores.shape == (3,) and np.all(np.isfinite(scores)) and np.all(scores > 0.5)
-    pipe = make_pipeline(StandardScaler(), make()).fit(X[:40], y[:40])
-    est = make().fit(StandardScaler().fit(X[:40]).transform(X[:40]), y[:40])
+    pipe = make_pipeline(StandardScaler(), make()).fit(X[:100], y[:100])
+    est = make().fit(StandardScaler().fit(X[:100]).transform(X[:100]), y[:100])
     # the pipeline predicts what the estimator fitted on the scaled data predicts
-    Xs = StandardScaler().fit(X[:40]).transform(X[40:])
-    np.testing.assert_allclose(pipe.predict(X[40:]), est.predict(Xs), rtol=1e-12)
-    assert pipe.score(X[40:], y[40:]) == pytest.approx(est.score(Xs, y[40:]), rel=1e-12)
+    Xs = StandardScaler().fit(X[:100]).transform(X[100:])
+    np.testing.assert_allclose(pipe.predict(X[100:]), est.predict(Xs), rtol=1e-12)
+    assert pipe.score(X[100:], y[100:]) == pytest.approx(est.score(Xs, y[100:]), rel=1e-12)
 
 
 def test_symbolic_regressor_recovers_a_line_in_every_fold():
@@ -123,7 +124,7 @@ def test_symbolic_regressor_recovers_a_line_in_every_fold():
 
 def test_grid_search_over_each_estimator():
     X, y = _data()
-    # refit=False: no fit on all 60 rows (a new data shape, compiled again)
+    # refit=False: no fit on all 150 rows (a new data shape, compiled again)
     gs = GridSearchCV(SymbolicRegressor(max_nodes=7), {"max_iterations": [0, 3]}, cv=_CV,
                       refit=False).fit(X, y)
     assert gs.best_params_ == {"max_iterations": 3}  # 0 iterations: the mean, R^2 <= 0
@@ -150,30 +151,30 @@ def test_grid_search_over_each_estimator():
 ], ids=["symbolic", "tree", "binarizer"])
 def test_feature_names_as_scikit_learn_does_them(make):
     X, y = _data()
-    frame = pd.DataFrame(X, columns=["a", "b", "c"])
-    est = make().fit(frame[:40], y[:40])
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    est = make().fit(frame[:100], y[:100])
     out = est.predict if hasattr(est, "predict") else est.transform
     assert est.feature_names_in_.dtype == object
-    assert list(est.feature_names_in_) == ["a", "b", "c"] and est.n_features_in_ == 3
-    expected = np.asarray(out(frame[40:]))
+    assert list(est.feature_names_in_) == ["a", "b"] and est.n_features_in_ == 2
+    expected = np.asarray(out(frame[100:]))
     # reordered columns with the same names: matched by name, the same numbers
-    np.testing.assert_array_equal(np.asarray(out(frame[40:][["c", "a", "b"]])), expected)
+    np.testing.assert_array_equal(np.asarray(out(frame[100:][["b", "a"]])), expected)
     # one column renamed: an error naming both columns, never a silent use by position
-    renamed = frame[40:].rename(columns={"b": "B"})
+    renamed = frame[100:].rename(columns={"b": "B"})
     with pytest.raises(ValueError, match=r"missing the columns \['b'\].*columns \['B'\]"):
         out(renamed)
     with pytest.raises(ValueError, match="feature names should match"):
-        out(frame[40:][["a", "b"]])
+        out(frame[100:][["a"]])
     with pytest.raises(ValueError, match="feature names should match"):
-        out(frame[40:].assign(d=1.0))
+        out(frame[100:].assign(d=1.0))
     # an array after a frame: used by position, with scikit-learn's warning
     with pytest.warns(UserWarning, match="does not have valid feature names"):
-        np.testing.assert_array_equal(np.asarray(out(X[40:])), expected)
+        np.testing.assert_array_equal(np.asarray(out(X[100:])), expected)
     # fitted on an array: no feature_names_in_
-    est = make().fit(X[:40], y[:40])
-    assert not hasattr(est, "feature_names_in_") and est.n_features_in_ == 3
-    with pytest.raises(ValueError, match="X has 2 features, but .* is expecting 3 features"):
-        (est.predict if hasattr(est, "predict") else est.transform)(X[40:, :2])
+    est = make().fit(X[:100], y[:100])
+    assert not hasattr(est, "feature_names_in_") and est.n_features_in_ == 2
+    with pytest.raises(ValueError, match="X has 1 features, but .* is expecting 2 features"):
+        (est.predict if hasattr(est, "predict") else est.transform)(X[100:, :1])
 
 
 @pytest.mark.parametrize("est", _small_estimators(), ids=lambda e: type(e).__name__)
@@ -183,3 +184,26 @@ def test_not_fitted_error(est):
     with pytest.raises(NotFittedError, match="not fitted yet"):
         method(X)
     assert repr(clone(est)) == repr(est)
+
+
+# ------------------------------------------------------------------ to_jax
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_to_jax_equals_predict_in_the_model_dtype(dtype):
+    import jax
+
+    X = np.arange(1, 201, dtype=np.int64).reshape(100, 2)  # integer input
+    y = 3.3 * X[:, 0] / 7.0 + 0.1
+    sr = SymbolicRegressor(max_iterations=3, dtype=dtype).fit(X, y)
+    pred = sr.predict(X)
+    assert pred.dtype == np.dtype(dtype)
+    f = sr.to_jax()
+    with jax.enable_x64(False):  # the caller has not enabled float64
+        for Xin in (X, X.astype(np.int32), X.astype(np.float32), X.astype(np.float64)):
+            out = f(Xin)
+            assert out.dtype == np.dtype(dtype), Xin.dtype
+            np.testing.assert_array_equal(np.asarray(out), pred)
+    with jax.enable_x64(True):  # the caller's jit: XLA may fuse, equal to an ulp or two
+        out = jax.jit(f)(X)
+        assert out.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(np.asarray(out), pred,
+                                   rtol=4 * np.finfo(np.dtype(dtype)).eps)

@@ -276,11 +276,16 @@ class Expression:
                     sem[i] = _NUMPY_OPS[int(code)](a, b)
         return sem[0]
 
-    def to_jax(self):
+    def to_jax(self, dtype=None):
         """A pure JAX function ``f(X) -> (n_samples,)`` of ``X`` ``(n_samples, n_features)``.
 
         The function closes over the constants; it is jit-, vmap- and grad-able and
         computes exactly the operations of :meth:`evaluate` in the same order.
+
+        Args:
+          dtype: the dtype ``X`` and the constants are cast to (``None``: ``X``'s own float
+            dtype; integer or boolean ``X`` becomes JAX's default float dtype, never an
+            integer result).
         """
         import jax.numpy as jnp
 
@@ -289,11 +294,15 @@ class Expression:
 
         def f(X):
             X = jnp.asarray(X)
+            dt = dtype
+            if dt is None:
+                dt = X.dtype if jnp.issubdtype(X.dtype, jnp.floating) else jnp.result_type(float)
+            X = X.astype(dt)
 
             def rec(i):
                 code = int(op[i])
                 if code == CONST:
-                    return jnp.full(X.shape[:-1], value[i], dtype=X.dtype)
+                    return jnp.full(X.shape[:-1], value[i], dtype=dt)
                 if code == VAR:
                     return X[..., int(feature[i])]
                 a, b = rec(int(left[i])), rec(int(right[i]))

@@ -349,8 +349,27 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def to_jax(self, index=None):
         """Pure JAX function ``f(X) -> (n_samples,)`` equal to :meth:`predict` (``index``: a
-        row of ``equations_`` instead of the selected model)."""
-        return self._tree(index).to_jax()
+        row of ``equations_`` instead of the selected model).
+
+        ``X`` ``(n_samples, n_features_in_)`` of any real dtype (integers too) is cast to the
+        model's ``dtype`` and evaluated in it; a float64 model switches float64 on for the
+        call (scoped, as :meth:`fit` and :meth:`predict` do), so the caller need not enable
+        ``jax_enable_x64``. Under the caller's own ``jax.jit``, trace inside
+        ``jax.enable_x64(True)`` to keep float64 (JAX fixes the input dtypes at the jit
+        boundary). Columns are positions: no feature-name checks.
+
+        Raises:
+          NotFittedError: before :meth:`fit`.
+          IndexError: if ``index`` is not a row of ``equations_``.
+        """
+        dt = resolve_dtype(self.dtype)
+        g = self._tree(index).to_jax(dtype=dt)
+
+        def f(X):
+            with precision(dt):
+                return g(X)
+
+        return f
 
     # ---------------------------------------------------------------- reading
     def _precision(self, precision):
