@@ -7,6 +7,10 @@ Sub-commands::
     jaxsr tree DATA.csv --target COLUMN [...]     # optimal sparse regression tree
     jaxsr predict MODEL.json DATA.csv [...]       # predictions of a saved model
 
+Data files are any delimited text that pandas reads: the separator is sniffed (``,`` ``;``
+tab ``|`` or runs of blanks) or given with ``--sep``; ``--decimal ,`` reads ``0,66``;
+``--no-header`` names the columns ``x1 .. xn``; ``--drop`` leaves columns out.
+
 Results go to stdout; progress (``--verbose``, and one line per step of a long run) goes
 to stderr. Every user error (missing file, missing target column, non-numeric columns,
 NaN, bad option) ends with a one-line ``jaxsr: error: ...`` message and exit code 2.
@@ -95,7 +99,52 @@ def _load_trees():
     return OptimalTreeRegressor, Binarizer
 
 
-def _read_csv(path: str):
+_SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "space": r"\s+",
+              "whitespace": r"\s+", "pipe": "|"}
+_MANY_CATEGORIES = 12  # a text column with more distinct values than this gets a warning
+
+
+def _sniff_sep(p: Path, encoding: str) -> str | None:
+    """The separator of a delimited text file, from its first 64 KB (``csv.Sniffer``).
+
+    A single space means columns separated by runs of blanks (the regular expression
+    ``\\s+``), as in UCI's ``.data`` files; ``None`` when no separator can be told (one
+    column: any will do).
+    """
+    import csv
+
+    with open(p, encoding=encoding, errors="replace", newline="") as fh:
+        sample = fh.read(65536)
+    lines = sample.splitlines()
+    if len(lines) > 1 and not sample.endswith(("\n", "\r")):
+        sample = "\n".join(lines[:-1])  # a line cut in the middle would mislead the sniffer
+    try:
+        sep = csv.Sniffer().sniff(sample, delimiters=",;\t| ").delimiter
+    except csv.Error:  # e.g. runs of blanks of varying length: same field count per line?
+        counts = {len(ln.split()) for ln in sample.splitlines()[:100] if ln.strip()}
+        return r"\s+" if len(counts) == 1 and counts.pop() > 1 else None
+    return r"\s+" if sep == " " else sep
+
+
+def _read_csv(path: str, sep: str | None = None, decimal: str = ".", header: bool = True):
+    """Read a delimited text file with pandas' reader (the command's only CSV reader).
+
+    Args:
+      path: the file (any extension).
+      sep: the column separator; ``None`` sniffs it (``,`` ``;`` tab ``|`` or blanks). Names
+        ``tab``, ``comma``, ``semicolon``, ``space``/``whitespace`` (runs of blanks) and
+        ``pipe`` are accepted, and any other string goes to ``pandas.read_csv`` as it is.
+      decimal: the decimal mark of the numbers (``.`` or ``,``).
+      header: whether the first row holds the column names; without one the columns are
+        named ``x1 .. xn`` (1-based, as in the papers).
+
+    Column names are stripped of surrounding blanks (a UTF-8 byte-order mark is removed);
+    columns without a name and without a single value (trailing separators) are left out,
+    with a note on stderr.
+
+    Raises:
+      CLIError: missing file, a directory, empty, unreadable, or a header without data.
+    """
     import pandas as pd
 
     p = Path(path)
@@ -103,18 +152,89 @@ def _read_csv(path: str):
         raise CLIError(f"{path}: no such file")
     if p.is_dir():
         raise CLIError(f"{path} is a directory, not a CSV file")
+    encoding = "utf-8-sig"
+    if sep is not None:
+        sep = _SEP_NAMES.get(sep.strip().lower(), sep) if sep.strip() else r"\s+"
+    if decimal not in (".", ","):
+        raise CLIError(f"--decimal must be '.' or ','; got {decimal!r}")
     try:
-        df = pd.read_csv(p, sep=None, engine="python") if p.suffix.lower() not in (
-            ".csv", ".txt") else pd.read_csv(p)
+        if sep is None:
+            sep = _sniff_sep(p, encoding)
+        if sep is not None and sep == decimal:
+            raise CLIError(f"{path}: the separator and the decimal mark are both {sep!r}; "
+                           "give --sep")
+        df = pd.read_csv(p, sep=sep if sep is not None else ",", decimal=decimal,
+                         header=0 if header else None, encoding=encoding,
+                         engine="python" if sep is not None and len(sep) > 1 else "c")
     except pd.errors.EmptyDataError as err:
         raise CLIError(f"{path} is empty") from err
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as err:
+    except UnicodeDecodeError as err:
+        raise CLIError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); "
+                       "convert it to UTF-8 first") from err
+    except (pd.errors.ParserError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise CLIError(f"{path} could not be read as CSV: {first}") from err
+        hint = "" if sep is not None and sep != "," else " (give the separator with --sep)"
+        raise CLIError(f"{path} could not be read as CSV: {first}{hint}") from err
     if df.shape[0] == 0:
         raise CLIError(f"{path} has a header but no data rows")
-    df.columns = [str(c) for c in df.columns]
+    if header:
+        names = [str(c).strip() for c in df.columns]
+        if len(set(names)) == len(names):
+            df.columns = names
+        else:
+            df.columns = [str(c) for c in df.columns]
+        empty = [c for c in df.columns
+                 if c.startswith("Unnamed: ") and bool(df[c].isna().all())]
+        if empty:
+            df = df.drop(columns=empty)
+            _progress(f"{path}: left out {len(empty)} column(s) without a name or any value "
+                      "(trailing separators)")
+    else:
+        df.columns = [f"x{j + 1}" for j in range(df.shape[1])]
     return df
+
+
+def _decimal_comma_hint(df, columns) -> str:
+    """' (...try --decimal ,)' when text columns hold numbers written with a decimal comma."""
+    import re
+
+    pattern = re.compile(r"^\s*[-+]?\d*,\d+([eE][-+]?\d+)?\s*$")
+    for c in columns:
+        values = df[c].dropna().astype(str).head(50)
+        if len(values) and all(pattern.match(v) for v in values):
+            return (f"; values such as {values.iloc[0]!r} in {c!r} look like numbers with a "
+                    "decimal comma: add --decimal ,")
+    return ""
+
+
+def _header_hint(df) -> str:
+    """A hint when every column name reads as a number: the file likely has no header."""
+    try:
+        [float(str(c).replace(",", ".")) for c in df.columns]
+    except ValueError:
+        return ""
+    return ("; the first row looks like data (every name is a number): if the file has no "
+            "header, add --no-header and name the columns x1 .. xn")
+
+
+def _many_categories_warning(X) -> None:
+    """Warn (stderr) about text columns that one-hot encoding turns into many features."""
+    import shlex
+
+    for c in _non_numeric(X):
+        k = int(X[c].nunique(dropna=True))
+        if k > _MANY_CATEGORIES:
+            print(f"jaxsr: warning: text column {c!r} has {k} distinct values and is one-hot "
+                  f"encoded into {k} binary features (one per value), which slows the "
+                  f"search; leave it out with --drop {shlex.quote(c)} if it is an id, a date "
+                  "or free text", file=sys.stderr, flush=True)
+
+
+def _read_data(args):
+    """``_read_csv`` with the command's CSV options (``--sep``, ``--decimal``,
+    ``--no-header``)."""
+    return _read_csv(args.data, sep=args.sep, decimal=args.decimal,
+                     header=not args.no_header)
 
 
 def _non_numeric(df) -> list[str]:
@@ -132,7 +252,7 @@ def _numeric_problems(df, path: str, what: str, *, allow_categorical: bool = Fal
         more = f" and {len(non_numeric) - 6} more" if len(non_numeric) > 6 else ""
         raise CLIError(
             f"{path}: {what} has non-numeric column(s) {shown}{more}; encode them as numbers "
-            "or leave them out with --drop"
+            "or leave them out with --drop" + _decimal_comma_hint(df, non_numeric)
         )
     bad = df.isna().to_numpy().copy()
     numeric = [c for c in df.columns if c not in non_numeric]
@@ -155,7 +275,7 @@ def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None,
     if target not in df.columns:
         cols = ", ".join(df.columns[:12]) + (", ..." if df.shape[1] > 12 else "")
         raise CLIError(f"{path}: no column named {target!r} (columns: {cols}); "
-                       "choose the target with --target")
+                       "choose the target with --target" + _header_hint(df))
     drop = list(drop or [])
     missing = [c for c in drop if c not in df.columns]
     if missing:
@@ -274,7 +394,7 @@ def _certificate_lines(tree) -> list[str]:
 
 
 def _cmd_symbolic(args) -> int:
-    df = _read_csv(args.data)
+    df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop)
     train, test = _split(len(y), args.test_size, args.seed)
     SymbolicRegressor = _load_symbolic()
@@ -341,9 +461,10 @@ def _make_binarizer(args, X, Binarizer):
 
 
 def _cmd_tree(args) -> int:
-    df = _read_csv(args.data)
+    df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop,
                                 allow_categorical=args.binarize != "none")
+    _many_categories_warning(X)
     train, test = _split(len(y), args.test_size, args.seed)
     OptimalTreeRegressor, Binarizer = _load_trees()
     binarizer, how = _make_binarizer(args, X.iloc[train], Binarizer)
@@ -395,7 +516,7 @@ def _cmd_predict(args) -> int:
         raise CLIError(f"{args.model}: {err}") from err
     if not hasattr(model, "predict"):
         raise CLIError(f"{args.model} holds a {type(model).__name__}, not a regression model")
-    df = _read_csv(args.data)
+    df = _read_data(args)
     names = _model_feature_names(model)
     if names is not None and not (len(names) == df.shape[1] and list(df.columns) == names):
         missing = [n for n in names if n not in df.columns]
@@ -597,8 +718,22 @@ def _non_negative_float(text: str) -> float:
     return v
 
 
+def _add_csv_options(p: argparse.ArgumentParser) -> None:
+    """How the data file is read (pandas' reader): separator, decimal mark, header."""
+    p.add_argument("--sep", default=None, metavar="SEP",
+                   help="column separator: a character, 'tab', 'semicolon', 'space' (runs of "
+                   "blanks) or a regular expression (default: sniffed from the file)")
+    p.add_argument("--decimal", default=".", choices=(".", ","),
+                   help="decimal mark of the numbers (default '.'; ',' for files such as "
+                   "'0,66' with --sep ';')")
+    p.add_argument("--no-header", action="store_true",
+                   help="the first row is data, not names: the columns are named x1 .. xn "
+                   "(e.g. --target x6)")
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="CSV file with a header row")
+    p.add_argument("data", help="delimited text file (CSV, TSV, whitespace-separated ...), "
+                   "by default with a header row")
     p.add_argument("--target", required=True, metavar="COLUMN",
                    help="name of the target column; every other column is a feature")
     p.add_argument("--drop", action="append", metavar="COLUMN", default=None,
@@ -612,6 +747,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="floating point precision (default float64)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="progress lines of the search on stderr")
+    _add_csv_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -681,6 +817,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("data", help="CSV file with the model's feature columns (others ignored)")
     p.add_argument("--output", "-o", default=None, metavar="PREDICTIONS.csv",
                    help="write the predictions here (default: stdout)")
+    _add_csv_options(p)
     p.set_defaults(func=_cmd_predict)
     return parser
 

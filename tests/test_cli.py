@@ -263,3 +263,134 @@ def test_demo(capsys):
     assert sum("optimal: yes" in ln for ln in lines) == 2
     assert any(ln.strip().startswith("if ") and " <= " in ln for ln in lines)
     assert "time of each step:" in out and "total" in out
+
+
+# --------------------------------------------------------------------------------------
+# any CSV: --sep, --decimal, --no-header, sniffing, hints
+
+
+def _last_train_n(out: str) -> int:
+    train = next(ln for ln in out.splitlines() if ln.startswith("train"))
+    return int(train.split("(n=")[1].rstrip(")"))
+
+
+def _small_tree(*extra):
+    return ("--depth-budget", "2", "--n-thresholds", "2", "--time-limit", "20", *extra)
+
+
+def test_read_csv_separators_decimal_header_and_bom(tmp_path):
+    from jaxsr.cli import _read_csv
+
+    want = pd.DataFrame({"a b": [1.5, -2.25, 3.0], "c": [10.0, 20.0, 30.5]})
+    files = {
+        "semi.csv": ("a b;c\n1,5;10\n-2,25;20\n3;30,5\n", {"decimal": ","}),
+        "tab.tsv": ("a b\tc\n1.5\t10\n-2.25\t20\n3\t30.5\n", {}),
+        "bom.csv": ("\ufeffa b ,c\n1.5,10\n-2.25,20\n3,30.5\n", {}),  # BOM, blank in name
+        "trail.csv": ("a b;c;;\n1,5;10;;\n-2,25;20;;\n3;30,5;;\n", {"decimal": ","}),
+        "pipe.txt": ("a b|c\n1.5|10\n-2.25|20\n3|30.5\n", {"sep": "pipe"}),
+    }
+    for name, (text, kw) in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        got = _read_csv(str(tmp_path / name), **kw)
+        pd.testing.assert_frame_equal(got.astype(float), want, check_dtype=False, obj=name)
+    # no header, runs of blanks (sniffed) and tabs (given): columns x1 .. xn
+    (tmp_path / "blank.data").write_text("1.5  10 7\n-2.25 20  8\n3 30.5 9\n")
+    (tmp_path / "tabs.dat").write_text("1.5\t10\t7\n-2.25\t20\t8\n3\t30.5\t9\n")
+    for name, kw in (("blank.data", {}), ("tabs.dat", {"sep": "tab"}), ("tabs.dat", {})):
+        got = _read_csv(str(tmp_path / name), header=False, **kw)
+        assert list(got.columns) == ["x1", "x2", "x3"], name
+        np.testing.assert_array_equal(got.to_numpy(), [[1.5, 10, 7], [-2.25, 20, 8],
+                                                        [3, 30.5, 9]])
+
+
+def test_csv_options_on_the_command_and_their_hints(capsys, tmp_path):
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 10, 60)
+    y = np.where(x > 5, 2.0, -1.0)
+    rows = [f"{a:.6f};{b:.1f}\n".replace(".", ",") for a, b in zip(x, y, strict=True)]
+    text = "x;y\n" + "".join(rows)
+    path = tmp_path / "comma.csv"
+    path.write_text(text)
+    # without --decimal: the numbers are text; the error says what to add
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y")
+    assert rc == 2
+    assert "decimal comma: add --decimal ," in _error_line(err)
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--decimal", ",",
+                        "--sep", ";", *_small_tree())
+    assert rc == 0, err
+    assert "optimal: yes" in out and _last_train_n(out) == 60
+    # the separator and the decimal mark cannot be one character
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--decimal", ",",
+                        "--sep", ",")
+    assert rc == 2 and "both ','" in _error_line(err)
+    # no header: the error for a missing target says so; --no-header names them x1..xn
+    raw = tmp_path / "raw.data"
+    raw.write_text("".join(f"{a:.6f} {b:.1f}\n" for a, b in zip(x, y, strict=True)))
+    rc, out, err = _run(capsys, "tree", str(raw), "--target", "x2")
+    assert rc == 2 and "add --no-header" in _error_line(err)
+    model = tmp_path / "m.json"
+    rc, out, err = _run(capsys, "tree", str(raw), "--no-header", "--target", "x2",
+                        "--output", str(model), "--binarize", "midpoints", *_small_tree())
+    assert rc == 0, err
+    assert _last_train_n(out) == 60 and "x1 <= " in out
+    # predict reads the same kind of file with the same options (x2 is not needed)
+    rc, out, err = _run(capsys, "predict", str(model), str(raw), "--no-header")
+    assert rc == 0, err
+    pred = pd.read_csv(__import__("io").StringIO(out))["prediction"].to_numpy()
+    np.testing.assert_allclose(pred, y)
+
+
+def test_warning_for_a_text_column_with_many_values(capsys, tmp_path):
+    n = 80
+    day = [f"2024-01-{1 + i % 20:02d}" for i in range(n)]  # 20 distinct dates
+    size = np.arange(n) % 7 * 1.0
+    df = pd.DataFrame({"day": day, "colour": np.where(np.arange(n) % 2, "red", "blue"),
+                       "size": size, "y": size * 2})
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", *_small_tree())
+    assert rc == 0, err
+    warnings = [ln for ln in err.splitlines() if ln.startswith("jaxsr: warning:")]
+    assert len(warnings) == 1  # colour has 2 values: no warning
+    assert "'day' has 20 distinct values" in warnings[0] and "20 binary features" in warnings[0]
+    assert "--drop day" in warnings[0]
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--drop", "day",
+                        *_small_tree())
+    assert rc == 0 and "warning" not in err
+
+
+# The 8 raw OSRT datasets (shared/data/osrt/raw, formats in its README): the options that
+# read each, the rows and feature columns that must come out. Small settings: one split.
+_OSRT_RAW = {
+    "airfoil": ("airfoil/airfoil_self_noise.dat", ["--no-header", "--target", "x6"], 1503, 5),
+    "garment": ("garment/garments_worker_productivity.csv",
+                ["--target", "actual_productivity", "--drop", "date", "--drop", "wip"],
+                1197, 12),
+    "optical": ("optical/optical.csv", ["--decimal", ",", "--target", "Channel Utilization"],
+                640, 9),
+    "real_estate": ("real_estate/real_estate.csv",
+                    ["--target", "Y house price of unit area", "--drop", "No"], 414, 6),
+    "seoul_bike": ("seoul_bike/seoul_bike.csv", ["--target", "Rented Bike Count"], 8760, 12),
+    "servo": ("servo/servo.data", ["--target", "class"], 167, 4),
+    "sync": ("sync/synchronous_machine.csv", ["--sep", ";", "--decimal", ",", "--target", "If"],
+             557, 4),
+    "yacht": ("yacht/yacht_hydrodynamics.data", ["--no-header", "--target", "x7"], 308, 6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OSRT_RAW))
+def test_every_raw_osrt_dataset_is_readable_by_jaxsr_tree(capsys, name):
+    from jaxsr.datasets import shared_data_dir
+
+    data = shared_data_dir(required=False)
+    if data is None or not (data / "osrt" / "raw").is_dir():
+        pytest.skip("shared/data/osrt/raw not found")
+    rel, options, n_rows, n_features = _OSRT_RAW[name]
+    path = data / "osrt" / "raw" / rel
+    rc, out, err = _run(capsys, "tree", str(path), *options, *_small_tree())
+    assert rc == 0, err
+    assert _last_train_n(out) == n_rows
+    assert f"{n_features} features" in out
+    assert "certificate:" in out and "jaxsr: warning" not in err
+    train = next(ln for ln in out.splitlines() if ln.startswith("train"))
+    assert float(train.split("R^2")[1].split()[0]) > 0.0  # the one split explains something
