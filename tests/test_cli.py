@@ -261,7 +261,7 @@ def test_demo(capsys):
     assert all(v in recovered for v in ("x1", "x2", "x3"))
     # two certified optimal trees, the diabetes one printed as an index card
     assert sum("optimal: yes" in ln for ln in lines) == 2
-    assert any(ln.strip().startswith("if ") and " <= " in ln for ln in lines)
+    assert any(ln.strip().startswith("|--- ") and " <= " in ln for ln in lines)
     assert "time of each step:" in out and "total" in out
 
 

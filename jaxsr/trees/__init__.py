@@ -1,6 +1,7 @@
 """Optimal sparse regression trees (OSRT): provably optimal trees by DP with bounds.
 
-Estimator layer: :class:`OptimalTreeRegressor`, :class:`Tree`, :class:`Binarizer`.
+Estimator layer: :class:`OptimalTreeRegressor`, :class:`Tree`, :class:`Binarizer`; pictures:
+:func:`plot_tree` (matplotlib), :func:`export_graphviz` (dot source).
 Functional layer (pure, jittable, vmappable JAX functions with documented shapes):
 :func:`weighted_kmeans`, :func:`weighted_kmedians`, :func:`kmeans_lower_bound`,
 :func:`leaf_statistics`, :func:`optimal_subtree_cost`.
@@ -8,8 +9,8 @@ Functional layer (pure, jittable, vmappable JAX functions with documented shapes
 Modules: ``kmeans`` (Algorithm 1's DP), ``bounds`` (leaf statistics, bounds), ``subtrees``
 (exact depth-1..3 subtrees as matrix products), ``search`` (DP with bounds, certificate),
 ``device`` (batched evaluation of frontier subproblems, ``backend="jax"``), ``tree``
-(:class:`Tree`), ``regressor`` (:class:`OptimalTreeRegressor`), ``binarize``
-(:class:`Binarizer`).
+(:class:`Tree`), ``plot`` (:func:`plot_tree`, :func:`export_graphviz`), ``regressor``
+(:class:`OptimalTreeRegressor`), ``binarize`` (:class:`Binarizer`).
 """
 
 from .binarize import Binarizer as Binarizer
@@ -17,6 +18,8 @@ from .bounds import leaf_statistics as leaf_statistics
 from .kmeans import kmeans_lower_bound as kmeans_lower_bound
 from .kmeans import weighted_kmeans as weighted_kmeans
 from .kmeans import weighted_kmedians as weighted_kmedians
+from .plot import export_graphviz as export_graphviz
+from .plot import plot_tree as plot_tree
 from .regressor import OptimalTreeRegressor as OptimalTreeRegressor
 from .subtrees import optimal_subtree_cost as optimal_subtree_cost
 from .tree import Tree as Tree
@@ -25,9 +28,11 @@ __all__ = [
     "Binarizer",
     "OptimalTreeRegressor",
     "Tree",
+    "export_graphviz",
     "kmeans_lower_bound",
     "leaf_statistics",
     "optimal_subtree_cost",
+    "plot_tree",
     "weighted_kmeans",
     "weighted_kmedians",
 ]

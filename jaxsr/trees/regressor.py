@@ -450,7 +450,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         return self.tree_.predict(Xb).astype(dt)
 
     def export_text(self, decimals: int = 4, show_counts: bool = True) -> str:
-        """The tree as an index card: ``if <feature> is true: ... else ... predict v``."""
+        """The tree as an index card, one line per split (see :meth:`Tree.export_text`);
+        ``decimals`` = digits after the decimal point of the predictions."""
         self._check_fitted()
         return self.tree_.export_text(self.binary_feature_names_, decimals=decimals,
                                       show_counts=show_counts)

@@ -77,36 +77,67 @@ class Tree:
         return self.value[self.apply(X)]
 
     # ------------------------------------------------------------------ text
+    def condition(self, i: int, feature_names=None) -> str:
+        """The test of split node ``i`` as text: the binary feature's name (``"x3 <= 4.5"``,
+        ``"city == north"``), or ``"<name> == 1"`` for a plain 0/1 column such as ``"hot"``.
+        The samples for which it holds go to ``true_child[i]``."""
+        names = feature_names if feature_names is not None else self.feature_names
+        f = int(self.feature[i])
+        if f < 0:
+            raise ValueError(f"node {i} is a leaf; it has no condition")
+        name = str(names[f]) if names is not None else f"x{f + 1}"
+        if any(op in name for op in ("<=", ">=", "==", "!=", "<", ">")):
+            return name
+        return f"{name} == 1"
+
+    @staticmethod
+    def format_value(v: float, decimals: int = 4) -> str:
+        """A prediction with ``decimals`` digits after the point (scikit-learn's meaning of
+        ``decimals``), ``-0`` shown as ``0``."""
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+            raise ValueError(f"decimals must be an integer >= 0; got {decimals!r}")
+        text = f"{float(v):.{decimals}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0.0 else text
+
+    def leaf_label(self, i: int, decimals: int = 4, show_counts: bool = True) -> str:
+        """``"predict 5.0000  (n = 10)"`` for leaf ``i``."""
+        extra = f"  (n = {int(self.n_samples[i])})" if show_counts else ""
+        return f"predict {self.format_value(self.value[i], decimals)}{extra}"
+
     def export_text(self, feature_names=None, decimals: int = 4, show_counts: bool = True
                     ) -> str:
-        """An index card: nested ``if <feature> is true / else`` rules ending in predictions.
+        """The tree as text, one line per split and one per leaf, as scikit-learn's
+        ``export_text`` draws it, with ``else`` for the branch where the test fails::
+
+            |--- x3 <= 4.5
+            |   |--- predict 1.2500  (n = 40)
+            |--- else
+            |   |--- city == north
+            |   |   |--- predict 5.0000  (n = 30)
+            |   |--- else
+            |   |   |--- predict 9.0000  (n = 30)
 
         Args:
           feature_names: one name per binary feature (default: the stored names, else
             ``x1 .. xM``).
-          decimals: significant digits of the printed predictions.
+          decimals: digits after the decimal point of the predictions (as scikit-learn).
           show_counts: append ``(n = samples)`` to every prediction.
+
+        Raises:
+          ValueError: ``decimals`` not an integer >= 0.
         """
-        names = feature_names if feature_names is not None else self.feature_names
+        self.format_value(0.0, decimals)  # checks decimals
         lines: list[str] = []
 
-        def name(f):
-            return str(names[f]) if names is not None else f"x{f + 1}"
-
-        def fmt(v):
-            return f"{v:.{decimals}g}"
-
-        def rec(i, indent):
-            pad = "|   " * indent
+        def rec(i, depth):
+            pad = "|   " * depth + "|--- "
             if self.feature[i] < 0:
-                extra = f"  (n = {int(self.n_samples[i])})" if show_counts else ""
-                lines.append(f"{pad}predict {fmt(self.value[i])}{extra}")
+                lines.append(pad + self.leaf_label(i, decimals, show_counts))
                 return
-            nm = name(int(self.feature[i]))
-            lines.append(f"{pad}if {nm} is true:")
-            rec(int(self.true_child[i]), indent + 1)
-            lines.append(f"{pad}else ({nm} is false):")
-            rec(int(self.false_child[i]), indent + 1)
+            lines.append(pad + self.condition(i, feature_names))
+            rec(int(self.true_child[i]), depth + 1)
+            lines.append(pad + "else")
+            rec(int(self.false_child[i]), depth + 1)
 
         if self.n_nodes:
             rec(0, 0)

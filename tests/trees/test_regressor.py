@@ -28,8 +28,9 @@ def test_worked_example_two_leaves():
     assert m.optimal_ and m.gap_ == 0.0
     np.testing.assert_allclose(m.predict(X), y)
     assert m.score(X, y) == 1.0
-    assert m.export_text() == ("if x1 is true:\n|   predict 5  (n = 10)\n"
-                               "else (x1 is false):\n|   predict 1  (n = 10)")
+    assert m.export_text() == ("|--- x1 == 1\n|   |--- predict 5.0000  (n = 10)\n"
+                               "|--- else\n|   |--- predict 1.0000  (n = 10)")
+    assert m.export_text(decimals=2).count("predict 5.00  (n = 10)") == 1
 
 
 def test_objective_is_recomputed_from_predictions():
@@ -99,7 +100,7 @@ def test_dataframe_names_and_index_card():
     assert list(m.feature_names_in_) == ["hot", "wet", "windy", "weekend"]
     assert m.n_features_in_ == 4
     text = m.export_text()
-    assert text.startswith("if hot is true:")
+    assert text.startswith("|--- hot == 1\n")
     assert text.count("predict") == m.n_leaves_
     # follow the card by hand for one row
     row = df.iloc[0]
@@ -122,7 +123,7 @@ def test_with_binarizer_on_real_features():
     assert m.optimal_
     assert m.score(Xr, y) > 0.99
     assert m.binarizer is not m.binarizer_  # the estimator's binarizer stays unfitted
-    assert m.export_text().startswith("if x1 <= ")
+    assert m.export_text().startswith("|--- x1 <= ")
     d = json.loads(json.dumps(m.to_dict()))
     np.testing.assert_array_equal(OptimalTreeRegressor.from_dict(d).predict(Xr),
                                   m.predict(Xr))
