@@ -113,6 +113,8 @@ class Binarizer(TransformerMixin, BaseEstimator):
           column: every split between two realized values (``n_thresholds`` is ignored).
         * ``"gbdt"``: every threshold used by a ``GradientBoostingRegressor`` fitted on
           ``(X_numeric, y, sample_weight)`` (McTavish et al. 2022). ``fit`` then needs ``y``.
+          scikit-learn's trees compute in float32: their cuts cannot separate values closer
+          than float32 resolution, and values beyond the float32 range are refused.
 
         The arithmetic is overflow-safe up to the float maximum (no ``a + b`` or
         ``max - min`` that could be infinite), and a cut ``t`` between two distinct values
@@ -341,6 +343,12 @@ class Binarizer(TransformerMixin, BaseEstimator):
             raise ImportError(
                 "strategy='gbdt' needs scikit-learn: pip install scikit-learn"
             ) from err
+        big = float(np.finfo(np.float32).max)
+        if np.any(np.abs(Xn) > big):
+            raise ValueError(
+                "strategy='gbdt' fits scikit-learn trees, which compute in float32: values "
+                f"beyond +-{big:.3g} cannot be split there; use strategy='quantile', "
+                "'uniform' or 'midpoints' (exact in float64), or rescale the columns")
         params = dict(_DEFAULT_GBDT)
         params.update(self.gbdt_params or {})
         model = GradientBoostingRegressor(**params).fit(Xn, y, sample_weight=w)

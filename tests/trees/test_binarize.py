@@ -387,6 +387,12 @@ def test_thresholds_near_the_float_limits_match_exact_arithmetic(strategy, case)
         assert abs(Fraction(float(t)) - nearest) <= tol + Fraction(_TINY)
 
 
+def test_gbdt_refuses_values_beyond_float32_with_a_clear_error():
+    X = np.array([[1e39], [2e39], [3e39], [4e39]])
+    with pytest.raises(ValueError, match="float32.*midpoints"):
+        Binarizer(strategy="gbdt").fit(X, [1.0, 2.0, 3.0, 4.0])
+
+
 def test_the_only_informative_split_near_the_maximum_is_kept():
     # The case: two values near the float maximum, the target steps between them.
     x = np.array([0.8 * _MAX] * 3 + [_MAX] * 3).reshape(-1, 1)
