@@ -102,11 +102,13 @@ class Binarizer(TransformerMixin, BaseEstimator):
     Args:
       strategy: how numeric thresholds are chosen (OSRT section 2 lists these ways):
 
-        * ``"quantile"`` (default): ``np.quantile(x, k / (n_thresholds + 1))`` for
-          ``k = 1 .. n_thresholds`` (linear interpolation), deduplicated: equal-count buckets.
-          With ``sample_weight`` the weighted quantile: each row sits at the centre of its
-          weight along the sorted column, the first at 0 and the last at 1, and the level
-          interpolates linearly between them (numpy's quantile when the weights are equal).
+        * ``"quantile"`` (default): equal-count buckets. For ``k = 1 .. n_thresholds`` the
+          column is ``x <= Q_k``, ``Q_k`` the weighted quantile at level ``k /
+          (n_thresholds + 1)`` (the inverted CDF, numpy's ``np.quantile(x, level,
+          weights=sample_weight, method="inverted_cdf")``); the threshold printed is the
+          midpoint between ``Q_k`` and the next larger value of the column (where a tree
+          puts it). Deduplicated. Weights act as repeated rows: integer weights give what
+          repeating the rows gives, and scaling all weights changes nothing.
         * ``"uniform"``: ``min(x) + k * (max(x) - min(x)) / (n_thresholds + 1)``: the interior
           edges of equal-width buckets, as the OSRT experiments binarized their data.
         * ``"midpoints"``: ``(u[i] + u[i+1]) / 2`` for the sorted distinct values ``u`` of the
@@ -651,34 +653,27 @@ def _cut_between(a, b, g) -> np.ndarray:
     return np.where((g < 1.0) & (t >= b), np.maximum(below, a), t)
 
 
-def _weighted_quantiles(v: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Weighted quantiles of ``v`` (positive weights ``w``) at levels ``q`` in ``[0, 1]``.
+def _weighted_quantile_cuts(v: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Cuts below and above the weighted quantiles of ``v`` (positive weights ``w``) at
+    levels ``q`` in ``(0, 1)``.
 
-    Each sample sits at the centre of its weight, ``c_k = w_1 + .. + w_k - w_k / 2`` (sorted
-    by value); the quantile at level ``q`` interpolates linearly between the two samples
-    around ``c_1 + q * (c_n - c_1)``. With equal weights this is numpy's default
-    ``np.quantile(v, q)`` (linear, "type 7"); it does not change when every weight is
-    multiplied by the same factor, and a level within ``1e-10`` of a sample's position is
-    snapped onto it so rounding of the weights' sums cannot move a cut across a value.
-    Overflow-safe (:func:`_lerp`).
+    The quantile is the weighted inverted CDF, ``Q(q) = min{u : W(x <= u) >= q W}`` (numpy's
+    ``method="inverted_cdf"``), so the binary column is ``x <= Q(q)``; the threshold is
+    placed midway between ``Q(q)`` and the next larger value (a quantile at the maximum gives
+    the maximum: a constant column, dropped later). This definition does not change when every
+    weight is multiplied by the same factor, and integer weights give what repeating the rows
+    gives (scikit-learn's meaning of ``sample_weight``); a level within ``1e-10`` of a
+    cumulative weight counts as reaching it, so rounding of the sums cannot move a cut.
     """
-    order = np.argsort(v, kind="stable")
-    v, w = v[order], w[order]
-    n = v.size
-    q = np.asarray(q, dtype=np.float64)
-    if n == 1:
-        return np.full(q.shape, v[0])
-    c = np.cumsum(w) - 0.5 * w
-    C = c - c[0]
-    span = C[-1]
-    H = q * span
-    k = np.clip(np.searchsorted(C, H, side="right") - 1, 0, n - 2)
-    lo, hi = C[k], C[k + 1]
-    tol = 1e-10 * span
-    with np.errstate(divide="ignore", invalid="ignore"):
-        g = np.where(hi > lo, (H - lo) / (hi - lo), 0.0)
-    g = np.where(H - lo <= tol, 0.0, np.where(hi - H <= tol, 1.0, np.clip(g, 0.0, 1.0)))
-    return _cut_between(v[k], v[k + 1], g)
+    u, inv = np.unique(v, return_inverse=True)
+    F = np.cumsum(np.bincount(inv.ravel(), weights=w, minlength=u.size))
+    total = F[-1]
+    k = np.searchsorted(F, np.asarray(q, dtype=np.float64) * total - 1e-10 * total,
+                        side="left")
+    k = np.minimum(k, u.size - 1)
+    last = k == u.size - 1
+    nxt = np.minimum(k + 1, u.size - 1)
+    return np.where(last, u[k], _cut_between(u[k], u[nxt], 0.5))
 
 
 def _round_edges_down(t: np.ndarray, lo: float, hi: float, n: int, u: np.ndarray
@@ -709,7 +704,7 @@ def _thresholds(v: np.ndarray, strategy: str, n: int, w: np.ndarray | None = Non
     if w is None:
         w = np.ones(v.shape, dtype=np.float64)
     if strategy == "quantile":
-        t = _weighted_quantiles(v, w, np.arange(1, n + 1) / (n + 1))
+        t = _weighted_quantile_cuts(v, w, np.arange(1, n + 1) / (n + 1))
     elif strategy == "uniform":
         lo, hi = float(np.min(v)), float(np.max(v))
         if lo == hi:

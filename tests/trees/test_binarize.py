@@ -13,13 +13,13 @@ from jaxsr.trees.binarize import Binarizer
 
 # ----------------------------------------------------------------------------- strategies
 def test_quantile_thresholds_hand_computed():
-    # x = 1..10, quantiles 1/5..4/5 with linear interpolation: positions 9*q = 1.8, 3.6,
-    # 5.4, 7.2 -> 2 + 0.8, 4 + 0.6, 6 + 0.4, 8 + 0.2.
+    # x = 1..10: the share of rows with x <= u is u/10, so the quantiles at levels 1/5..4/5
+    # (inverted CDF) are 2, 4, 6, 8; each cut sits midway to the next value.
     X = np.arange(1.0, 11.0).reshape(-1, 1)
     b = Binarizer(n_thresholds=4).fit(X)
-    np.testing.assert_allclose(b.thresholds_[0], [2.8, 4.6, 6.4, 8.2], rtol=1e-15)
-    assert b.feature_names_out_ == ["x1 <= 2.8", "x1 <= 4.6", "x1 <= 6.4", "x1 <= 8.2"]
-    Z = b.transform(np.array([[1.0], [2.8], [3.0], [8.2], [8.3], [100.0], [-5.0]]))
+    assert b.thresholds_[0].tolist() == [2.5, 4.5, 6.5, 8.5]
+    assert b.feature_names_out_ == ["x1 <= 2.5", "x1 <= 4.5", "x1 <= 6.5", "x1 <= 8.5"]
+    Z = b.transform(np.array([[1.0], [2.5], [3.0], [8.2], [8.6], [100.0], [-5.0]]))
     assert Z.dtype == np.uint8 and Z.shape == (7, 4)
     assert Z.tolist() == [
         [1, 1, 1, 1],
@@ -34,13 +34,13 @@ def test_quantile_thresholds_hand_computed():
 
 
 def test_quantile_deduplicates_and_drops_constant_columns():
-    # Four 0s and six 1s: quantile positions 9*q = 1.8, 3.6, 5.4, 7.2 -> 0, 0 + 0.6, 1, 1.
-    # Distinct thresholds 0, 0.6, 1; "x <= 0.6" equals "x <= 0", "x <= 1" is all ones.
+    # Four 0s and six 1s: 40% of the rows are <= 0, so the quantiles at 1/5, 2/5 are 0 (cut
+    # 0.5, once) and at 3/5, 4/5 the maximum 1 ("x <= 1" is all ones: dropped).
     X = np.array([0.0] * 4 + [1.0] * 6).reshape(-1, 1)
     b = Binarizer(n_thresholds=4).fit(X)
-    assert b.thresholds_[0].tolist() == [0.0]
-    assert b.feature_names_out_ == ["x1 <= 0"]
-    assert b.dropped_ == [("x1 <= 0.6", "duplicate of x1 <= 0"), ("x1 <= 1", "constant")]
+    assert b.thresholds_[0].tolist() == [0.5]
+    assert b.feature_names_out_ == ["x1 <= 0.5"]
+    assert b.dropped_ == [("x1 <= 1", "constant")]
     assert b.transform(X)[:, 0].tolist() == [1] * 4 + [0] * 6
 
 
@@ -170,9 +170,9 @@ def test_categorical_one_hot_and_frames():
         }
     )
     b = Binarizer(n_thresholds=2, categorical=["grade"]).fit(df)
-    # quantiles of 1..6 at 1/3, 2/3: 1 + 5/3, 1 + 10/3
+    # quantiles of 1..6 at 1/3, 2/3: 2 and 4, cut midway to the next values
     assert b.feature_names_out_ == [
-        "size <= 2.66667", "size <= 4.33333",
+        "size <= 2.5", "size <= 4.5",
         "colour == blue", "colour == green", "colour == red",
         "grade == 1",
     ]
@@ -186,7 +186,7 @@ def test_categorical_one_hot_and_frames():
     new = pd.DataFrame({"grade": [3], "colour": ["purple"], "size": [2.0]})
     assert b.transform(new).tolist() == [[1, 1, 0, 0, 0, 0]]
     assert list(b.get_feature_names_out()) == b.feature_names_out_
-    assert list(b.get_feature_names_out(["a", "b", "c"]))[0] == "a <= 2.66667"
+    assert list(b.get_feature_names_out(["a", "b", "c"]))[0] == "a <= 2.5"
 
 
 def test_categorical_by_index_on_arrays():
@@ -326,21 +326,13 @@ def _exact_thresholds(x, strategy, n, w=None):
     if strategy == "uniform":
         lo, hi = Fraction(float(x.min())), Fraction(float(x.max()))
         return [lo + Fraction(k, n + 1) * (hi - lo) for k in range(1, n + 1)]
-    order = np.argsort(x, kind="stable")
-    v = [Fraction(float(t)) for t in x[order]]
-    ws = [Fraction(float(t)) for t in w[order]]
-    if len(v) == 1:
-        return [v[0]] * n
-    c, total = [], Fraction(0)
-    for wk in ws:
-        c.append(total + wk / 2)
-        total += wk
+    u = [Fraction(float(t)) for t in np.unique(x)]
+    F = [sum(Fraction(float(wk)) for xk, wk in zip(x, w, strict=True) if Fraction(float(xk)) <= uk)
+         for uk in u]
     out = []
     for k in range(1, n + 1):
-        h = c[0] + Fraction(k, n + 1) * (c[-1] - c[0])
-        i = max(i for i in range(len(v) - 1) if c[i] <= h)
-        g = (h - c[i]) / (c[i + 1] - c[i])
-        out.append(v[i] + g * (v[i + 1] - v[i]))
+        i = min(i for i in range(len(u)) if F[i] >= Fraction(k, n + 1) * F[-1])
+        out.append(u[i] if i == len(u) - 1 else (u[i] + u[i + 1]) / 2)
     return out
 
 
@@ -433,26 +425,40 @@ def test_float32_input_near_its_maximum_and_one_ulp_apart():
 
 
 # ----------------------------------------------------------------------------- weights
-def test_weighted_quantiles_hand_computed_and_equal_weights_are_numpy():
-    # values 0, 10, 20 with weights 1, 2, 1: centres 0.5, 2, 3.5 -> positions 0, 0.5, 1.
-    # Level 1/4 is halfway between 0 and 10 -> 5; 1/2 -> 10; 3/4 -> 15 (x <= 15 equals x <= 10).
+def test_weighted_quantiles_hand_computed_and_against_numpy():
+    # values 0, 10, 20 with weights 1, 2, 1 (total 4, cumulative 1, 3, 4): level 1/4 is
+    # reached at 0 (cut 5), levels 1/2 and 3/4 at 10 (cut 15, once).
     X = np.array([[0.0], [10.0], [20.0]])
     b = Binarizer(n_thresholds=3).fit(X, sample_weight=[1.0, 2.0, 1.0])
-    assert b.thresholds_[0].tolist() == [5.0, 10.0]
-    assert b.dropped_ == [("x1 <= 15", "duplicate of x1 <= 10")]
-    # equal weights (any value): numpy's np.quantile, linear interpolation
+    assert b.thresholds_[0].tolist() == [5.0, 15.0]
+    # numpy's weighted inverted-CDF quantile gives the columns, for any weights
     rng = np.random.default_rng(4)
-    x = rng.normal(size=37)
-    for n in (1, 3, 7, 12):  # levels at least 36/13 > 1 rows apart: every threshold is kept
-        want = np.quantile(x, np.arange(1, n + 1) / (n + 1))
-        for w in (None, np.full(37, 3.5)):
+    x = np.round(rng.normal(size=37), 1)  # with ties
+    for w in (None, np.full(37, 3.5), rng.uniform(0.1, 3.0, size=37),
+              rng.integers(0, 4, size=37).astype(float)):
+        for n in (1, 3, 7, 12):
             b = Binarizer(n_thresholds=n).fit(x.reshape(-1, 1), sample_weight=w)
-            np.testing.assert_allclose(b.thresholds_[0], want, rtol=1e-14, atol=1e-15)
-    # uneven weights: the exact definition (fractions), column by column
+            levels = np.arange(1, n + 1) / (n + 1)
+            Q = np.quantile(x, levels, weights=w, method="inverted_cdf")
+            live = x if w is None else x[w > 0]  # the columns on the rows that count
+            want = {tuple(bool(v) for v in live <= q) for q in Q} - {(True,) * live.size}
+            assert _our_columns(b, live) == want
+    # and the exact definition (fractions), column by column
     w = rng.uniform(0.1, 3.0, size=37)
     b = Binarizer(n_thresholds=6).fit(x.reshape(-1, 1), sample_weight=w)
-    assert b.n_features_out_ == 6
     assert _our_columns(b, x) == _exact_columns(x, _exact_thresholds(x, "quantile", 6, w))
+
+
+@pytest.mark.parametrize("strategy", ["quantile", "uniform", "midpoints"])
+def test_integer_weights_equal_repeated_rows(strategy):
+    rng = np.random.default_rng(9)
+    X = np.column_stack([rng.normal(size=40), rng.integers(0, 5, size=40) * 1.0])
+    w = rng.integers(0, 4, size=40)
+    kw = {"strategy": strategy, "n_thresholds": 6, "max_features": 7}
+    weighted = Binarizer(**kw).fit(X, sample_weight=w.astype(float))
+    repeated = Binarizer(**kw).fit(np.repeat(X, w, axis=0))
+    assert weighted.features_ == repeated.features_
+    np.testing.assert_array_equal(weighted.transform(X), repeated.transform(X))
 
 
 @pytest.mark.parametrize("strategy", ["quantile", "uniform", "midpoints", "gbdt"])
