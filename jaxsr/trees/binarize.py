@@ -147,7 +147,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
         column ``j``.
       features_: list of ``(j, op, value)`` for each output column, ``op`` in
         ``("<=", "==")``, in output order.
-      feature_names_out_: list of the output column names, e.g. ``["x1 <= 2.8", ...]``.
+      feature_names_out_: list of the output column names, e.g. ``["x1 <= 2.5", ...]``.
       n_features_out_: number of binary columns.
       dropped_: list of ``(name, reason)`` for candidate columns that were dropped,
         ``reason`` one of ``"constant"``, ``"duplicate of <name>"``,
@@ -163,7 +163,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
       >>> X = np.arange(1.0, 11.0).reshape(-1, 1)
       >>> b = Binarizer(n_thresholds=4).fit(X)
       >>> b.feature_names_out_
-      ['x1 <= 2.8', 'x1 <= 4.6', 'x1 <= 6.4', 'x1 <= 8.2']
+      ['x1 <= 2.5', 'x1 <= 4.5', 'x1 <= 6.5', 'x1 <= 8.5']
       >>> b.transform([[3.0], [9.0]]).tolist()
       [[0, 1, 1, 1], [0, 0, 0, 0]]
 

@@ -533,3 +533,12 @@ def test_tree_does_not_depend_on_a_uniform_rescaling_of_the_weights():
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-12)
     assert a.tree_.feature.tolist() == b.tree_.feature.tolist()
     np.testing.assert_allclose(a.tree_.value, b.tree_.value, rtol=1e-12)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import jaxsr.trees.binarize as module
+
+    result = doctest.testmod(module)
+    assert result.attempted >= 4 and result.failed == 0
