@@ -26,6 +26,7 @@ __all__ = [
     "check_choice",
     "check_feature_names",
     "check_int",
+    "check_numeric_column",
     "check_real",
     "check_X_y",
     "check_sample_weight",
@@ -210,8 +211,8 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
                if not _is_numeric_dtype(dt)]
         if bad:
             raise ValueError(
-                f"{name} has non-numeric columns {bad}; encode them first "
-                "(e.g. pandas.get_dummies, or jaxsr.Binarizer for trees)"
+                f"{name} has non-numeric column(s) {_shown(bad)}; encode them as numbers "
+                "first (e.g. pandas.get_dummies, or jaxsr.Binarizer for trees)"
             )
         X = X.to_numpy()
     arr = np.asarray(X)
@@ -225,13 +226,50 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
             raise TypeError(f"{name} must be numeric: {err}") from err
     arr = arr.astype(dtype, copy=False)
     if not np.all(np.isfinite(arr)):
-        bad_cols = np.where(~np.all(np.isfinite(arr), axis=0))[0]
-        labels = [names[j] if names else f"column {j}" for j in bad_cols[:5]]
+        bad = ~np.isfinite(arr)
+        bad_cols = np.flatnonzero(bad.any(axis=0))
+        labels = [names[j] for j in bad_cols] if names else [f"column {j}" for j in bad_cols]
         raise ValueError(
-            f"{name} contains NaN or infinite values (in {', '.join(labels)}); "
-            "impute or drop them first"
+            f"{name} contains NaN or infinite values in {int(bad.any(axis=1).sum())} row(s), "
+            f"in {_shown(labels, quote=bool(names))}; impute or drop them first"
         )
     return arr, names
+
+
+def _shown(labels, *, quote: bool = True, limit: int = 6) -> str:
+    """``'a', 'b' and 3 more``: a readable list of column names for a message."""
+    labels = list(labels)
+    text = ", ".join(repr(str(c)) if quote else str(c) for c in labels[:limit])
+    if len(labels) > limit:
+        text += f" and {len(labels) - limit} more"
+    return text
+
+
+def check_numeric_column(values, name: str, *, hint: str = "") -> np.ndarray:
+    """One column as finite float64 (pandas' missing values count as NaN).
+
+    Args:
+      values: 1-D array (numeric, or object holding numbers and ``pd.NA``).
+      name: the column's name, for the messages.
+      hint: appended to the non-numeric message (e.g. how to one-hot encode it).
+
+    Raises:
+      ValueError: non-numeric values, or NaN/inf (with the number of rows).
+    """
+    try:
+        if values.dtype == object:  # pandas nullable columns hold pd.NA
+            import pandas as pd
+
+            values = np.where(pd.isna(values), np.nan, values)
+        v = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"column {name!r} has non-numeric values{hint}") from err
+    if not np.all(np.isfinite(v)):
+        raise ValueError(
+            f"column {name!r} contains NaN or infinite values in "
+            f"{int(np.sum(~np.isfinite(v)))} row(s); impute or drop them first"
+        )
+    return v
 
 
 def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.ndarray:
@@ -247,6 +285,9 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
         raise ValueError("this estimator requires y to be passed, but the target y is None")
     if _is_sparse(y):
         raise ValueError("y is a sparse matrix; sparse input is not supported")
+    label = "y"
+    if isinstance(getattr(y, "name", None), str):  # a pandas Series: name its column
+        label = f"y (column {y.name!r})"
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()
     try:
@@ -261,14 +302,15 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
                       DataConversionWarning, stacklevel=3)
         arr = arr[:, 0]
     if arr.ndim != 1:
-        raise ValueError(f"y must be 1-D of shape (n_samples,); got shape {arr.shape}")
+        raise ValueError(f"{label} must be 1-D of shape (n_samples,); got shape {arr.shape}")
     if np.iscomplexobj(arr):
-        raise ValueError("Complex data not supported: y must be real-valued")
+        raise ValueError(f"Complex data not supported: {label} must be real-valued")
     if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"y must be numeric; got values of dtype {arr.dtype}") from err
+            raise ValueError(f"{label} must be numeric; got values of dtype {arr.dtype}") \
+                from err
     arr = arr.astype(dtype, copy=False)
     if n_samples is not None and arr.shape[0] != n_samples:
         raise ValueError(
@@ -278,7 +320,8 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
     if arr.shape[0] == 0:
         raise ValueError("y is empty (n_samples=0); at least one sample is needed")
     if not np.all(np.isfinite(arr)):
-        raise ValueError("y contains NaN or infinite values; drop those samples first")
+        raise ValueError(f"{label} contains NaN or infinite values in "
+                         f"{int(np.sum(~np.isfinite(arr)))} row(s); drop those samples first")
     return arr
 
 
@@ -401,8 +444,11 @@ def validate_X_y(estimator, X, y, *, dtype=np.float64) -> tuple[np.ndarray, np.n
     if y is None:
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
                          "target y is None")
+    ya = check_target(y, dtype=dtype)  # the target's problems are reported first
     Xa = validate_X(estimator, X, reset=True, dtype=dtype)
-    ya = check_target(y, dtype=dtype, n_samples=Xa.shape[0])
+    if ya.shape[0] != Xa.shape[0]:
+        raise ValueError(f"X and y have different numbers of samples: X has {Xa.shape[0]} "
+                         f"rows, y has {ya.shape[0]}")
     return Xa, ya
 
 

@@ -207,6 +207,15 @@ def _decimal_comma_hint(df, columns) -> str:
     return ""
 
 
+def _value_hints(*frames) -> str:
+    """The command's hint for a refused value: text columns that are decimal-comma numbers."""
+    for df in frames:
+        hint = _decimal_comma_hint(df, _non_numeric(df))
+        if hint:
+            return hint
+    return ""
+
+
 def _header_hint(df) -> str:
     """A hint when every column name reads as a number: the file likely has no header."""
     try:
@@ -244,34 +253,10 @@ def _non_numeric(df) -> list[str]:
             if not (is_numeric_dtype(df[c].dtype) or is_bool_dtype(df[c].dtype))]
 
 
-def _numeric_problems(df, path: str, what: str, *, allow_categorical: bool = False) -> None:
-    """Raise a one-line CLIError for non-numeric columns or missing values."""
-    non_numeric = _non_numeric(df)
-    if non_numeric and not allow_categorical:
-        shown = ", ".join(repr(c) for c in non_numeric[:6])
-        more = f" and {len(non_numeric) - 6} more" if len(non_numeric) > 6 else ""
-        raise CLIError(
-            f"{path}: {what} has non-numeric column(s) {shown}{more}; encode them as numbers "
-            "or leave them out with --drop" + _decimal_comma_hint(df, non_numeric)
-        )
-    bad = df.isna().to_numpy().copy()
-    numeric = [c for c in df.columns if c not in non_numeric]
-    if numeric:
-        values = df[numeric].to_numpy(dtype=np.float64)
-        bad_num = ~np.isfinite(values)
-        bad[:, [df.columns.get_loc(c) for c in numeric]] |= bad_num
-    if bad.any():
-        cols = [df.columns[j] for j in np.where(bad.any(axis=0))[0]]
-        n_rows = int(bad.any(axis=1).sum())
-        shown = ", ".join(repr(c) for c in cols[:6])
-        raise CLIError(
-            f"{path}: {n_rows} row(s) have missing or infinite values (NaN/inf) in {shown}; "
-            "drop or impute them first"
-        )
-
-
-def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None,
-                         *, allow_categorical: bool = False):
+def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None):
+    """The feature frame and the target column. Only the columns are chosen here: their
+    values (non-numeric, NaN/inf, ...) are checked by the estimator, at the one boundary of
+    :mod:`jaxsr._validation`, and its ValueError becomes the command's error line."""
     if target not in df.columns:
         cols = ", ".join(df.columns[:12]) + (", ..." if df.shape[1] > 12 else "")
         raise CLIError(f"{path}: no column named {target!r} (columns: {cols}); "
@@ -286,11 +271,7 @@ def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None,
     y = df[target]
     if X.shape[1] == 0:
         raise CLIError(f"{path}: no feature columns left besides the target {target!r}")
-    _numeric_problems(y.to_frame(), path, "the target")
-    _numeric_problems(X, path, "the feature set", allow_categorical=allow_categorical)
-    if not _non_numeric(X):
-        X = X.astype(np.float64)
-    return X, y.astype(np.float64)
+    return X, y
 
 
 def _split(n: int, test_size: float, seed: int):
@@ -337,8 +318,8 @@ def _fit(model, X, y, verbose: bool, what: str):
     try:
         with _stdout_to_stderr(True):
             model.fit(X, y)
-    except ValueError as err:
-        raise CLIError(f"{what}: {err}") from err
+    except ValueError as err:  # jaxsr._validation's message, plus the command's hints
+        raise CLIError(f"{what}: {err}{_value_hints(X, y.to_frame())}") from err
     seconds = time.perf_counter() - t0
     _progress(f"{what} fitted in {seconds:.2f} s")
     return seconds
@@ -440,7 +421,10 @@ def _make_binarizer(args, X, Binarizer):
     if mode == "auto":
         mode = "none" if _is_binary(X) else "quantile"
     if mode == "none":
-        if not _is_binary(X):
+        # finite numbers other than 0/1 get the command's advice; non-numeric or missing
+        # values are reported by the estimator's own checks
+        numeric = not _non_numeric(X) and bool(np.isfinite(X.to_numpy(np.float64)).all())
+        if numeric and not _is_binary(X):
             bad = [c for c in X.columns if not _is_binary(X[[c]])]
             raise CLIError(
                 f"--binarize none needs 0/1 features, but {', '.join(map(repr, bad[:6]))} "
@@ -462,8 +446,7 @@ def _make_binarizer(args, X, Binarizer):
 
 def _cmd_tree(args) -> int:
     df = _read_data(args)
-    X, y = _features_and_target(df, args.data, args.target, args.drop,
-                                allow_categorical=args.binarize != "none")
+    X, y = _features_and_target(df, args.data, args.target, args.drop)
     _many_categories_warning(X)
     train, test = _split(len(y), args.test_size, args.seed)
     OptimalTreeRegressor, Binarizer = _load_trees()
@@ -527,14 +510,10 @@ def _cmd_predict(args) -> int:
                 f"that the file lacks (the model's columns: {shown})"
             )
         df = df[names]
-    allow_cat = getattr(model, "binarizer", None) is not None
-    _numeric_problems(df, args.data, "the feature set", allow_categorical=allow_cat)
-    if not _non_numeric(df):
-        df = df.astype(np.float64)
-    try:
+    try:  # the model checks the values (jaxsr._validation)
         pred = np.asarray(model.predict(df), dtype=np.float64)
     except ValueError as err:
-        raise CLIError(f"{args.data}: {err}") from err
+        raise CLIError(f"{args.data}: {err}{_value_hints(df)}") from err
     import pandas as pd
 
     out = pd.DataFrame({"prediction": pred})

@@ -11,6 +11,7 @@ from jaxsr._validation import (
     as_2d_float,
     check_choice,
     check_int,
+    check_numeric_column,
     check_real,
     check_sample_weight,
     check_X_y,
@@ -25,7 +26,7 @@ from jaxsr._validation import (
 )
 def test_non_numeric_columns_are_named(column, dtype):
     df = pd.DataFrame({"ok": [1.0, 2.0, 3.0], "bad col": pd.Series(column, dtype=dtype)})
-    with pytest.raises(ValueError, match="non-numeric columns \\['bad col'\\]"):
+    with pytest.raises(ValueError, match="non-numeric column\\(s\\) 'bad col'; encode"):
         as_2d_float(df)
 
 
@@ -43,7 +44,8 @@ def test_nullable_integer_and_bool_columns_are_numeric():
         (np.ones((0, 2)), np.ones(0), "no rows"),
         (np.ones((3, 0)), np.ones(3), "no columns"),
         (np.ones(3), np.ones(3), "1-D array"),
-        (np.array([[1.0, np.nan], [2.0, 3.0]]), np.ones(2), "NaN or infinite values \\(in col"),
+        (np.array([[1.0, np.nan], [2.0, 3.0]]), np.ones(2),
+         "NaN or infinite values in 1 row\\(s\\), in column 1;"),
         (np.array([[1.0, 2.0], [2.0, 3.0]]), np.array([1.0, np.inf]), "y contains NaN"),
         (np.ones((2, 2)), np.ones((2, 2)), "y must be 1-D"),
         (np.array([["a", "b"]]), np.ones(1), "X must be numeric"),
@@ -62,6 +64,20 @@ def test_default_names_and_column_vector_target():
     assert names == ["x1", "x2"] and y.shape == (3,) and X.dtype == np.float64
     with pytest.raises(ValueError, match="requires y to be passed"):
         check_X_y(np.ones((3, 2)), None)
+
+
+def test_messages_name_columns_and_count_rows():
+    df = pd.DataFrame({"a": [1.0, np.nan, np.inf], "b c": [np.nan, 1.0, 2.0], "d": 1.0})
+    with pytest.raises(ValueError, match=r"in 3 row\(s\), in 'a', 'b c'; impute"):
+        as_2d_float(df)
+    y = pd.Series([1.0, np.nan, 2.0, np.inf], name="sales")
+    with pytest.raises(ValueError, match=r"y \(column 'sales'\) contains NaN or infinite "
+                                         r"values in 2 row\(s\)"):
+        check_X_y(np.ones((4, 1)), y)
+    with pytest.raises(ValueError, match=r"column 'u' contains NaN or infinite values in 1 "):
+        check_numeric_column(pd.array([1, None, 3], dtype="Int64").to_numpy(), "u")
+    with pytest.raises(ValueError, match="column 'u' has non-numeric values; hint"):
+        check_numeric_column(np.array(["x", "1"], dtype=object), "u", hint="; hint")
 
 
 def test_sparse_complex_and_object_values():

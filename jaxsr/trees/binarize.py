@@ -37,6 +37,7 @@ from .._validation import (
     check_choice,
     check_feature_names,
     check_int,
+    check_numeric_column,
     check_shape_2d,
     default_feature_names,
 )
@@ -567,23 +568,8 @@ class Binarizer(TransformerMixin, BaseEstimator):
 
 # ---------------------------------------------------------------------- helpers
 def _numeric_column(col: np.ndarray, name: str) -> np.ndarray:
-    try:
-        if col.dtype == object:  # pandas nullable columns hold pd.NA
-            import pandas as pd
-
-            col = np.where(pd.isna(col), np.nan, col)
-        v = np.asarray(col, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(
-            f"column {name!r} has non-numeric values; list it in categorical=[...] to one-hot "
-            "encode it"
-        ) from err
-    if not np.all(np.isfinite(v)):
-        raise ValueError(
-            f"column {name!r} contains NaN or infinite values; impute or drop them first"
-        )
-    return v
-
+    return check_numeric_column(col, name, hint="; list it in categorical=[...] to one-hot "
+                                "encode it")
 
 def _check_categorical_column(col: np.ndarray, name: str) -> None:
     import pandas as pd
