@@ -318,7 +318,8 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
             f"y has {arr.shape[0]}"
         )
     if arr.shape[0] == 0:
-        raise ValueError("y is empty (n_samples=0); at least one sample is needed")
+        raise ValueError(f"{label} has no rows: 0 sample(s) (shape={arr.shape}) while a "
+                         "minimum of 1 is required")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{label} contains NaN or infinite values in "
                          f"{int(np.sum(~np.isfinite(arr)))} row(s); drop those samples first")
