@@ -5,8 +5,11 @@ from __future__ import annotations
 import copy
 import math
 import os
+import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import precision, resolve_dtype
@@ -22,6 +25,7 @@ from .._validation import (
     validate_X,
 )
 from .search import ALL_BOUNDS, OptimalTreeSearch
+from .solver import Status
 from .tree import Tree
 
 __all__ = ["OptimalTreeRegressor"]
@@ -180,7 +184,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       lower_bound_: proven lower bound on the optimal objective (<= ``objective_``).
       gap_: ``objective_ - lower_bound_`` (>= 0).
       optimal_: ``gap_ <= 1e-9 * max(1, objective_)``: the tree is certified optimal.
-      timed_out_: the time limit stopped the search.
+      timed_out_: the time limit stopped the search (``status_ == "time_limit"``).
+      status_: why the search ended: ``"optimal"``, ``"time_limit"`` or ``"node_limit"``
+        (:class:`~jaxsr.trees.solver.Status`); a fit that ends without a certificate
+        warns (``sklearn.exceptions.ConvergenceWarning``).
       n_leaves_, depth_: size of ``tree_`` (``depth_`` counts the root as 1).
       normalizer_: the normaliser of the loss.
       n_features_in_: the number of columns of ``X`` seen in :meth:`fit`.
@@ -340,6 +347,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             environment variable ``JAXSR_MEMORY_LIMIT`` overrides it: a size such as
             ``64G`` to assume, or ``off``).
         """
+        t_fit = time.perf_counter()  # time_limit counts the whole fit (binarization too)
         lam, depth, msl, bounds, dt = self._check_params()
         with precision(dt):
             ya = check_target(y, dtype=dt)
@@ -356,10 +364,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             if el is None and self.loss == "squared_error":
                 el = OptimalTreeSearch.auto_exact_levels(n, M)
             self._check_memory(n, M, n, el)
+            time_left = (None if self.time_limit is None else
+                         max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
             search = OptimalTreeSearch(
                 Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
-                bounds=bounds, exact_levels=el, time_limit=self.time_limit,
+                bounds=bounds, exact_levels=el, time_limit=time_left,
                 verbose=bool(self.verbose), backend=self._resolve_backend())
             res = search.run()
         tree = res.tree
@@ -374,9 +384,17 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         else:
             self.normalizer_ = 1.0
         self._finish(Xb, ya.astype(np.float64), w, lam, res.lower_bound, search)
-        self.timed_out_ = bool(res.timed_out)
+        self.status_ = res.status.value
+        self.timed_out_ = res.status is Status.TIME_LIMIT
         self.n_subproblems_ = int(res.n_subproblems)
-        self.fit_seconds_ = float(res.seconds)
+        self.fit_seconds_ = float(time.perf_counter() - t_fit)
+        if res.status is not Status.OPTIMAL and not self.optimal_:
+            warnings.warn(
+                f"OptimalTreeRegressor stopped at its {res.status.value.replace('_', ' ')} "
+                f"after {self.fit_seconds_:.3g} s without proving optimality: the tree "
+                f"returned has objective {self.objective_:.6g}, the optimum is at least "
+                f"{self.lower_bound_:.6g} (gap {self.gap_:.3g}). Give a larger time_limit "
+                "for a certificate.", ConvergenceWarning, stacklevel=2)
         return self
 
     def _finish(self, Xb, y, w, lam, lower_bound, search):

@@ -66,7 +66,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import solver
 from .kmeans import kmeans_losses_np, kmedians_losses_np, penalized_minimum
+from .solver import RTOL as _RTOL
+from .solver import Entry, Expansion, Status
+from .solver import reaches as _reaches
 from .stats import (
     STAT_C,
     STAT_E,
@@ -89,10 +93,9 @@ _BIG_DEPTH = 1 << 30
 _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
 _KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
-LB, UB, FEAT, SOLVED, KLEV, DEEP = range(6)
 _ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
-_RTOL = 1e-12  # relative tolerance of every prune / solved test (rounding of the sums)
-_UNTRIED = -2  # KLEV: the shallow-kernel upper bound is still to be computed
+_UNTRIED = -2  # Entry.klev: the shallow-kernel upper bound is still to be computed
+_GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 
 
 @dataclass
@@ -106,6 +109,8 @@ class SearchResult:
       timed_out: the time limit stopped the search.
       n_subproblems: memoised subproblems; n_kernel_calls: exact-subtree evaluations;
       n_kmeans: k-means / k-medians bounds computed; seconds: wall time of the search.
+      status: why the search ended (:class:`~jaxsr.trees.solver.Status`); steps: the
+        solver's steps (subproblem visits).
     """
 
     tree: Tree
@@ -116,17 +121,8 @@ class SearchResult:
     n_kernel_calls: int
     n_kmeans: int
     seconds: float
-
-
-def _reaches(a, b) -> bool:
-    """``a >= b`` up to the relative rounding tolerance ``_RTOL`` (``b`` may be inf)."""
-    return a >= (b * (1.0 - _RTOL) if b > 0 else b * (1.0 + _RTOL))
-
-
-def _improves(a, b) -> bool:
-    """``a < b`` by more than the rounding tolerance: near-ties keep the tree found first,
-    so the answer does not depend on rounding (e.g. a uniform rescaling of the weights)."""
-    return a < b * (1.0 - _RTOL) if b > 0 else a < b
+    status: Status = Status.OPTIMAL
+    steps: int = 0
 
 
 _BLAS_CONTROLLER = []  # one threadpoolctl controller per process (scanning libraries: ~10 ms)
@@ -184,11 +180,13 @@ class OptimalTreeSearch:
         them) or ``"jax"`` (all children of an expanded subproblem evaluated in batched,
         jitted device calls: exact subtrees at the bottom, k-means bounds above;
         :mod:`jaxsr.trees.device`).
+      greedy: start from the greedy CART tree (pruned at ``lambda``) as the incumbent:
+        the tree returned under a limit is never worse than it.
     """
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
-                 time_limit=None, verbose=False, backend="numpy"):
+                 time_limit=None, verbose=False, backend="numpy", greedy=True):
         self.l1 = loss == "absolute_error"
         self.lam = float(regularization)
         self.m1 = max(1, int(min_samples_leaf))
@@ -200,6 +198,7 @@ class OptimalTreeSearch:
         self.depth = _BIG_DEPTH if depth_budget is None else int(depth_budget)
         self.time_limit = time_limit
         self.verbose = verbose
+        self.greedy = bool(greedy)
         X = np.asarray(X, dtype=bool)
         y = np.asarray(y, dtype=np.float64)
         w = np.asarray(w, dtype=np.float64)
@@ -279,12 +278,12 @@ class OptimalTreeSearch:
             from .device import DeviceBatcher
             self.dev = DeviceBatcher(self.Xc, self.st4, self.korder, self.lam, self.norm,
                                      self.m1, mean=self.cls_mean, E=st[:, STAT_E])
-        self.memo: dict = {}
-        self._by_support: dict = {}  # support -> [(levels, memo entry)] (lower bounds shared)
+        self.deadline = None
+        self._kernel_rate = 3e-8  # seconds per element operation of the kernel (updated)
+        self.memo: dict = {}  # (packed support, levels) -> solver.Entry
+        self._by_support: dict = {}  # support -> [memo keys] (lower bounds shared)
         self.n_kernel = 0
         self.n_kmeans = 0
-        self._stop = False
-        self._timed_out = False
 
     @staticmethod
     def auto_exact_levels(U: int, M: int, budget_bytes: float = 6e8) -> int:
@@ -395,80 +394,118 @@ class OptimalTreeSearch:
         lo = max(losses[-1] - (kdeep - K) * gain, 0.0)
         return float(lo / self.norm + self.lam * kdeep)
 
-    def _new_entry(self, mask, tot, leaf, d):
+    def _new_entry(self, mask, tot, leaf, d) -> Entry:
+        leaf = float(leaf)
         if d <= 1:
-            return [leaf, leaf, -1, True, -1, np.inf]
+            return Entry(leaf, leaf, -1, True, -1, np.inf)
         sb, deep = self._split_bound(mask, tot, d)
         if _reaches(sb, leaf):
-            return [leaf, leaf, -1, True, -1, np.inf]
+            return Entry(leaf, leaf, -1, True, -1, np.inf)
         klev = _UNTRIED if (self.kl and not self.l1 and d > self.kl + 1) else -1
-        return [min(leaf, sb), leaf, -1, False, klev, max(deep, sb)]
+        return Entry(min(leaf, sb), leaf, -1, False, klev, max(deep, sb))
 
     # ------------------------------------------------------------------ search
-    def _check_time(self):
-        if self._deadline is not None and time.perf_counter() > self._deadline:
-            self._stop = True
-            self._timed_out = True
-        if self.verbose and time.perf_counter() >= self._next_print:
-            self._print()
-        return self._stop
+    def _progress_bar(self):
+        """A tqdm bar on stderr (steps; bounds and gap as postfix) when verbose."""
+        if not self.verbose:
+            return None
+        from tqdm.auto import tqdm
 
-    def _print(self):
-        self._next_print = time.perf_counter() + 1.0
-        r = self._root
-        lb = self._root_live_lb if self._root_live_lb is not None else r[LB]
-        print(f"[osrt] lower bound {lb:.6f}  upper bound {r[UB]:.6f}  "
+        return tqdm(desc="osrt search", unit=" steps", file=sys.stderr, leave=False,
+                    dynamic_ncols=True, mininterval=0.5)
+
+    def _print(self, state, final=False, bar=None):
+        e = self.memo[state.root_key]
+        lb = e.lb if (final or e.solved) else state.root_lb
+        if bar is not None:
+            bar.set_postfix(lb=f"{lb:.6g}", ub=f"{e.ub:.6g}", gap=f"{e.ub - lb:.3g}",
+                            subproblems=len(self.memo), refresh=False)
+        print(f"[osrt] lower bound {lb:.6f}  upper bound {e.ub:.6f}  "
               f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
-              f"elapsed {time.perf_counter() - self._t0:.2f} s", file=sys.stderr, flush=True)
+              f"elapsed {time.perf_counter() - state.t0:.2f} s", file=sys.stderr, flush=True)
 
-    def _solve(self, mask, tot, leaf, d, key, cap):
-        e = self.memo.get(key)
+    def _kernel_work(self, n_classes, levels):
+        """Rough element operations of one shallow-kernel call (for the time limit)."""
+        M = self.M
+        if levels >= 3:
+            return n_classes * M * M * 3.0 + 40.0 * M ** 3 + 1.0
+        return n_classes * M * 3.0 * (M if levels == 2 else 1) + 40.0 * M ** 2 + 1.0
+
+    def _affordable(self, n_classes, levels) -> bool:
+        """A kernel call fits in the time left (rate: the slowest seen, 3e-8 s a priori)."""
+        if self.deadline is None:
+            return True
+        left = self.deadline - time.perf_counter()
+        return self._kernel_rate * self._kernel_work(n_classes, levels) < left
+
+    def _entry(self, key, mask, tot, leaf) -> Entry:
+        """Create the memo entry of a new subproblem (its bounds; no expansion)."""
+        memo = self.memo
+        d = key[1]
+        if not self.l1:  # the parent's sums round relative to the parent's spread
+            leaf = self._leaf_cost(mask)
+        e = self._new_entry(mask, tot, leaf, d)
+        if not e.solved:
+            # the same support with more levels has an optimum no larger than this one
+            # (any tree with d levels also has fewer than d' levels), so its lower bound
+            # holds here
+            sib = self._by_support.setdefault(key[0], [])
+            for k2 in sib:
+                e2 = memo[k2]
+                if k2[1] > d and e2.lb > e.lb:
+                    e = e._replace(lb=min(e2.lb, e.ub))
+            sib.append(key)
+            if _reaches(e.lb, e.ub):
+                e = e._replace(lb=e.ub, solved=True)
+        memo[key] = e
+        return e
+
+    def visit(self, key, mask, tot, leaf, cap, is_root=False, stopped=False):
+        """Look a subproblem up (creating its memo entry) and decide what it needs.
+
+        Returns ``(entry, None)`` when it needs no expansion now -- solved, its lower
+        bound reaches ``cap``, solved at once by the shallow kernel, or the search is
+        ``stopped`` -- else ``(None, expansion)`` (:class:`~jaxsr.trees.solver.Expansion`).
+        """
+        memo = self.memo
+        e = memo.get(key)
+        d = key[1]
         if e is None:
-            if not self.l1:  # the parent's sums round relative to the parent's spread
-                leaf = self._leaf_cost(mask)
-            e = self._new_entry(mask, tot, leaf, d)
-            self.memo[key] = e
-            if not e[SOLVED]:
-                # the same support with more levels has an optimum no larger than this one
-                # (any tree with d levels also has fewer than d' levels), so its lower bound
-                # holds here
-                sib = self._by_support.setdefault(key[0], [])
-                for r2, e2 in sib:
-                    if r2 > d and e2[LB] > e[LB]:
-                        e[LB] = min(e2[LB], e[UB])
-                sib.append((d, e))
-                if _reaches(e[LB], e[UB]):
-                    e[LB], e[SOLVED] = e[UB], True
-        if e[SOLVED] or _reaches(e[LB], cap) or self._stop:
-            return e
+            e = self._entry(key, mask, tot, leaf)
+        if e.solved or _reaches(e.lb, cap) or stopped:
+            return e, None
         if self.kl and d <= self.kl + 1:
             idx = np.flatnonzero(mask)
             c, f = best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], d - 1,
-                                   self.lam, self.norm,
-                                   self.m1)
+                                   self.lam, self.norm, self.m1)
             self.n_kernel += 1
-            e[:] = [c, c, f, True, -1, np.inf]
-            return e
-        if e[KLEV] == _UNTRIED and d > self.kl + 1:
+            e = memo[key] = Entry(c, c, f, True, -1, np.inf)
+            return e, None
+        if e.klev == _UNTRIED and d > self.kl + 1:
             # upper bound: the exact best tree with at most kl split levels (kernel); the
             # optimum is the better of that and the best tree with >= kl + 2 leaves, so
             # min(kernel cost, deep bound) is a lower bound, and the kernel tree is optimal
             # when the deep bound reaches it
             idx = np.flatnonzero(mask)
+            if not self._affordable(idx.size, self.kl):  # optional: skip near a deadline
+                e = memo[key] = e._replace(klev=-1)
+                return self._expansion(key, mask, cap, is_root)
+            t_k = time.perf_counter()
             c, f = best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], self.kl,
-                                   self.lam, self.norm,
-                                   self.m1)
+                                   self.lam, self.norm, self.m1)
+            self._kernel_rate = max(self._kernel_rate, (time.perf_counter() - t_k)
+                                    / self._kernel_work(idx.size, self.kl))
             self.n_kernel += 1
-            e[KLEV] = -1
-            if c < e[UB]:
-                e[UB], e[FEAT], e[KLEV] = c, f, self.kl
-            e[LB] = max(e[LB], min(c, e[DEEP]))
-            if _reaches(e[LB], e[UB]):
-                e[LB], e[SOLVED] = e[UB], True
-                return e
-            if _reaches(e[LB], cap):
-                return e
-        return self._expand(mask, tot, leaf, d, e, cap, key is self._root_key)
+            e = e._replace(klev=-1)
+            if c < e.ub:
+                e = e._replace(ub=c, feat=f, klev=self.kl)
+            e = e._replace(lb=max(e.lb, min(c, e.deep)))
+            if _reaches(e.lb, e.ub):
+                e = e._replace(lb=e.ub, solved=True)
+            memo[key] = e
+            if e.solved or _reaches(e.lb, cap):
+                return e, None
+        return self._expansion(key, mask, cap, is_root)
 
     def _children(self, mask):
         idx = np.flatnonzero(mask)
@@ -509,7 +546,7 @@ class OptimalTreeSearch:
             costs, feats = self.dev.subtrees(bm, d - 2, centre)
             self.n_kernel += len(sel_k)
             for k, c, f in zip(sel_k, costs, feats, strict=True):
-                memo[k] = [float(c), float(c), int(f), True, -1, np.inf]
+                memo[k] = Entry(float(c), float(c), int(f), True, -1, np.inf)
             return
         if (self.l1 or not self.use_kmeans or self.U > _DEVICE_KMEANS_MAX_CLASSES
                 or not self.dev.batch_kmeans):
@@ -527,17 +564,22 @@ class OptimalTreeSearch:
             leaf = sel_leaf[j]
             sb = max(float(cheap[j]), float(kb[j]))
             if _reaches(sb, leaf):
-                memo[k] = [leaf, leaf, -1, True, -1, np.inf]
+                memo[k] = Entry(float(leaf), float(leaf), -1, True, -1, np.inf)
             else:
                 kd = k[1] > self.kl + 1 and self.kl and not self.l1
                 deep = max(sb, float(self._deep_base(sel_st[j]))) if kd else np.inf
-                memo[k] = [min(leaf, sb), leaf, -1, False, _UNTRIED if kd else -1, deep]
+                memo[k] = Entry(float(min(leaf, sb)), float(leaf), -1, False,
+                                _UNTRIED if kd else -1, float(deep))
 
-    def _expand(self, mask, tot, leaf, d, e, cap, is_root):
+    def _expansion(self, key, mask, cap, is_root):
+        """The children of every split of a subproblem, their bounds and their order."""
+        d = key[1]
+        memo = self.memo
         F, a, comp, leafT, leafF = self._children(mask)
         if F.size == 0:
-            e[:] = [leaf, leaf, -1, True, -1, np.inf]
-            return e
+            e = memo[key]  # no admissible split: the leaf (its upper bound) is optimal
+            e = memo[key] = Entry(e.ub, e.ub, -1, True, -1, np.inf)
+            return e, None
         dT = self._deff(d - 1, a, leafT)
         dF = self._deff(d - 1, comp, leafF)
         maskT = mask[None, :] & self.XcT[F]
@@ -552,117 +594,89 @@ class OptimalTreeSearch:
                  for i in range(F.size)]
         keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None
                  for i in range(F.size)]
-        memo = self.memo
         if self.dev is not None and d >= 3:
             self._device_children(mask, d, (maskT, maskF), (keysT, keysF), (a, comp),
                                   (leafT, leafF), (dT, dF))
+        elif is_root:
+            # anytime: the bounds of every root child at once (k-means included), so the
+            # root's lower bound is the least bound sum over all its splits from the start
+            for i in range(F.size):
+                if self.deadline is not None and time.perf_counter() > self.deadline:
+                    break
+                for k, m, st, lf in ((keysT[i], maskT[i], a[i], leafT[i]),
+                                     (keysF[i], maskF[i], comp[i], leafF[i])):
+                    if k is not None and k not in memo:
+                        self._entry(k, m, st, lf)
         for i in range(F.size):
             if keysT[i] is not None:
                 ce = memo.get(keysT[i])
                 if ce is not None:
-                    lbT[i] = max(lbT[i], ce[LB])
+                    lbT[i] = max(lbT[i], ce.lb)
             if keysF[i] is not None:
                 ce = memo.get(keysF[i])
                 if ce is not None:
-                    lbF[i] = max(lbF[i], ce[LB])
+                    lbF[i] = max(lbF[i], ce.lb)
         lbsum = lbT + lbF
         # splits in order of their bound sums; sums equal up to rounding (1e-10 of the
         # leaf) keep feature order, so near-ties do not depend on the rounding
-        q = max(1e-10 * leaf, 1e-300)
+        q = max(1e-10 * memo[key].ub, 1e-300)
         with np.errstate(over="ignore", invalid="ignore"):
             order = np.argsort(np.floor(lbsum / q), kind="stable")
-        inf = np.inf
-        completed = True
-        for i in order:
-            if self._check_time():
-                completed = False
-                break
-            bound = min(e[UB], cap)
-            if self.hier and _reaches(lbsum[i], bound):
-                break
-            # the "true" child
-            if keysT[i] is None:
-                t_lb = t_ub = leafT[i]
-                t_ok = True
-            else:
-                ce = self._solve(maskT[i], a[i], leafT[i], int(dT[i]), keysT[i],
-                                 bound - lbF[i] if self.hier else inf)
-                t_lb, t_ub, t_ok = ce[LB], ce[UB], ce[SOLVED]
-            lbT[i] = max(lbT[i], t_lb)
-            lbsum[i] = lbT[i] + lbF[i]
-            if not t_ok:
-                if self._stop:
-                    if _improves(t_ub + leafF[i], e[UB]):
-                        e[UB], e[FEAT], e[KLEV] = t_ub + leafF[i], int(F[i]), -1
-                    completed = False
-                    break
-                continue
-            # the "false" child
-            if keysF[i] is None:
-                f_lb = f_ub = leafF[i]
-                f_ok = True
-            else:
-                ce = self._solve(maskF[i], comp[i], leafF[i], int(dF[i]), keysF[i],
-                                 bound - t_ub if self.hier else inf)
-                f_lb, f_ub, f_ok = ce[LB], ce[UB], ce[SOLVED]
-            lbF[i] = max(lbF[i], f_lb)
-            lbsum[i] = lbT[i] + lbF[i]
-            if f_ok or self._stop:
-                total = t_ub + f_ub
-                if _improves(total, e[UB]):
-                    e[UB], e[FEAT], e[KLEV] = total, int(F[i]), -1
-            if is_root:
-                self._root_live_lb = max(e[LB], min(e[UB], float(lbsum.min())))
-            if not f_ok and self._stop:
-                completed = False
-                break
-        e[LB] = max(e[LB], min(e[UB], float(lbsum.min())))
-        if completed and e[UB] <= cap:
-            e[LB] = e[UB]
-            e[SOLVED] = True
-        elif e[LB] >= e[UB]:
-            e[LB] = e[UB]
-            e[SOLVED] = True
-        return e
+        return None, Expansion(key=key, mask=mask, cap=cap, is_root=is_root, F=F, a=a,
+                               comp=comp, leafT=leafT, leafF=leafF, dT=dT, dF=dF,
+                               maskT=maskT, maskF=maskF, keysT=keysT, keysF=keysF,
+                               lbT=lbT, lbF=lbF, lbsum=lbsum, order=order)
 
     # ------------------------------------------------------------------ driver
-    def run(self) -> SearchResult:
+    def run(self, max_steps=None) -> SearchResult:
+        """Solve (:mod:`jaxsr.trees.solver`: init, step until terminate, build the tree)."""
         t0 = time.perf_counter()
-        self._t0 = t0
-        self._deadline = None if self.time_limit is None else t0 + float(self.time_limit)
-        self._next_print = t0 + 1.0
-        self._root_live_lb = None
         mask = np.ones(self.U, dtype=bool)
         tot = self.stats.sum(0)
         leaf = self._leaf_cost(mask, tot)
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
-        self._root_key = key
-        self._root = [leaf, leaf, -1, False, -1, np.inf]
-        old = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old, 4 * min(d, 100000) + 2000))
         blas = _blas_single_thread()
         blas.__enter__()
+        self.deadline = None if self.time_limit is None else t0 + float(self.time_limit)
         try:
             e = self._new_entry(mask, tot, leaf, d)
+            self._greedy_nodes = None
+            if not e.solved and self.greedy and not (self.kl and d <= self.kl + 1):
+                # anytime: the search starts from the greedy CART tree's objective, and
+                # never returns a worse tree
+                g, nodes = self._greedy(mask, d)
+                if solver.improves(g, e.ub):
+                    self._greedy_nodes = nodes
+                    e = e._replace(ub=g, feat=_GREEDY, lb=min(e.lb, g))
+                    if _reaches(e.lb, e.ub):
+                        e = e._replace(lb=e.ub, solved=True)
             self.memo[key] = e
-            self._root = e
-            if not e[SOLVED]:
-                if self._deadline is not None and self.time_limit <= 0:
-                    self._stop = self._timed_out = True
-                else:
-                    e = self._solve(mask, tot, leaf, d, key, np.inf)
-            self._root = e
+            state = solver.init(self, (key, mask, tot, leaf), self.time_limit, max_steps, t0)
+            self.deadline = state.deadline
+            next_print = t0 + 1.0
+            bar = self._progress_bar()
+            while solver.terminate(state) is None:
+                state = solver.step(self, state)
+                if bar is not None:
+                    bar.update(1)
+                    if time.perf_counter() >= next_print:
+                        self._print(state, bar=bar)
+                        next_print = time.perf_counter() + 1.0
+            if bar is not None:
+                bar.close()
+            e = self.memo[key]
             tree = self._build(mask, d)
         finally:
             blas.__exit__(None, None, None)
-            sys.setrecursionlimit(old)
         if self.verbose:
-            self._print()
-        return SearchResult(tree=tree, objective=float(e[UB]), lower_bound=float(e[LB]),
-                            timed_out=self._timed_out, n_subproblems=len(self.memo),
-                            n_kernel_calls=self.n_kernel, n_kmeans=self.n_kmeans,
-                            seconds=time.perf_counter() - t0)
+            self._print(state, final=True)
+        self.status = state.status
+        return SearchResult(tree=tree, objective=float(e.ub), lower_bound=float(e.lb),
+                            timed_out=state.status is Status.TIME_LIMIT,
+                            n_subproblems=len(self.memo), n_kernel_calls=self.n_kernel,
+                            n_kmeans=self.n_kmeans, seconds=time.perf_counter() - t0,
+                            status=state.status, steps=state.steps)
 
     # ------------------------------------------------------------------ tree extraction
     def _root_feature(self, mask, d):
@@ -678,10 +692,10 @@ class OptimalTreeSearch:
             return -1, 0, False
         key = (np.packbits(mask).tobytes(), d)
         e = self.memo.get(key)
-        if e is not None and (e[SOLVED] or not (self.kl and d <= self.kl + 1)):
-            if e[KLEV] >= 1:
-                return int(e[FEAT]), int(e[KLEV]), False
-            return int(e[FEAT]), d - 1, True
+        if e is not None and (e.solved or not (self.kl and d <= self.kl + 1)):
+            if e.klev >= 1:
+                return int(e.feat), int(e.klev), False
+            return int(e.feat), d - 1, True
         if self.kl and d <= self.kl + 1:
             idx = np.flatnonzero(mask)
             st = self._sub_stats(idx)
@@ -723,28 +737,95 @@ class OptimalTreeSearch:
             loss = float(self.scale.loss_to_y(np.sum(ws * (ys - t) ** 2), 2))
         return v, int(sm.sum()), W * self.scale.w_max, loss
 
-    def _build(self, mask, d) -> Tree:
-        """The best tree found on the root ``(mask, d)`` (``d``: its memo key's levels)."""
-        rows = []  # (feature, true, false, value, n, w, loss)
+    def _greedy(self, mask, d):
+        """Greedy CART on the binary features, pruned for the objective (the incumbent).
 
-        def rec(m, d_in, effective):
+        Grows depth first (explicit stack) with the split of least children's loss while
+        the loss decreases, to at most ``d`` levels (and while time is left); then keeps,
+        bottom up, a split only
+        where its subtrees cost less than a leaf (cost-complexity pruning at ``lambda``).
+
+        Returns ``(objective, nodes)``; ``nodes[i] = [mask, feature, true, false, leaf]``
+        (``feature = -1``: a leaf; children after their parent).
+        """
+        nodes = []
+        todo = [(mask, d, -1, 0)]
+        while todo:
+            m, lev, parent, side = todo.pop()
+            i = len(nodes)
+            leaf = self._leaf_cost(m)
+            nodes.append([m, -1, -1, -1, leaf])
+            if parent >= 0:
+                nodes[parent][side] = i
+            if lev <= 1 or (self.deadline is not None
+                            and time.perf_counter() > self.deadline):
+                continue  # out of time: the rest of the greedy tree stays leaves
+            F, _, _, leafT, leafF = self._children(m)
+            if F.size == 0:
+                continue
+            s = leafT + leafF - self.lam  # the children's loss + lambda
+            k = int(np.argmin(s))
+            if not solver.improves(s[k], leaf):
+                continue
+            f = int(F[k])
+            nodes[i][1] = f
+            todo.append((m & ~self.Xc_bool[:, f], lev - 1, i, 3))
+            todo.append((m & self.Xc_bool[:, f], lev - 1, i, 2))
+        cost = np.empty(len(nodes))
+        for i in range(len(nodes) - 1, -1, -1):
+            _, f, t, fl, leaf = nodes[i]
+            if f >= 0 and solver.improves(cost[t] + cost[fl], leaf):
+                cost[i] = cost[t] + cost[fl]
+            else:
+                nodes[i][1] = -1
+                cost[i] = leaf
+        return float(cost[0]), nodes
+
+    def _build(self, mask, d) -> Tree:
+        """The best tree found on the root ``(mask, d)`` (``d``: its memo key's levels).
+
+        Depth first with an explicit stack (no recursion: a chain of any depth works).
+        """
+        rows = []  # (feature, true, false, value, n, w, loss)
+        if self.memo[(np.packbits(mask).tobytes(), d)].feat == _GREEDY:
+            todo = [0]
+            parents = {0: (-1, 0)}
+            while todo:
+                j = todo.pop()
+                m, f, t, fl, _ = self._greedy_nodes[j]
+                i = len(rows)
+                rows.append([f, -1, -1, *self._node_value(m)])
+                p, side = parents[j]
+                if p >= 0:
+                    rows[p][side] = i
+                if f >= 0:
+                    parents[fl], parents[t] = (i, 2), (i, 1)
+                    todo += [fl, t]
+            return self._rows_to_tree(rows)
+        todo = [(mask, d, True, -1, 0)]  # (support, levels, effective, parent row, side)
+        while todo:
+            m, d_in, effective, parent, side = todo.pop()
             if effective:
-                d = d_in
+                dd = d_in
             else:
                 tot = self.stats[m].sum(0)
-                d = int(self._deff(d_in, tot, self._leaf_cost(m, tot)))
-            f, dc, replay = self._root_feature(m, d)
+                dd = int(self._deff(d_in, tot, self._leaf_cost(m, tot)))
+            f, dc, replay = self._root_feature(m, dd)
             v, n, W, loss = self._node_value(m)
             i = len(rows)
             rows.append([-1, -1, -1, v, n, W, loss])
+            if parent >= 0:
+                rows[parent][side] = i
             if f >= 0:
-                dT, dF = self._child_keys(m, d, f) if replay else (dc, dc)
+                dT, dF = self._child_keys(m, dd, f) if replay else (dc, dc)
                 rows[i][0] = f
-                rows[i][1] = rec(m & self.Xc_bool[:, f], dT, replay)
-                rows[i][2] = rec(m & ~self.Xc_bool[:, f], dF, replay)
-            return i
+                # pushed false first, so the true child is numbered right after its parent
+                todo.append((m & ~self.Xc_bool[:, f], dF, replay, i, 2))
+                todo.append((m & self.Xc_bool[:, f], dT, replay, i, 1))
+        return self._rows_to_tree(rows)
 
-        rec(mask, d, True)
+    @staticmethod
+    def _rows_to_tree(rows) -> Tree:
         cols = list(zip(*rows, strict=True))
         return Tree(feature=np.asarray(cols[0], dtype=int),
                     true_child=np.asarray(cols[1], dtype=int),

@@ -6,6 +6,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from jaxsr.trees import Binarizer, OptimalTreeRegressor, Tree
 from jaxsr.trees import regressor as regressor_module
@@ -50,14 +51,16 @@ def test_time_limit_returns_best_tree_with_a_valid_gap():
     full = OptimalTreeRegressor(regularization=0.002, depth_budget=5).fit(X, y)
     assert full.optimal_
     # time_limit=0: nothing but the root's bounds; the tree is a leaf
-    m0 = OptimalTreeRegressor(regularization=0.002, depth_budget=5, time_limit=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="time limit"):
+        m0 = OptimalTreeRegressor(regularization=0.002, depth_budget=5, time_limit=0).fit(X, y)
     assert not m0.optimal_ and m0.timed_out_
     assert m0.n_leaves_ == 1 and m0.gap_ > 0
     assert m0.lower_bound_ <= full.objective_ + 1e-12 <= m0.objective_ + 1e-12
     # a short limit on an unbounded-depth problem: stops, certificate still valid
     t0 = time.perf_counter()
-    m1 = OptimalTreeRegressor(regularization=0.0005, depth_budget=None,
-                              time_limit=0.3).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="without proving optimality"):
+        m1 = OptimalTreeRegressor(regularization=0.0005, depth_budget=None,
+                                  time_limit=0.3).fit(X, y)
     assert time.perf_counter() - t0 < 30  # generous: stops, not a speed test
     assert m1.timed_out_
     assert m1.lower_bound_ <= m1.objective_

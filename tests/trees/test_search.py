@@ -493,3 +493,73 @@ def test_jax_backend_runs_every_bound_subset_depth_and_loss(loss):
             r = s.run()
             assert r.objective == pytest.approx(ref, rel=1e-9), (depth, bounds)
             assert r.lower_bound == pytest.approx(ref, rel=1e-9), (depth, bounds)
+
+
+# ------------------------------------------------------------------ the explicit solver
+
+
+def _tree_objective(tree, X, y, w, lam, norm_y):
+    r = y - tree.predict(X)
+    return float(np.dot(w, r * r) / norm_y + lam * tree.n_leaves)
+
+
+def test_solver_stops_at_max_steps_with_a_valid_certificate():
+    """init / step / terminate: a node limit stops the search with status NODE_LIMIT, a
+    lower bound below the optimum and a tree whose objective is the one reported."""
+    from jaxsr.trees.solver import Status
+
+    X, y, w = _problem(51, n=60, M=6, weights=True)
+    lam = 0.003
+    ref = memo_oracle(X, y, w, lam, 5)
+    sst = float(np.dot(w, (y - np.dot(w, y) / w.sum()) ** 2))
+    full = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=5, exact_levels=0).run()
+    assert full.status is Status.OPTIMAL and full.objective == pytest.approx(ref, rel=1e-9)
+    assert full.steps > 8
+    for k in (1, 3, full.steps // 2):
+        r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=5,
+                              exact_levels=0).run(max_steps=k)
+        assert r.status is Status.NODE_LIMIT and r.steps <= k + 1  # checked per split
+        assert r.lower_bound <= ref * (1 + 1e-12) <= r.objective * (1 + 1e-12)
+        assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(r.objective,
+                                                                           rel=1e-9)
+
+
+def test_estimator_maps_the_status_and_warns():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, w = _problem(52, n=40, M=5)
+    m = OptimalTreeRegressor(regularization=0.01, depth_budget=4).fit(X, y)
+    assert m.status_ == "optimal" and m.optimal_ and not m.timed_out_
+    with pytest.warns(ConvergenceWarning, match="time limit"):
+        m = OptimalTreeRegressor(regularization=0.01, depth_budget=4, time_limit=0).fit(X, y)
+    assert m.status_ == "time_limit" and m.timed_out_ and not m.optimal_
+    assert m.lower_bound_ <= m.objective_
+
+
+@pytest.mark.parametrize("depth", [None, 6])
+def test_stopped_search_is_never_worse_than_greedy_cart(depth):
+    """Anytime: the incumbent starts from greedy CART on the same binary features, pruned at
+    lambda; scikit-learn's DecisionTreeRegressor with the equivalent ccp_alpha
+    (lambda * SST / n) is the oracle of that tree's objective."""
+    from sklearn.tree import DecisionTreeRegressor
+
+    from jaxsr.trees import Binarizer
+
+    rng = np.random.default_rng(0)
+    n = 200
+    Xr = rng.normal(size=(n, 4))
+    y = np.sin(2 * Xr[:, 0]) + Xr[:, 1] * Xr[:, 2] + 0.3 * rng.normal(size=n)
+    X = Binarizer(n_thresholds=6).fit_transform(Xr).astype(int)
+    lam = 0.003
+    sst = float(np.sum((y - y.mean()) ** 2))
+    cart = DecisionTreeRegressor(max_depth=None if depth is None else depth - 1,
+                                 ccp_alpha=lam * sst / n, random_state=0).fit(X, y)
+    r = y - cart.predict(X)
+    cart_objective = float(r @ r / sst + lam * cart.get_n_leaves())
+    for k in (1, 30):
+        res = OptimalTreeSearch(X, y, np.ones(n), regularization=lam,
+                                depth_budget=depth).run(max_steps=k)
+        assert res.objective <= cart_objective * (1 + 1e-12)
+        assert res.lower_bound <= res.objective
+        obj = _tree_objective(res.tree, X, y, np.ones(n), lam, sst)
+        assert obj == pytest.approx(res.objective, rel=1e-9)
