@@ -22,6 +22,7 @@ from .._validation import (
     validate_X_y,
 )
 from . import front as _pf
+from . import refine as _refine
 from .expression import Expression
 from .front import FrontModel
 from .semantics import node_semantics
@@ -87,6 +88,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       precision: significant digits of the constants in the readable form (``str(model)``,
         ``print(model)``, the ``equation`` column, :meth:`latex`); default 4. Predictions
         and :meth:`sympy` keep the exact constants.
+      refine_constants: after the search, refine all constants of the final tree jointly
+        (L-BFGS, optax; :mod:`jaxsr.symbolic.refine`), kept only if the training MSE drops
+        (default ``False``: the paper's method alone).
 
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.
@@ -113,6 +117,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         ``validation_loss``.
       selected_index_: int, the row of ``equations_`` chosen by ``model_selection``;
         ``expression_``, ``expression_tree_`` and ``mse_`` describe that model.
+      refinement_: with ``refine_constants``, :class:`jaxsr.symbolic.refine.RefineResult` of
+        the final tree (``accepted``, ``mse_before``, ``mse``, ``n_iterations``); else None.
 
     Example:
       >>> import numpy as np
@@ -124,7 +130,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def __init__(self, max_nodes=None, strategy=3, min_improvement=1e-6, max_iterations=None,
                  goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
-                 model_selection="best", validation_fraction=None, precision=4, progress=True):
+                 model_selection="best", validation_fraction=None, precision=4, progress=True,
+                 refine_constants=False):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -138,6 +145,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.precision = precision
         self.progress = progress
+        self.refine_constants = refine_constants
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -155,6 +163,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_int(self.precision, "precision", min_value=1)
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
+        if not isinstance(self.refine_constants, bool | np.bool_):
+            raise ValueError(f"refine_constants must be True or False; got "
+                             f"{self.refine_constants!r}")
         if self.validation_fraction is not None and not self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be None or a number in (0, 1); got "
                              f"{self.validation_fraction!r}")
@@ -200,6 +211,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 self.stop_reason_ = self._loop(engine, start, deadline, names)
         self.n_iterations_ = len(self.history_)
         final = FrontModel(engine.expr, float(engine.mse), self.n_iterations_)
+        self.refinement_ = None
+        if self.refine_constants and self.stop_reason_ != "constant target":
+            self.refinement_ = _refine.refine_constants(engine.expr, Xa, ya)
+            if self.refinement_.accepted:  # the true MSE dropped: the refined tree is final
+                final = FrontModel(self.refinement_.expression, self.refinement_.mse,
+                                   self.n_iterations_)
         self._set_front(self._path_models(initial, final), _pf.loss_floor(ya, dt), X_val, y_val)
         self.fit_seconds_ = time.perf_counter() - start
         return self

@@ -1,0 +1,88 @@
+"""Joint L-BFGS refinement of an expression's constants (jaxsr.symbolic.refine, optax):
+it finds the least-squares constants of a right structure and never raises the MSE."""
+
+import numpy as np
+import pytest
+
+from jaxsr.symbolic import Expression, SymbolicRegressor
+from jaxsr.symbolic.expression import CONST
+from jaxsr.symbolic.refine import refine_constants, weighted_mse
+
+_STRUCTURE = "((k * x1) + ((k * x1) * x2)) + k"  # y = a*x1 + b*x1*x2 + c
+
+
+def _data(seed=0, n=100):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(1.0, 3.0, size=(n, 2))
+    return X, 2.5 * X[:, 0] + 0.7 * X[:, 0] * X[:, 1] + 1.0
+
+
+def _with(constants) -> Expression:
+    text = _STRUCTURE
+    for c in constants:
+        text = text.replace("k", repr(float(c)), 1)
+    return Expression.parse(text)
+
+
+def test_right_structure_gets_the_least_squares_constants():
+    X, y = _data()
+    start = _with([2.0, 0.5, 0.3])
+    res = refine_constants(start, X, y)
+    assert res.accepted and res.mse_before == pytest.approx(weighted_mse(start, X, y))
+    consts = res.expression.value[res.expression.op == CONST]
+    np.testing.assert_allclose(consts, [2.5, 0.7, 1.0], rtol=1e-9)
+    assert res.mse < 1e-18 and res.mse == weighted_mse(res.expression, X, y)
+    # the numpy oracle: least squares on the columns x1, x1*x2, 1
+    A = np.column_stack([X[:, 0], X[:, 0] * X[:, 1], np.ones(len(y))])
+    np.testing.assert_allclose(np.linalg.lstsq(A, y, rcond=None)[0], consts, rtol=1e-9)
+
+
+def test_never_raises_the_mse():
+    """Random starting constants (one structure: one compilation), noisy targets, weights."""
+    rng = np.random.default_rng(1)
+    X, y = _data(1)
+    y = y + rng.normal(0.0, 0.3, y.shape)
+    w = rng.uniform(0.0, 2.0, y.shape)
+    accepted = 0
+    for _ in range(6):
+        start = _with(rng.normal(0.0, 3.0, 3))
+        res = refine_constants(start, X, y, sample_weight=w, max_iterations=int(
+            rng.integers(1, 30)))
+        before = weighted_mse(start, X, y, w)
+        assert res.mse_before == before
+        if res.accepted:
+            accepted += 1
+            assert res.mse < before and res.mse == weighted_mse(res.expression, X, y, w)
+        else:
+            assert res.expression is start and res.mse == before
+    assert accepted >= 4  # it does work, not only refuse
+
+
+def test_refusals_leave_the_expression_alone():
+    X, y = _data()
+    exact = _with([2.5, 0.7, 1.0])
+    res = refine_constants(exact, X, y)  # MSE 0 already (or one rounding away)
+    assert res.mse <= weighted_mse(exact, X, y)
+    no_constants = Expression.parse("x1 * x2")
+    res = refine_constants(no_constants, X, y)
+    assert not res.accepted and res.expression is no_constants and res.n_iterations == 0
+    pole = Expression.parse("x1 / (x2 - 2.0)")  # a pole inside the data: MSE is huge or inf
+    res = refine_constants(pole, X, y)
+    assert res.mse <= weighted_mse(pole, X, y)
+    assert np.isfinite(res.mse) or not res.accepted
+
+
+def test_regressor_option_lowers_the_final_mse():
+    X, y = _data()
+    assert SymbolicRegressor().refine_constants is False  # off by default: the paper alone
+    refined = SymbolicRegressor(max_nodes=9, progress=False, refine_constants=True).fit(X, y)
+    r = refined.refinement_
+    # the search's final tree (DoME's coordinate passes) is what gets refined
+    assert r.mse_before == pytest.approx(refined.history_[-1]["mse"], rel=1e-9)
+    assert r.accepted and r.mse < 0.9 * r.mse_before
+    assert refined.equations_["loss"].min() == r.mse  # the refined tree is on the front
+    np.testing.assert_allclose(refined.predict(X, index=len(refined.equations_) - 1),
+                               r.expression.evaluate(X), rtol=1e-12)
+    assert SymbolicRegressor(max_iterations=0).fit(X, y).refinement_ is None
+    with pytest.raises(ValueError, match="refine_constants"):
+        SymbolicRegressor(refine_constants="yes").fit(X, y)
