@@ -207,7 +207,8 @@ def _versions() -> dict:
     return out
 
 
-def peers_main(cases, time_limit, json_out) -> None:
+def peers_main(cases, time_limit, json_out, tools=("osrt", "pystreed",
+                                                   "pystreed_equivalent")) -> None:
     paths = dataset_paths()
     results = []
     for name, lam, budget in cases:
@@ -222,6 +223,8 @@ def peers_main(cases, time_limit, json_out) -> None:
             ("pystreed_equivalent", lambda X=X, y=y, l=lam, b=budget: run_pystreed(
                 X, y, l, b, time_limit, "equivalent")),
         ]:
+            if key not in tools:
+                continue
             try:
                 row[key] = fn()
             except Exception as err:  # report, keep going
@@ -266,6 +269,7 @@ def run_jaxsr(X, y, lam, depth_budget, time_limit, warm=True, backend="auto") ->
         "reported_objective": float(getattr(model, "objective_", float("nan"))),
         "lower_bound": float(getattr(model, "lower_bound_", float("nan"))),
         "optimal": bool(getattr(model, "optimal_", False)),
+        "timed_out": bool(getattr(model, "timed_out_", False)),
     })
     return out
 
@@ -336,12 +340,43 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
+def summary(results) -> str:
+    """Per depth budget: total seconds, geometric mean and worst of pystreed / jaxsr."""
+    lines = [f"{'budget':>6} {'cases':>5} | {'jaxsr total s':>13} {'streed total s':>14} "
+             f"{'total ratio':>11} | {'geo-mean str/jx':>15} {'worst str/jx':>12} "
+             f"{'worst case':<30} | {'jx worse obj':>12} {'str worse obj':>13}"]
+    budgets = sorted({r["depth_budget"] for r in results})
+    for b in budgets + ["all"]:
+        rows = [r for r in results if b == "all" or r["depth_budget"] == b]
+        pairs = [(r, (r.get("jaxsr") or {}), (r.get("pystreed") or {})) for r in rows]
+        pairs = [(r, j, s) for r, j, s in pairs if "seconds" in j and "seconds" in s]
+        if not pairs:
+            continue
+        tj = sum(j["seconds"] for _, j, _ in pairs)
+        ts = sum(s["seconds"] for _, _, s in pairs)
+        ratios = [max(s["seconds"], 1e-6) / max(j["seconds"], 1e-6) for _, j, s in pairs]
+        geo = float(np.exp(np.mean(np.log(ratios))))
+        k = int(np.argmin(ratios))
+        worst = pairs[k][0]
+        tag = f"{worst['dataset']} lam={worst['regularization']:g}"
+        jw = sum(j["objective"] > s["objective"] * (1 + 1e-9) + 1e-12 for _, j, s in pairs)
+        sw = sum(s["objective"] > j["objective"] * (1 + 1e-9) + 1e-12 for _, j, s in pairs)
+        lines.append(f"{b!s:>6} {len(pairs):>5} | {tj:>13.3f} {ts:>14.3f} {ts / tj:>11.3f} | "
+                     f"{geo:>15.3f} {ratios[k]:>12.3f} {tag:<30} | {jw:>12} {sw:>13}")
+    lines.append("ratios = pystreed seconds / jaxsr seconds (> 1: jaxsr faster); "
+                 "worse obj = cases where that tool's objective is above the other's.")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=["all", "peers", "jaxsr"], default="all")
     ap.add_argument("--datasets", default=None, help="comma-separated stems (default: all)")
-    ap.add_argument("--regularization", type=float, default=0.01)
-    ap.add_argument("--depth-budget", type=int, default=5)
+    ap.add_argument("--regularization", default="0.01",
+                    help="lambda, or a comma-separated list (every dataset x lambda x budget)")
+    ap.add_argument("--depth-budget", default="5", help="an int or a comma-separated list")
+    ap.add_argument("--peers", default="osrt,pystreed,pystreed_equivalent",
+                    help="peers to run (comma-separated)")
     ap.add_argument("--no-extra", action="store_true", help="skip the extra cases (sync 0.1)")
     ap.add_argument("--time-limit", type=float, default=300.0, help="per tool and case (s)")
     ap.add_argument("--peers-python",
@@ -362,15 +397,19 @@ def main(argv=None) -> int:
         unknown = sorted(set(names) - set(dataset_paths()))
         if unknown:
             ap.error(f"unknown datasets {unknown}; known: {sorted(dataset_paths())}")
-    cases = [(n, args.regularization, args.depth_budget) for n in names]
+    lams = [float(v) for v in str(args.regularization).split(",") if v.strip()]
+    budgets = [int(v) for v in str(args.depth_budget).split(",") if v.strip()]
+    cases = [(n, lam, b) for b in budgets for lam in lams for n in names]
     if not args.no_extra:
         cases += [c for c in EXTRA_CASES if c[0] in names and c not in cases]
 
     if args.mode == "peers":
-        peers_main(cases, args.time_limit, args.json_out or "/dev/stdout")
+        peers_main(cases, args.time_limit, args.json_out or "/dev/stdout",
+                   tuple(args.peers.split(",")))
         return 0
     if args.from_json:  # re-render a saved run
-        print(table(json.loads(Path(args.from_json).read_text())["results"]))
+        res = json.loads(Path(args.from_json).read_text())["results"]
+        print(table(res) + "\n\n" + summary(res))
         return 0
 
     peers = {"results": []}
@@ -386,7 +425,8 @@ def main(argv=None) -> int:
                 cmd = [args.peers_python, str(Path(__file__).resolve()), "--mode", "peers",
                        "--json-out", str(out), "--time-limit", str(args.time_limit),
                        "--regularization", str(args.regularization),
-                       "--depth-budget", str(args.depth_budget), "--datasets", ",".join(names)]
+                       "--depth-budget", str(args.depth_budget), "--datasets", ",".join(names),
+                       "--peers", args.peers]
                 if args.no_extra:
                     cmd.append("--no-extra")
                 subprocess.run(cmd, check=True)
@@ -415,7 +455,7 @@ def main(argv=None) -> int:
                   f"in {_fmt_s(row[key].get('seconds'))}", file=sys.stderr, flush=True)
         results.append(row)
 
-    text = table(results)
+    text = table(results) + "\n\n" + summary(results)
     print(text)
     payload = {
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

@@ -43,6 +43,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .stats import sse
+
 __all__ = [
     "kmeans_cost_matrix",
     "kmedians_cost_matrix",
@@ -68,9 +70,7 @@ def _kmeans_cost(xp, W, S, Q):
     w = PW[None, 1:] - PW[:-1, None]  # [j, i]: items j..i
     s = PS[None, 1:] - PS[:-1, None]
     q = PQ[None, 1:] - PQ[:-1, None]
-    pos = w > 0
-    c = q - xp.where(pos, s * s / xp.where(pos, w, 1.0), 0.0)
-    c = xp.maximum(c, 0.0)
+    c = sse(w, s, q)
     upper = xp.arange(n)[:, None] <= xp.arange(n)[None, :]
     return xp.where(upper, c, xp.inf)
 
@@ -252,8 +252,7 @@ def _kmeans_cost_fn(W, S, Q):
         w = PW[i + 1] - PW[j]
         s = PS[i + 1] - PS[j]
         q = PQ[i + 1] - PQ[j]
-        pos = w > 0
-        return np.maximum(q - np.where(pos, s * s / np.where(pos, w, 1.0), 0.0), 0.0)
+        return sse(w, s, q)
 
     return cost
 

@@ -54,26 +54,28 @@ __all__ = [
 
 STAT_W, STAT_S, STAT_Q, STAT_E, STAT_N, STAT_C = range(6)
 N_STATS = 6
-_TINY = 1e-300
 
 
 def sse(W, S, Q):
     """Weighted sum of squared errors around the weighted mean: ``max(Q - S^2 / W, 0)``.
 
-    The one leaf-loss formula of the package (squared loss). ``W = 0`` (an empty set) has
-    ``S = 0`` up to rounding; dividing by ``max(W, 1e-300)`` instead of masking sends a
+    The one leaf-loss formula of the package (squared loss), used by the search, the
+    bounds, the shallow-subtree kernels and the k-means costs. ``W = 0`` (an empty set)
+    has ``S = 0`` up to rounding; dividing by ``max(W, tiny)`` instead of masking sends a
     rounding residue to a large ``S^2 / W`` and the loss to 0.
 
     Args:
       W, S, Q: float arrays of one shape (numpy or JAX): summed weight, ``w*y``, ``w*y^2``.
 
     Returns:
-      float array of that shape, ``>= 0``. Numpy in, numpy out; JAX in, JAX out.
+      float array of that shape, ``>= 0``. Numpy in, numpy out; JAX in, JAX out (jittable).
     """
-    if isinstance(W, np.ndarray) or np.isscalar(W):
+    if isinstance(W, np.ndarray | np.floating | float):
+        tiny = np.finfo(np.result_type(W)).tiny
         with np.errstate(over="ignore", invalid="ignore"):
-            return np.maximum(Q - S * S / np.maximum(W, _TINY), 0.0)
-    return jnp.maximum(Q - S * S / jnp.maximum(W, _TINY), 0.0)
+            return np.maximum(Q - S * S / np.maximum(W, tiny), 0.0)
+    tiny = jnp.finfo(jnp.result_type(W)).tiny
+    return jnp.maximum(Q - S * S / jnp.maximum(W, tiny), 0.0)
 
 
 def stats_loss(st):

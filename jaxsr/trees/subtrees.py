@@ -36,6 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .stats import sse
+
 __all__ = [
     "subtree_statistics",
     "best_depth1",
@@ -49,9 +51,7 @@ W, S, Q, N = range(4)
 
 
 def _loss(xp, st):
-    w, s, q = st[..., W], st[..., S], st[..., Q]
-    pos = w > 0
-    return xp.maximum(q - xp.where(pos, s * s / xp.where(pos, w, 1.0), 0.0), 0.0)
+    return sse(st[..., W], st[..., S], st[..., Q])
 
 
 def _pick(xp, leaf, split):
@@ -274,10 +274,6 @@ def _triu(M):
 
 
 def _lossc(x):
-    """Squared loss of statistics with the columns on the first axis: ``(c, ...)``.
-
-    ``W = 0`` (an empty or zero-weight set) has ``S = 0`` up to rounding; dividing by a tiny
-    number instead sends any rounding residue to a large ``S^2 / W`` and the loss to 0
-    (callers silence the overflow warning).
-    """
-    return np.maximum(x[Q] - x[S] * x[S] / np.maximum(x[W], 1e-300), 0.0)
+    """Squared loss (:func:`~jaxsr.trees.stats.sse`) of statistics with the columns on the
+    first axis: ``(c, ...)``."""
+    return sse(x[W], x[S], x[Q])
