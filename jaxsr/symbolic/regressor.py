@@ -467,17 +467,26 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             cache = self._readable_cache_ = (self.expression_tree_, self.precision, text)
         return cache[2]
 
+    def _summary(self) -> str:
+        row = self.equations_.iloc[self.selected_index_]
+        return (f"{self!r}\n{self}\n({int(row['complexity'])} nodes, training MSE "
+                f"{row['loss']:.4g}; row {self.selected_index_} of {len(self.equations_)} in "
+                f"equations_, chosen by model_selection={self.model_selection!r})")
+
     def _repr_html_(self) -> str:
         """Notebook display: the parameters, the selected equation and its front row."""
         import html
 
         if not hasattr(self, "expression_tree_"):
             return f"<pre>{html.escape(repr(self))}</pre>"
-        row = self.equations_.iloc[self.selected_index_]
-        return (f"<pre>{html.escape(repr(self))}\n{html.escape(str(self))}\n"
-                f"({int(row['complexity'])} nodes, training MSE {row['loss']:.4g}; row "
-                f"{self.selected_index_} of {len(self.equations_)} in equations_, chosen by "
-                f"model_selection={self.model_selection!r})</pre>")
+        return f"<pre>{html.escape(self._summary())}</pre>"
+
+    def _repr_mimebundle_(self, **kwargs):
+        """Jupyter display of a fitted model: its equation (scikit-learn's diagram before
+        fit)."""
+        if not hasattr(self, "expression_tree_"):
+            return super()._repr_mimebundle_(**kwargs)
+        return {"text/plain": self._summary(), "text/html": self._repr_html_()}
 
 
     # ---------------------------------------------------------------- persistence

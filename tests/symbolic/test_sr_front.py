@@ -189,6 +189,9 @@ def test_print_latex_and_table_of_a_fit(line_fit):
     with pytest.raises(ValueError, match="column"):
         sr.latex_table(columns=["equation", "validation_loss"])
     assert "y = 3*x1 + 2" in sr._repr_html_()
+    bundle = sr._repr_mimebundle_()
+    assert "y = 3*x1 + 2" in bundle["text/plain"] and "y = 3*x1 + 2" in bundle["text/html"]
+    assert "text/plain" in SymbolicRegressor()._repr_mimebundle_()
     assert str(SymbolicRegressor(precision=3)) == "SymbolicRegressor(precision=3)"
 
 
