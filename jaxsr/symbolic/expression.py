@@ -31,6 +31,7 @@ __all__ = [
     "TreeArrays",
     "capacity_bucket",
     "round_constants",
+    "drop_negligible_terms",
     "SIMPLIFY_MAX_NODES",
 ]
 
@@ -370,17 +371,10 @@ class Expression:
         """
         import sympy
 
-        names = feature_names
-        symbols: dict[int, object] = {}
         ev = bool(evaluate)
 
         def sym(j):
-            if j not in symbols:
-                name = names[j] if names is not None else f"x{j + 1}"
-                if names is not None and list(names).count(name) > 1:
-                    name = f"{name}_{j + 1}"  # duplicate column names stay distinct
-                symbols[j] = sympy.Symbol(name)
-            return symbols[j]
+            return _symbol(feature_names, j)
 
         def rec(i):
             code = int(self.op[i])
@@ -400,12 +394,18 @@ class Expression:
         return rec(0)
 
     def readable(self, feature_names: list[str] | None = None, precision: int = 4,
-                 simplify: bool = True):
+                 simplify: bool = True, X=None):
         """A readable sympy form: exact constants folded by sympy, simplified with
         ``sympy.simplify`` (trees of at most :data:`SIMPLIFY_MAX_NODES` nodes, where it is
-        quick), then every constant rounded to ``precision`` significant digits (a constant
-        that rounds to an integer becomes that integer, so ``0.9999999999999997 * p`` reads
-        ``p``). The result is for reading; predictions use the exact tree.
+        quick), then, given data ``X``, without the additive terms too small to show (see
+        :func:`drop_negligible_terms`), then every constant rounded to ``precision``
+        significant digits (a constant that rounds to an integer becomes that integer, so
+        ``0.9999999999999997 * p`` reads ``p``). The result is for reading; predictions use
+        the exact tree.
+
+        Args:
+          X: ``None`` or ``(n_samples, n_features)`` rows on which a dropped term must change
+            no value beyond the ``precision``-th significant digit.
 
         Raises:
           ValueError: if ``precision`` is not an integer >= 1.
@@ -415,15 +415,18 @@ class Expression:
         expr = self.sympy(feature_names, evaluate=True)
         if simplify and self.n_nodes <= SIMPLIFY_MAX_NODES:
             expr = sympy.simplify(expr)
+        if X is not None:
+            expr = drop_negligible_terms(expr, X, feature_names, precision)
         return round_constants(expr, precision)
 
     def readable_string(self, feature_names: list[str] | None = None, precision: int = 4,
-                        simplify: bool = True) -> str:
+                        simplify: bool = True, X=None) -> str:
         """:meth:`readable` as text, e.g. ``6.674e-11*x1*x2/x3**2`` (sympy's ``sstr``,
         constants without trailing zeros)."""
         import sympy
 
-        return sympy.sstr(self.readable(feature_names, precision, simplify), full_prec=False)
+        return sympy.sstr(self.readable(feature_names, precision, simplify, X),
+                          full_prec=False)
 
     def to_dict(self) -> dict:
         return {
@@ -438,6 +441,66 @@ class Expression:
 
 
 SIMPLIFY_MAX_NODES = 25  # sympy.simplify takes about a second or less up to here
+
+
+def _symbol(feature_names, j: int):
+    """The sympy symbol of column ``j`` (a name shared by several columns gets ``_<j+1>``)."""
+    import sympy
+
+    name = feature_names[j] if feature_names is not None else f"x{j + 1}"
+    if feature_names is not None and list(feature_names).count(name) > 1:
+        name = f"{name}_{j + 1}"  # duplicate column names stay distinct
+    return sympy.Symbol(name)
+
+
+def drop_negligible_terms(expr, X, feature_names=None, precision: int = 4):
+    """``expr`` (a sympy sum) without the terms that change no value on ``X`` by more than half
+    a unit of its ``precision``-th significant digit.
+
+    Terms are dropped smallest first while, on every row of ``X``, the dropped ones add up to
+    at most ``0.5 * 10**-precision * |expr(x)|``: printed to ``precision`` digits, the
+    remaining sum gives the same values. A product or quotient is left whole.
+
+    Args:
+      expr: sympy expression over the symbols of :meth:`Expression.sympy`.
+      X: ``(n_samples, n_features)`` float array.
+    """
+    import sympy
+
+    if not isinstance(expr, sympy.Add):
+        return expr
+    X = np.asarray(X, dtype=np.float64)
+    cols = {_symbol(feature_names, j): j for j in range(X.shape[1])}
+
+    def values(term):
+        syms = sorted(term.free_symbols, key=str)
+        if any(s not in cols for s in syms):
+            return None
+        f = sympy.lambdify(syms, term, "numpy")
+        with np.errstate(all="ignore"):
+            v = np.broadcast_to(np.asarray(f(*[X[:, cols[s]] for s in syms]), np.float64),
+                                (X.shape[0],))
+        return v if np.all(np.isfinite(v)) else None
+
+    terms = list(expr.args)
+    vals = [values(t) for t in terms]
+    if any(v is None for v in vals):
+        return expr
+    total = np.sum(vals, axis=0)
+    budget = 0.5 * 10.0 ** (-int(precision)) * np.abs(total)
+    order = sorted(range(len(terms)), key=lambda i: float(np.max(np.abs(vals[i]) /
+                                                                 np.maximum(np.abs(total),
+                                                                            1e-300))))
+    dropped = np.zeros(X.shape[0])
+    keep = set(range(len(terms)))
+    for i in order[:-1]:  # never drop every term
+        trial = dropped + vals[i]
+        if np.all(np.abs(trial) <= budget):
+            dropped = trial
+            keep.discard(i)
+        else:
+            break
+    return sympy.Add(*[terms[i] for i in sorted(keep)])
 
 
 def round_constants(expr, precision: int = 4):

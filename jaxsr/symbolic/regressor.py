@@ -31,6 +31,7 @@ from .strategies import DomeSearch
 __all__ = ["SymbolicRegressor"]
 
 _FORMAT = "jaxsr.SymbolicRegressor"
+READABLE_ROWS = 200  # training rows kept to tell which terms of a sum are too small to show
 _VERSION = 1
 
 
@@ -85,9 +86,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         (a fixed shuffle, so the split is deterministic): the search runs on the others and
         the held-out MSE of each front model (``validation_loss``) replaces the training
         loss in the selection.
-      precision: significant digits of the constants in the readable form (``str(model)``,
-        ``print(model)``, the ``equation`` column, :meth:`latex`); default 4. Predictions
-        and :meth:`sympy` keep the exact constants.
+      precision: significant digits of the readable form (``str(model)``, ``print(model)``,
+        the ``equation`` column, :meth:`latex`); default 4. It rounds the constants and drops
+        the terms of a sum that change no value on the training rows (up to 200 of them)
+        beyond that digit, e.g. rounding-level ``1.2e-14/x1`` next to ``3*x1 + 2``.
+        Predictions and :meth:`sympy` keep the exact tree.
       refine_constants: after the search, refine all constants of the final tree jointly
         (L-BFGS, optax; :mod:`jaxsr.symbolic.refine`), kept only if the training MSE drops
         (default ``False``: the paper's method alone).
@@ -217,6 +220,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             if self.refinement_.accepted:  # the true MSE dropped: the refined tree is final
                 final = FrontModel(self.refinement_.expression, self.refinement_.mse,
                                    self.n_iterations_)
+        n = ya.shape[0]  # rows on which the readable form drops terms too small to show
+        self._readable_X_ = np.asarray(
+            Xa[np.unique(np.linspace(0, n - 1, min(n, READABLE_ROWS)).round().astype(int))],
+            dtype=np.float64)
         self._set_front(self._path_models(initial, final), _pf.loss_floor(ya, dt), X_val, y_val)
         self.fit_seconds_ = time.perf_counter() - start
         return self
@@ -291,7 +298,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             "complexity": complexity,
             "loss": loss,
             "score": _pf.front_scores(complexity, loss, floor),
-            "equation": [m.expression.readable_string(names, self.precision,
+            "equation": [m.expression.readable_string(names, self.precision, X=self._readable_X_,
                                                       simplify=False) for m in front],
             "expression": [m.expression.to_string(names) for m in front],
             "iteration": [m.iteration for m in front],
@@ -396,7 +403,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """The selected expression (or row ``index``) in readable sympy form: simplified,
         constants rounded to ``precision`` significant digits (default: the estimator's
         ``precision``); see :meth:`Expression.readable`."""
-        return self._tree(index).readable(feature_names(self), self._precision(precision))
+        return self._tree(index).readable(feature_names(self), self._precision(precision),
+                                          X=self._readable_X_)
 
     def latex(self, index=None, precision=None) -> str:
         """LaTeX of the readable form of the selected expression (or row ``index``), as
@@ -442,7 +450,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             cells = []
             for c in columns:
                 if c == "equation":
-                    eq = tree.readable(feature_names(self), p)
+                    eq = tree.readable(feature_names(self), p, X=self._readable_X_)
                     cells.append(f"$y = {sympy.latex(eq)}$")
                 elif c == "complexity":
                     cells.append(str(int(self.equations_["complexity"].iloc[i])))
@@ -512,7 +520,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                       "equations_": {k: list(v) for k, v in
                                      self.equations_.to_dict(orient="list").items()},
                       "selected_index_": int(self.selected_index_),
-                      "loss_floor": float(self._loss_floor_)},
+                      "loss_floor": float(self._loss_floor_),
+                      "readable_X": (None if self._readable_X_ is None
+                                     else self._readable_X_.tolist())},
         }
 
     @classmethod
@@ -546,7 +556,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             est.equations_ = pd.DataFrame(front["equations_"])
             est.selected_index_ = int(front["selected_index_"])
             est._loss_floor_ = float(front["loss_floor"])
+            rx = front.get("readable_X")
+            est._readable_X_ = None if rx is None else np.asarray(rx, dtype=np.float64)
         else:  # saved before the front existed: a one-row front of the saved tree
+            est._readable_X_ = None
             est._set_front([FrontModel(est.expression_tree_, est.mse_, est.n_iterations_)],
                            floor=0.0)
         return est

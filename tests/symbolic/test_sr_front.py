@@ -174,11 +174,31 @@ def test_readable_rounds_folds_and_simplifies():
         round_constants(sympy.Float(1.5), 0)
 
 
+def test_readable_drops_only_terms_too_small_to_show():
+    X = np.arange(1.0, 21.0).reshape(-1, 1)
+    # 1e-5 changes no value of x1 (>= 1) in its 4th significant digit; 1e-3 does
+    assert Expression.parse("x1 + 0.00001").readable_string(X=X) == "x1"
+    assert Expression.parse("x1 + 0.001").readable_string(X=X) == "x1 + 0.001"
+    assert Expression.parse("x1 + 0.001").readable_string(X=X, precision=2) == "x1"
+    # Newton's law with the leftovers of a strategy-3 fit (together < 1e-8 of F everywhere)
+    from jaxsr.datasets import make_newton_gravitation
+
+    Xn, yn = make_newton_gravitation(n_samples=200, seed=0)
+    e = Expression.parse("(104091.47406542969 + ((792864187870852.9 + ((-7.450648383980663e-10"
+                         " + ((6.673920000000002e-11 / x3) * x2)) * x1)) / x3))")
+    assert e.readable_string(X=Xn) == "6.674e-11*x1*x2/x3**2"
+    assert "1.041e+5" in e.readable_string()  # without data nothing is dropped
+    law = Expression.parse("6.673920000000002e-11 * x1 * x2 / x3 / x3")
+    assert np.max(np.abs(e.evaluate(Xn) - law.evaluate(Xn)) / yn) < 0.5e-4  # the criterion
+
+
 def test_print_latex_and_table_of_a_fit(line_fit):
     X, y, sr = line_fit
     assert str(sr) == "y = 3*x1 + 2" and sr.latex() == "3 x_{1} + 2"
     assert sr.latex(index=0) == sympy.latex(sympy.Float(float(np.mean(y)), 4))
     assert sr.equations_["equation"][sr.selected_index_] == "3*x1 + 2"
+    # the rounding-level tail (1.2e-14/x1, -1.6e-17*x1**2) is below 4 digits everywhere
+    assert set(sr.equations_["equation"][sr.selected_index_:]) == {"3*x1 + 2"}
     table = sr.latex_table(indices=[0, sr.selected_index_])
     lines = table.splitlines()
     assert lines[:6] == [r"\begin{table}[h]", r"\begin{center}", r"\begin{tabular}{@{}lccc@{}}",
