@@ -417,6 +417,13 @@ class Expression:
             expr = sympy.simplify(expr)
         if X is not None:
             expr = drop_negligible_terms(expr, X, feature_names, precision)
+            if self.n_nodes <= EXPAND_MAX_NODES:
+                # a sum hidden in products or quotients: expanded, its terms can be compared;
+                # the expanded form is kept only if it loses a term
+                expanded = sympy.expand(expr)
+                pruned = drop_negligible_terms(expanded, X, feature_names, precision)
+                if pruned != expanded:
+                    expr = pruned
         return round_constants(expr, precision)
 
     def readable_string(self, feature_names: list[str] | None = None, precision: int = 4,
@@ -441,6 +448,7 @@ class Expression:
 
 
 SIMPLIFY_MAX_NODES = 25  # sympy.simplify takes about a second or less up to here
+EXPAND_MAX_NODES = 61  # sympy.expand, to find negligible terms, only on trees this small
 
 
 def _symbol(feature_names, j: int):

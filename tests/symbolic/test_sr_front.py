@@ -188,6 +188,9 @@ def test_readable_drops_only_terms_too_small_to_show():
                          " + ((6.673920000000002e-11 / x3) * x2)) * x1)) / x3))")
     assert e.readable_string(X=Xn) == "6.674e-11*x1*x2/x3**2"
     assert "1.041e+5" in e.readable_string()  # without data nothing is dropped
+    assert e.readable_string(X=Xn, simplify=False) == "6.674e-11*x1*x2/x3**2"  # expanded
+    assert Expression.parse("(x1 + 1) * (x1 + 3)").readable_string(X=X, simplify=False) == \
+        "(x1 + 1)*(x1 + 3)"  # nothing to drop: the factored form stays
     law = Expression.parse("6.673920000000002e-11 * x1 * x2 / x3 / x3")
     assert np.max(np.abs(e.evaluate(Xn) - law.evaluate(Xn)) / yn) < 0.5e-4  # the criterion
 
