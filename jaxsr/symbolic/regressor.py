@@ -5,6 +5,8 @@ Paper: ``shared/papers/deterministic-symbolic-regression.md`` (sections 2-2.8).
 
 from __future__ import annotations
 
+import contextvars
+import threading
 import time
 
 import jax.numpy as jnp
@@ -26,7 +28,7 @@ from . import refine as _refine
 from .expression import Expression
 from .front import FrontModel
 from .semantics import node_semantics
-from .strategies import DomeSearch
+from .strategies import DomeSearch, scale_output
 
 __all__ = ["SymbolicRegressor"]
 
@@ -46,6 +48,71 @@ def _latex_number(v: float, precision: int) -> str:
     return text
 
 
+class _FitRun:
+    """State of one fit shared between the worker and the caller (``max_time``): the
+    last accepted tree ``snapshot = (expression, mse, len(history))`` in the original
+    units, the history, the stop reason and an error to re-raise."""
+
+    def __init__(self, expr, mse):
+        self.snapshot = (expr, mse, 0)
+        self.history: list[dict] = []
+        self.stop_reason = None
+        self.error = None
+        self.engine = None
+        self.stopped = False
+
+    def stop(self):
+        self.stopped = True
+        if self.engine is not None:
+            self.engine.stop = True
+
+    @staticmethod
+    def unscaled(expr, y_scale):
+        return expr if y_scale == 1.0 else scale_output(expr, y_scale)
+
+    def commit(self, engine, y_scale):
+        if not self.stopped:
+            self.snapshot = (self.unscaled(engine.expr, y_scale),
+                             _unscaled_mse(engine.mse, y_scale), len(self.history))
+
+
+def _unscaled_mse(mse, y_scale) -> float:
+    """The MSE in the target's units (``inf`` where that is beyond the float range)."""
+    with np.errstate(over="ignore"):
+        return float(np.float64(mse) * np.float64(y_scale) ** 2)
+
+
+def _check_scales(Xa, ya, dt) -> float:
+    """The power of two ``s`` the target is divided by inside the fit (1 unless ``|y|``
+    is so large or small that its squares leave the float range; undone exactly in the
+    constants, :func:`~jaxsr.symbolic.strategies.scale_output`).
+
+    Raises:
+      ValueError: a feature column whose magnitudes are beyond ``finfo.max**0.25`` or
+        (all nonzero ones) below ``finfo.tiny**0.25`` of ``dt``: products of two features
+        and their squares would overflow or underflow (equation 29 and the MSE).
+    """
+    fi = np.finfo(dt)
+    big, small = float(fi.max) ** 0.25, float(fi.tiny) ** 0.25
+    amax = np.max(np.abs(Xa), axis=0) if Xa.size else np.zeros(0)
+    bad_big = np.flatnonzero(amax > big)
+    bad_small = np.flatnonzero((amax > 0) & (amax < small))
+    for cols, what in ((bad_big, "up to"), (bad_small, "all below")):
+        if cols.size:
+            j = int(cols[0])
+            raise ValueError(
+                f"feature column {j} has magnitudes {what} {amax[j]:.3g}; with "
+                f"dtype={np.dtype(dt).name!r} the symbolic search needs every feature within "
+                f"[{small:.3g}, {big:.3g}] in magnitude (products of two features and their "
+                "squares must stay finite and normal). Rescale that column (e.g. divide it "
+                "by a power of ten and put the factor back in the formula)"
+                + (", or use dtype='float64'" if np.dtype(dt) != np.float64 else "") + ".")
+    ymax = float(np.max(np.abs(ya))) if ya.size else 0.0
+    if ymax == 0.0 or small <= ymax <= big:
+        return 1.0
+    return float(2.0 ** np.frexp(ymax)[1])
+
+
 class SymbolicRegressor(RegressorMixin, BaseEstimator):
     """Deterministic symbolic regression (DoME): grows one expression over ``+ - * /``.
 
@@ -54,11 +121,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     MSE, found exactly from the node equations (paper, section 2) and scored for all
     candidates at once in JAX.
 
-    The search is greedy: it stops when no single replacement lowers the MSE by more than
-    ``min_improvement * MSE``. On some data that happens at the initial constant (no
-    3-node subtree beats the mean) or at a local optimum; e.g. strategy 3 on
-    ``2.4*x1 - x2/x1 - 10`` over ``x1 = 1..100`` stops at the least-squares line while
-    strategy 1 recovers the formula exactly (see ``tests/symbolic``).
+    The search is greedy: it stops when no single replacement, even after the stuck-tree
+    fallback below, lowers the MSE by more than the acceptance threshold (e.g. strategy 3
+    on ``2.4*x1 - x2/x1 - 10`` over ``x1 = 1..100`` is stuck at the least-squares line
+    until the fallback's zero terms let it reach the formula; see ``tests/symbolic``).
 
     Args:
       max_nodes: maximum number of nodes of the tree (``None``: no limit; section 2.7).
@@ -67,14 +133,34 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         ``min_improvement * MSE`` (default ``1e-6``, section 2.8).
       max_iterations: stop after this many iterations (``None``: no limit).
       goal_mse: stop once the training MSE is ``<= goal_mse`` (default 0).
-      max_time: stop after this many seconds of fitting (``None``: no limit).
+      max_time: wall-clock budget of the fit in seconds, compilation included (``None``:
+        no limit): at the deadline the last accepted tree is returned, cold or warm JIT
+        cache (a compilation in progress finishes in a background thread).
       max_height: maximum tree height in levels (``None``: no limit; section 2.7).
       verbose: print one line per iteration on stderr (search, node, new subtree, MSE, nodes,
         elapsed seconds).
       progress: a progress bar (tqdm) on stderr for fits longer than a second: JIT
         compilation as its own phase, then iterations with the MSE and the number of nodes
         (default ``True``, as PySR; nothing is ever printed to stdout).
-      dtype: ``"float64"`` (default) or ``"float32"``.
+      dtype: ``"float64"`` (default) or ``"float32"``. Features must lie within
+        ``[finfo.tiny**0.25, finfo.max**0.25]`` in magnitude (``1.2e-77 .. 1.2e77`` in
+        float64, ``1.1e-19 .. 4.3e9`` in float32; else a ValueError says what to do); a
+        target beyond that range is divided by a power of two inside the fit and the
+        factor is put back exactly in the constants.
+      max_constant_passes: cap on the passes of each constant optimisation (section 2.6;
+        ``None``, the default: no cap, as in the paper; each pass that changes a constant
+        lowers the MSE by more than the acceptance floor, so it ends). A history record
+        whose optimisation hit the cap has ``constant_passes_capped=True``.
+
+    Acceptance: a change is kept only if the true training MSE drops by more than
+    ``max(min_improvement * MSE, floor)``, ``floor = (1024 * eps)**2 * mean(y**2)``
+    (errors of 1024 units in the last place at the target's scale are rounding), and the tree has
+    no zero denominator and no pole inside the training range (no denominator changes
+    sign over the training rows). When no search improves the tree, zero-valued terms
+    ``+ (0*x1 + 0*x2 + ...)``, then their pairwise products, are added while the tree fits
+    ``max_nodes`` and the searches run again (the authors' package does this); unused zero
+    terms, and any branch whose removal changes the MSE by at most the floor, are pruned.
+
       model_selection: which model of the Pareto front ``equations_`` ``predict``,
         ``expression_``, ``sympy()``, ``latex()`` and ``to_jax()`` use (PySR's meanings,
         :mod:`jaxsr.symbolic.front`): ``"best"`` (default: the highest score among the models
@@ -101,16 +187,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         columns of ``X``).
       mse_: float, training MSE of the selected tree (``history_[-1]["mse"]`` is the
         final tree's).
-      n_iterations_: int; history_: list of dicts, one per iteration (``iteration,
-        search, node`` (0-based pre-order), ``replaced, subtree, expression, mse,
-        n_nodes, seconds``).
+      n_nodes_: int, nodes of the selected tree (``expression_tree_``).
+      n_iterations_: int; history_: list of dicts, one per accepted change (``iteration,
+        search, node`` (0-based pre-order), ``replaced, subtree, expression, mse`` (its
+        true training MSE), ``n_nodes, seconds``; ``constants_optimised`` and
+        ``constant_passes_capped`` after a constant optimisation, ``extended`` (order of
+        the zero terms) after the stuck-tree fallback); a final ``search="prune"`` record
+        when branches were pruned.
       n_features_in_: int, the number of columns of ``X`` in :meth:`fit`.
       feature_names_in_: object array of the column names, only when ``X`` was a DataFrame
         with string column names (scikit-learn's convention); the expression then uses
         them, else ``x1 .. xM``.
       dropped_features_: names of constant columns left out of the variable pool.
-      stop_reason_: ``"goal"``, ``"no improvement"``, ``"max_iterations"``,
-        ``"max_time"`` or ``"constant target"``.
+      stop_reason_: ``"goal"``, ``"rounding level"`` (MSE at or below the acceptance
+        floor), ``"no improvement"``, ``"max_iterations"``, ``"max_time"`` or
+        ``"constant target"``.
       equations_: pandas DataFrame, the Pareto front of the models met during the fit, one
         row per model by increasing ``complexity`` (nodes): ``complexity, loss`` (training
         MSE), ``score`` (``-d log(loss) / d complexity`` against the previous row),
@@ -134,7 +225,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     def __init__(self, max_nodes=None, strategy=3, min_improvement=1e-6, max_iterations=None,
                  goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
                  model_selection="best", validation_fraction=None, precision=4, progress=True,
-                 refine_constants=False):
+                 refine_constants=False, max_constant_passes=None):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -149,6 +240,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.precision = precision
         self.progress = progress
         self.refine_constants = refine_constants
+        self.max_constant_passes = max_constant_passes
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -157,6 +249,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_int(self.max_nodes, "max_nodes", min_value=1, allow_none=True)
         check_int(self.max_height, "max_height", min_value=1, allow_none=True)
         check_int(self.max_iterations, "max_iterations", min_value=0, allow_none=True)
+        check_int(self.max_constant_passes, "max_constant_passes", min_value=1,
+                  allow_none=True)
         check_real(self.min_improvement, "min_improvement", min_value=0)
         check_real(self.goal_mse, "goal_mse", min_value=0)
         check_real(self.max_time, "max_time", min_value=0, strict=True, allow_none=True,
@@ -191,32 +285,38 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
-        self.history_ = []
-        with precision(dt), _progress.FitProgress("SymbolicRegressor", self.progress):
-            XT = jnp.asarray(Xa.T)
-            yj = jnp.asarray(ya)
-            engine = DomeSearch(
-                XT, yj, ~const_cols, max_nodes=self.max_nodes, max_height=self.max_height,
-                min_improvement=self.min_improvement, feature_names=names,
-                deadline=deadline,
-            )
-            initial = FrontModel(engine.expr, float(engine.mse), 0)
-            if self.verbose:
-                msg = f"[jaxsr] iteration 0: MSE {engine.mse:.6g}, {engine.expr.to_string(names)}"
-                if self.dropped_features_:
-                    msg += f" (constant columns dropped: {self.dropped_features_})"
-                _progress.write(msg)
-            if np.all(ya == ya[0]):
-                engine.expr = Expression.constant(float(ya[0]))
-                engine.mse = 0.0
-                self.stop_reason_ = "constant target"
+        y_scale = _check_scales(Xa, ya, dt)
+        with np.errstate(over="ignore"):  # the MSE of a target near 1e300 is not finite
+            mean = float(np.mean(ya / y_scale)) * y_scale
+            run = _FitRun(Expression.constant(mean), _unscaled_mse(
+                np.mean(((ya - mean) / y_scale) ** 2), y_scale))
+        initial = FrontModel(*run.snapshot[:2], 0)
+        args = (run, Xa, ya, y_scale, const_cols, names, dt, start, deadline)
+        with _progress.FitProgress("SymbolicRegressor", self.progress):
+            if deadline is None:
+                self._fit_run(*args)
             else:
-                self.stop_reason_ = self._loop(engine, start, deadline, names)
-        self.n_iterations_ = len(self.history_)
-        final = FrontModel(engine.expr, float(engine.mse), self.n_iterations_)
+                # max_time is wall-clock including compilation (which cannot be
+                # interrupted): the fit runs in a worker thread and, at the deadline, the
+                # last accepted tree is returned; the worker stops at its next check
+                # (issue 7, item 6)
+                worker = threading.Thread(target=contextvars.copy_context().run,
+                                          args=(self._fit_run, *args), daemon=False)
+                worker.start()
+                worker.join(max(0.0, deadline - time.perf_counter()))
+                if worker.is_alive():
+                    run.stop()
+                    run.stop_reason = "max_time"
+        if run.error is not None:
+            raise run.error
+        expr, mse, n_hist = run.snapshot
+        self.history_ = [dict(h) for h in run.history[:n_hist]]
+        self.stop_reason_ = run.stop_reason or "max_time"
+        self.n_iterations_ = sum(1 for h in self.history_ if h["search"] != "prune")
+        final = FrontModel(expr, float(mse), self.n_iterations_)
         self.refinement_ = None
         if self.refine_constants and self.stop_reason_ != "constant target":
-            self.refinement_ = _refine.refine_constants(engine.expr, Xa, ya)
+            self.refinement_ = _refine.refine_constants(expr, Xa, ya)
             if self.refinement_.accepted:  # the true MSE dropped: the refined tree is final
                 final = FrontModel(self.refinement_.expression, self.refinement_.mse,
                                    self.n_iterations_)
@@ -225,36 +325,92 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             Xa[np.unique(np.linspace(0, n - 1, min(n, READABLE_ROWS)).round().astype(int))],
             dtype=np.float64)
         self._set_front(self._path_models(initial, final), _pf.loss_floor(ya, dt), X_val, y_val)
+        self.n_nodes_ = int(self.expression_tree_.n_nodes)
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
-    def _loop(self, engine: DomeSearch, start, deadline, names) -> str:
+    def _fit_run(self, run, Xa, ya, y_scale, const_cols, names, dt, start, deadline):
+        """The fit proper (in the caller's thread, or in the worker under max_time)."""
+        try:
+            with precision(dt):
+                XT = jnp.asarray(Xa.T)
+                yj = jnp.asarray(ya / y_scale)
+                engine = DomeSearch(
+                    XT, yj, ~const_cols, max_nodes=self.max_nodes, max_height=self.max_height,
+                    min_improvement=self.min_improvement, feature_names=names,
+                    deadline=deadline, max_constant_passes=self.max_constant_passes,
+                )
+                run.engine = engine
+                if run.stopped:
+                    return
+                run.commit(engine, y_scale)
+                if self.verbose:
+                    msg = (f"[jaxsr] iteration 0: MSE {_unscaled_mse(engine.mse, y_scale):.6g}, "
+                           f"{engine.expr.to_string(names)}")
+                    if self.dropped_features_:
+                        msg += f" (constant columns dropped: {self.dropped_features_})"
+                    _progress.write(msg)
+                if np.all(ya == ya[0]):
+                    run.snapshot = (Expression.constant(float(ya[0])), 0.0, 0)
+                    run.stop_reason = "constant target"
+                else:
+                    reason = self._loop(run, engine, start, deadline, names, y_scale)
+                    if not run.stopped:
+                        run.stop_reason = reason
+        except BaseException as err:  # re-raised in the caller's thread
+            run.error = err
+
+    def _loop(self, run, engine: DomeSearch, start, deadline, names, y_scale) -> str:
         it = 0
-        while True:
-            if engine.mse <= self.goal_mse:
-                return "goal"
-            if self.max_iterations is not None and it >= self.max_iterations:
-                return "max_iterations"
-            if deadline is not None and time.perf_counter() > deadline:
-                return "max_time"
-            rec = engine.step(int(self.strategy))
-            if rec is None:
-                return "no improvement"
-            it += 1
+        with np.errstate(over="ignore"):
+            goal = float(np.float64(self.goal_mse) / y_scale / y_scale)
+
+        def record(rec):
             rec = {
                 "iteration": it,
                 **rec,
-                "expression": engine.expr.to_string(names),
-                "mse": float(engine.mse),
+                "expression": run.unscaled(engine.expr, y_scale).to_string(names),
+                "mse": _unscaled_mse(engine.mse, y_scale),
                 "n_nodes": engine.expr.n_nodes,
                 "seconds": time.perf_counter() - start,
             }
-            self.history_.append(rec)
+            run.history.append(rec)
+            run.commit(engine, y_scale)
             _progress.update(1, MSE=f"{rec['mse']:.4g}", nodes=rec["n_nodes"])
             if self.verbose:
                 _progress.write(f"[jaxsr] iteration {it}: {rec['search']} search at node "
                                 f"{rec['node']} -> {rec['subtree']}; MSE {rec['mse']:.6g}, "
                                 f"{rec['n_nodes']} nodes, {rec['seconds']:.2f} s")
+
+        def finish(reason):
+            n0, mse0 = engine.expr.n_nodes, engine.mse
+            removed = engine.prune() if not run.stopped else 0
+            if removed:
+                record({"search": "prune", "node": 0, "replaced": "", "subtree": "",
+                        "removed_nodes": removed, "mse_before": _unscaled_mse(mse0, y_scale),
+                        "n_nodes_before": n0})
+            return reason
+
+        while True:
+            if run.stopped:
+                return "max_time"
+            if engine.mse <= goal:
+                return finish("goal")
+            if engine.mse <= engine.floor:
+                return finish("rounding level")
+            if self.max_iterations is not None and it >= self.max_iterations:
+                return finish("max_iterations")
+            if deadline is not None and time.perf_counter() > deadline:
+                return finish("max_time")
+            rec = engine.step(int(self.strategy))
+            if rec is None and not engine.timed_out():
+                rec = engine.unstick(int(self.strategy))
+            if run.stopped:
+                return "max_time"
+            if rec is None:
+                return finish("max_time" if engine.timed_out() else "no improvement")
+            it += 1
+            record(rec)
 
     # ---------------------------------------------------------------- front (front.py)
     def _validation_split(self, Xa, ya):
@@ -547,6 +703,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         est.mse_ = float(d["mse_"])
         est.n_iterations_ = int(d["n_iterations_"])
         est.stop_reason_ = d.get("stop_reason_", "")
+        est.n_nodes_ = int(est.expression_tree_.n_nodes)
         est.history_ = [dict(h) for h in d.get("history_", [])]
         front = d.get("front")
         if front is not None:

@@ -32,6 +32,7 @@ the passes until one changes nothing.
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from dataclasses import dataclass
 
@@ -40,15 +41,22 @@ import jax.numpy as jnp
 import numpy as np
 
 from .equations import forbidden_sets, node_equations
-from .expression import CONST, DIV, VAR, Expression, capacity_bucket
+from .expression import ADD, CONST, DIV, MUL, SUB, VAR, Expression, capacity_bucket
 from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all
 from .semantics import _count, node_semantics
 
-__all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "slot_bucket"]
+__all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "ROUNDING_ULPS", "slot_bucket",
+           "scale_output"]
 
 SEARCH_NAMES = ("constant", "variable", "constant-variable", "constant-expression")
 MAX_TRIES = 8
-_MAX_OPT_PASSES = 100
+ROUNDING_ULPS = 1024
+"""The acceptance floor: errors of up to this many units in the last place of the
+target's scale are rounding (see :class:`DomeSearch`). The constants come from ratios of
+sums over the N patterns (equations 29-34), whose rounding grows like N ulps, and a
+tree's evaluation adds a few ulps per node; 1024 ulps (relative MSE 5e-26 in float64)
+covers both for the usual sizes, far below any modelling error and far below the
+relative test MSE of 1e-16 taken as exact recovery."""
 
 
 def slot_bucket(n: int) -> int:
@@ -57,6 +65,55 @@ def slot_bucket(n: int) -> int:
     while k < n:
         k *= 2
     return k
+
+
+def scale_output(expr: Expression, s: float) -> Expression:
+    """An expression equal to ``s * expr`` with the factor put into its constants.
+
+    ``s`` a power of two makes it exact (barring overflow of a constant). Sums scale
+    both terms, a product one factor, a quotient its numerator (or divides its
+    denominator), whichever needs fewer new nodes; only a variable with no constant to
+    absorb the factor becomes ``s * x`` (two nodes more).
+    """
+    memo: dict[tuple[int, bool], int] = {}
+
+    def cost(i, inv):
+        key = (i, inv)
+        if key not in memo:
+            op = int(expr.op[i])
+            if op == CONST:
+                memo[key] = 0
+            elif op == VAR:
+                memo[key] = 2
+            else:
+                left, right = int(expr.left[i]), int(expr.right[i])
+                if op in (ADD, SUB):
+                    memo[key] = cost(left, inv) + cost(right, inv)
+                elif op == MUL:
+                    memo[key] = min(cost(left, inv), cost(right, inv))
+                else:
+                    memo[key] = min(cost(left, inv), cost(right, not inv))
+        return memo[key]
+
+    def build(i, inv):
+        op = int(expr.op[i])
+        f = 1.0 / s if inv else s
+        if op == CONST:
+            return Expression.constant(float(expr.value[i]) * f)
+        if op == VAR:
+            return Expression.binary(MUL, Expression.constant(f), expr.subtree(i))
+        left, right = int(expr.left[i]), int(expr.right[i])
+        if op in (ADD, SUB):
+            return Expression.binary(op, build(left, inv), build(right, inv))
+        if op == MUL:
+            if cost(left, inv) <= cost(right, inv):
+                return Expression.binary(op, build(left, inv), expr.subtree(right))
+            return Expression.binary(op, expr.subtree(left), build(right, inv))
+        if cost(left, inv) <= cost(right, not inv):
+            return Expression.binary(op, build(left, inv), expr.subtree(right))
+        return Expression.binary(op, expr.subtree(left), build(right, not inv))
+
+    return build(0, False)
 
 
 @functools.partial(jax.jit, static_argnames=("n_slots",))
@@ -70,14 +127,37 @@ def _analyse(tree, XT, y, n_slots):
 
 @jax.jit
 def _check(tree, XT, y):
-    """MSE of a tree and whether it is valid: finite everywhere, no zero denominator."""
+    """MSE of a tree and whether it is valid: finite everywhere, no zero denominator, and
+    no pole inside the training range (no denominator takes both signs on the training
+    rows: a continuous denominator that changes sign has a zero between them)."""
     _count("check")
     sem = node_semantics(tree, XT)
     real = jnp.arange(tree.op.shape[0]) < tree.n_nodes
     finite = jnp.all(jnp.isfinite(sem) | ~real[:, None])
-    den_zero = jnp.any((sem[tree.right] == 0) & ((tree.op == DIV) & real)[:, None])
+    div = ((tree.op == DIV) & real)[:, None]
+    den = sem[tree.right]
+    den_zero = jnp.any((den == 0) & div)
+    pole = jnp.any(div[:, 0] & jnp.any(den > 0, axis=-1) & jnp.any(den < 0, axis=-1))
     mse = jnp.mean((sem[0] - y) ** 2)
-    return mse, finite & ~den_zero & jnp.isfinite(mse)
+    return mse, finite & ~den_zero & ~pole & jnp.isfinite(mse)
+
+
+@jax.jit
+def _joint_constant_step(tree, XT, y, lam):
+    """One damped Gauss-Newton (Levenberg-Marquardt) step on all the constants of the
+    tree at once: ``(capacity,)`` new values (non-constants unchanged)."""
+    is_const = (tree.op == CONST) & (jnp.arange(tree.op.shape[0]) < tree.n_nodes)
+
+    def out(v):
+        return node_semantics(tree._replace(value=v), XT)[0]
+
+    r = out(tree.value) - y
+    J = jax.jacfwd(out)(tree.value) * is_const[None, :]  # (N, capacity)
+    JtJ = J.T @ J
+    diag = jnp.where(is_const, jnp.diagonal(JtJ), 1.0)
+    A = JtJ + lam * jnp.diag(diag) + jnp.diag(jnp.where(is_const, 0.0, 1.0))
+    delta = -jnp.linalg.solve(A, J.T @ r)
+    return tree.value + jnp.where(is_const & jnp.isfinite(delta), delta, 0.0)
 
 
 @dataclass
@@ -97,10 +177,20 @@ class DomeSearch:
       XT: ``(M, N)`` float array (device), y: ``(N,)``.
       var_mask: bool ``(M,)``, variables in the pool.
       max_nodes, max_height: ints or ``None``; min_improvement: float.
+      max_constant_passes: cap on the passes of one constant optimisation (section 2.6;
+        ``None``: none, as in the paper). Hitting it sets ``rec["constant_passes_capped"]``.
+
+    Acceptance (section 2.8 and the authors' reference code): a change is accepted only
+    if the true MSE of the new tree is below ``MSE - max(min_improvement * MSE, floor)``
+    and the tree has no zero denominator and no pole inside the training range. The
+    absolute ``floor = (ROUNDING_ULPS * eps)**2 * mean(y**2)`` is the MSE of errors of
+    ``ROUNDING_ULPS`` (1024) units in the last place at the target's scale (``eps``
+    of the dtype): changes below it are rounding noise, and a tree whose MSE is at or below it
+    fits to the rounding level (the fit stops, ``"rounding level"``).
     """
 
     def __init__(self, XT, y, var_mask, *, max_nodes, max_height, min_improvement,
-                 feature_names, deadline=None):
+                 feature_names, deadline=None, max_constant_passes=None):
         self.XT = XT
         self.y = y
         self.var_mask = jnp.asarray(var_mask)
@@ -110,7 +200,11 @@ class DomeSearch:
         self.names = feature_names
         self.deadline = deadline
         self.dtype = np.dtype(y.dtype)
-        self.expr = Expression.constant(float(np.mean(np.asarray(y, np.float64))))
+        self.max_constant_passes = max_constant_passes
+        y64 = np.asarray(y, np.float64)
+        self.floor = float((ROUNDING_ULPS * np.finfo(self.dtype).eps) ** 2 * np.mean(y64**2))
+        self.stop = False  # set by another thread to end the fit at the next check
+        self.expr = Expression.constant(float(np.mean(y64)))
         self.capacity = capacity_bucket(3)
         self.n_slots = 2
         self._cache = None
@@ -163,7 +257,12 @@ class DomeSearch:
         }
 
     def threshold(self) -> float:
-        return max(self.min_improvement * self.mse, 0.0)
+        """Smallest accepted reduction: ``max(min_improvement * MSE, floor)``."""
+        return max(self.min_improvement * self.mse, self.floor)
+
+    def accepts(self, mse: float, ok: bool) -> bool:
+        """The acceptance rule (class docstring) for a new tree of true MSE ``mse``."""
+        return bool(ok) and mse < self.mse - self.threshold()
 
     # ---------------------------------------------------------------- searches
     def candidates(self, specs) -> list[Candidate]:
@@ -230,7 +329,7 @@ class DomeSearch:
                                  self.expr.subtree(c.node))
 
     def try_apply(self, cands: list[Candidate]):
-        """Apply the first candidate whose true MSE is lower; return a record or None."""
+        """Apply the first candidate that :meth:`accepts`; return a record or None."""
         for c in cands[:MAX_TRIES]:
             new_sub = self.subtree_of(c)
             new = self.expr.replace(c.node, new_sub)
@@ -238,7 +337,7 @@ class DomeSearch:
                                                              "constant-expression"):
                 continue
             mse, ok = self._true_mse(new)
-            if ok and mse < self.mse:
+            if self.accepts(mse, ok):
                 old = self.expr.subtree(c.node).to_string(self.names)
                 self.expr, self.mse, self._cache = new, mse, None
                 return {
@@ -254,34 +353,76 @@ class DomeSearch:
         return self.try_apply(self.candidates(specs))
 
     def timed_out(self) -> bool:
-        return self.deadline is not None and time.perf_counter() > self.deadline
+        return self.stop or (self.deadline is not None and time.perf_counter() > self.deadline)
 
     # ---------------------------------------------------------------- section 2.6
-    def optimise_constants(self) -> int:
-        """Cyclic constant optimisation; returns the number of constants changed."""
-        changes = 0
-        for _ in range(_MAX_OPT_PASSES):
+    def optimise_constants(self) -> tuple[int, bool]:
+        """Cyclic constant optimisation (section 2.6): ``(constants changed, capped)``;
+        ``capped`` is True when ``max_constant_passes`` ended it before a pass changed
+        nothing."""
+        changes, passes = 0, 0
+        while True:
+            if self.max_constant_passes is not None and passes >= self.max_constant_passes:
+                self.n_const_updates += changes
+                return changes, True
+            passes += 1
             changed = False
             const_nodes = np.flatnonzero(self.expr.op == CONST)
             for j in const_nodes:
-                if self.mse <= 0.0 or self.timed_out():
-                    return changes
+                if self.mse <= self.floor or self.timed_out():
+                    self.n_const_updates += changes
+                    return changes, False
                 mask = np.zeros(self.expr.n_nodes, bool)
                 mask[j] = True
                 (cand,) = self.candidates([("constant", mask)]) or (None,)
-                red_j = -np.inf if cand is None else cand.reduction
-                k_j = np.nan if cand is None else cand.constant
-                if red_j > self.threshold():
-                    new = self.expr.with_constant(int(j), k_j)
+                if cand is not None:
+                    new = self.expr.with_constant(int(j), cand.constant)
                     mse, ok = self._true_mse(new)
-                    if ok and mse < self.mse:
+                    if self.accepts(mse, ok):
                         self.expr, self.mse, self._cache = new, mse, None
                         changed = True
                         changes += 1
             if not changed:
                 break
         self.n_const_updates += changes
-        return changes
+        return changes, False
+
+    def polish_constants(self, max_steps: int = 20) -> int:
+        """After the cyclic optimisation, move all the constants together (damped
+        Gauss-Newton on the true MSE; the paper's future work, section 6, proposes
+        changing several constants at once): the cyclic passes crawl along valleys such
+        as ``k1 * (k2*x1 + x2)``, leaving the constants of an exact structure some 1e-12
+        off, and the searches would then grow terms that only absorb that error. Each
+        step is kept only if it lowers the true MSE; returns the steps kept."""
+        if self.mse <= 0 or not np.any(self.expr.op == CONST):
+            return 0
+        kept, lam = 0, 1e-3
+        for _ in range(max_steps):
+            if self.timed_out():
+                break
+            cap = max(self.capacity, capacity_bucket(self.expr.n_nodes))
+            tree = self.expr.padded(cap, self.dtype)
+            v = np.asarray(_joint_constant_step(tree, self.XT, self.y, lam), np.float64)
+            new = Expression(self.expr.op, v[: self.expr.n_nodes], self.expr.feature)
+            mse, ok = self._true_mse(new)
+            if ok and mse < self.mse:
+                self.expr, self.mse, self._cache = new, mse, None
+                kept += 1
+                lam = max(lam / 10, 1e-12)
+                if self.mse <= self.floor:
+                    break
+            else:
+                lam *= 100
+                if lam > 1e6:
+                    break
+        return kept
+
+    def _optimise_into(self, rec):
+        n, capped = self.optimise_constants()
+        rec["constants_polished"] = self.polish_constants()
+        rec["constants_optimised"] = n
+        if capped:
+            rec["constant_passes_capped"] = True
 
     # ---------------------------------------------------------------- section 2.8
     def step(self, strategy: int):
@@ -297,7 +438,7 @@ class DomeSearch:
                 ("constant-variable", "all"), ("constant-expression", "nonterminal"),
             ])
             if rec is not None:
-                rec["constants_optimised"] = self.optimise_constants()
+                self._optimise_into(rec)
             return rec
         if strategy == 3:
             return self._strategy3(optimise=True)
@@ -322,5 +463,76 @@ class DomeSearch:
             if rec is not None:
                 break
         if rec is not None and optimise:
-            rec["constants_optimised"] = self.optimise_constants()
+            self._optimise_into(rec)
         return rec
+
+    # ---------------------------------------------------------------- stuck tree
+    def zero_terms(self, order: int) -> Expression:
+        """The sum of every monomial of degree ``order`` of the pool variables, each with
+        coefficient 0: ``0*x1 + 0*x2 + ...`` (order 1), ``(0*x1)*x1 + (0*x1)*x2 + ...``
+        (order 2); its value is 0 everywhere."""
+        pool = [int(m) for m in np.flatnonzero(np.asarray(self.var_mask))]
+        terms = []
+        for combo in itertools.combinations_with_replacement(pool, order):
+            t = Expression.constant(0.0)
+            for m in combo:
+                t = Expression.binary(MUL, t, Expression.variable(m))
+            terms.append(t)
+        out = terms[0]
+        for t in terms[1:]:
+            out = Expression.binary(ADD, out, t)
+        return out
+
+    def unstick(self, strategy: int, max_order: int = 2):
+        """The reference package's way out of a stuck tree (its ``Step!``): when no search
+        improves the tree, add zero-valued terms (``tree + (0*x1 + 0*x2 + ...)``, then the
+        pairwise products, ...) while the tree fits ``max_nodes`` (at most ``max_order``
+        orders when there is no limit) and search again; the first order where the
+        strategy accepts a change is kept, and the zero terms it did not use are pruned
+        (:meth:`prune`). Returns the strategy's record (with ``"extended": order``) or
+        ``None`` with the tree unchanged."""
+        if not np.any(np.asarray(self.var_mask)):
+            return None
+        base, base_mse = self.expr, self.mse
+        limit = self.max_nodes if self.max_nodes < NO_LIMIT else None
+        for order in itertools.count(1):
+            if limit is None and order > max_order:
+                break
+            extended = Expression.binary(ADD, base, self.zero_terms(order))
+            if limit is not None and extended.n_nodes > limit:
+                break
+            if self.timed_out():
+                break
+            mse, ok = self._true_mse(extended)
+            if not ok:
+                break
+            self.expr, self.mse, self._cache = extended, mse, None
+            rec = self.step(strategy)
+            if rec is not None:
+                rec["extended"] = order
+                rec["pruned"] = self.prune()
+                return rec
+        self.expr, self.mse, self._cache = base, base_mse, None
+        return None
+
+    def prune(self) -> int:
+        """Remove every branch whose removal changes the true MSE by at most the floor
+        (section 2.5's deletion: a binary node is replaced by one of its children),
+        keeping the total change within the floor; returns the number of nodes removed."""
+        start_nodes, start_mse = self.expr.n_nodes, self.mse
+        changed = True
+        while changed and self.expr.n_nodes > 1:
+            changed = False
+            for j in range(self.expr.n_nodes):
+                if self.expr.op[j] < ADD:
+                    continue
+                for child in (int(self.expr.right[j]), int(self.expr.left[j])):
+                    new = self.expr.replace(j, self.expr.subtree(child))
+                    mse, ok = self._true_mse(new)
+                    if ok and mse <= start_mse + self.floor:
+                        self.expr, self.mse, self._cache = new, mse, None
+                        changed = True
+                        break
+                if changed:
+                    break
+        return start_nodes - self.expr.n_nodes
