@@ -5,7 +5,8 @@ score on fresh inputs (seed 1). "Exact" means a relative test MSE
 ``mean((pred - y)**2) / mean(y**2) < 1e-16``. Exceptions are counted, not raised.
 
     PYTHONPATH=$PWD taskset -c 1 .venv/bin/python benchmarks/bench_sr_recovery.py \
-        --n 300 --max-nodes 30 --max-time 20 --out benchmarks/results/sr_recovery.json
+        --n 300 --max-nodes 30 --max-time 0 --max-iterations 30 \
+        --out benchmarks/results/sr_recovery_after.json
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=300)
     p.add_argument("--max-nodes", type=int, default=30)
-    p.add_argument("--max-time", type=float, default=20.0)
+    p.add_argument("--max-time", type=float, default=20.0, help="seconds; 0: no limit")
+    p.add_argument("--max-iterations", type=int, default=0, help="0: no limit")
     p.add_argument("--strategies", default="1,2,3,4")
     p.add_argument("--equations", default="")
     p.add_argument("--out", default="")
@@ -42,7 +44,8 @@ def main(argv=None):
             row = {"strategy": s, "equation": name}
             try:
                 sr = SymbolicRegressor(strategy=s, max_nodes=a.max_nodes,
-                                       max_time=a.max_time).fit(X, y)
+                                       max_time=a.max_time or None,
+                                       max_iterations=a.max_iterations or None).fit(X, y)
                 with np.errstate(all="ignore"):
                     rel = float(np.mean((sr.predict(Xt) - yt) ** 2) / np.mean(yt**2))
                 row.update(rel_test_mse=rel if np.isfinite(rel) else float("inf"),
@@ -66,7 +69,8 @@ def main(argv=None):
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"label": a.label, "n": a.n, "max_nodes": a.max_nodes,
-                       "max_time": a.max_time, "summary": summary, "rows": rows}, f, indent=1)
+                       "max_time": a.max_time, "max_iterations": a.max_iterations,
+                       "summary": summary, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,15 @@ class _FitRun:
                              _unscaled_mse(engine.mse, y_scale), len(self.history))
 
 
+def _warm_front_imports() -> None:
+    """Import what building ``equations_`` needs (sympy), so that under ``max_time`` a cold
+    import happens while the search runs rather than after the deadline."""
+    try:
+        import sympy  # noqa: F401
+    except ImportError:  # pragma: no cover - sympy is a dependency of the readable form
+        pass
+
+
 def _unscaled_mse(mse, y_scale) -> float:
     """The MSE in the target's units (``inf`` where that is beyond the float range)."""
     with np.errstate(over="ignore"):
@@ -303,6 +312,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 worker = threading.Thread(target=contextvars.copy_context().run,
                                           args=(self._fit_run, *args), daemon=False)
                 worker.start()
+                _warm_front_imports()  # while the worker compiles, not after the deadline
                 worker.join(max(0.0, deadline - time.perf_counter()))
                 if worker.is_alive():
                     run.stop()
@@ -324,7 +334,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._readable_X_ = np.asarray(
             Xa[np.unique(np.linspace(0, n - 1, min(n, READABLE_ROWS)).round().astype(int))],
             dtype=np.float64)
-        self._set_front(self._path_models(initial, final), _pf.loss_floor(ya, dt), X_val, y_val)
+        models = self._path_models(initial, final)
+        if y_scale == 1.0:
+            self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val)
+        else:  # |y| near the float limits: the front compares losses of y / y_scale
+            with np.errstate(all="ignore"):
+                models = [m._replace(loss=float(np.mean(
+                    (m.expression.evaluate(Xa) / y_scale - ya / y_scale) ** 2)))
+                    for m in models]
+                self._set_front(models, _pf.loss_floor(ya / y_scale, dt), X_val, y_val)
+                self.mse_ = _unscaled_mse(self.mse_, y_scale)
+                self.equations_["loss"] = self.equations_["loss"] * np.float64(y_scale) ** 2
         self.n_nodes_ = int(self.expression_tree_.n_nodes)
         self.fit_seconds_ = time.perf_counter() - start
         return self

@@ -99,8 +99,9 @@ def test_front_of_a_fit_is_non_dominated_and_matches_history(line_fit):
 
 def test_default_selection_is_the_exact_formula_not_the_longest_tree(line_fit):
     X, y, sr = line_fit
-    # the search goes on shaving rounding error past the formula; "best" stops at it
-    assert sr.equations_["complexity"].iloc[-1] > 5
+    # the search stops at the rounding level (issue 7's acceptance floor), or past the
+    # formula only with trees that shave rounding error; "best" stops at the formula
+    assert sr.equations_["complexity"].iloc[-1] >= 5
     assert sr.selected_index_ == int(np.flatnonzero(sr.equations_["complexity"] == 5)[0])
     assert sr.expression_tree_.n_nodes == 5 and sr.mse_ < 1e-18
     np.testing.assert_allclose(sr.predict(X), y, rtol=1e-10)
