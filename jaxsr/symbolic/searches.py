@@ -15,14 +15,23 @@ forbidden sets ``S`` (no candidate that makes a division by zero anywhere above 
 the paper's exclusions and the node / height limits of section 2.7.
 
 All four run in one jitted call, :func:`search_all` (the four functions above call it with
-only their own node mask switched on): the nodes are processed one at a time by
-``lax.map`` (bounded memory: ``O(M*N)`` per node), nodes with nothing to search are skipped
-by ``lax.cond``, and each node runs one ``lax.map`` over its candidate rows (the constant,
-``k op x`` for every variable and operator, ``k+p, k*p``), so the constant solver of
-section 2.1 is compiled once, not once per search and operator. Nodes whose equation has
-``c == 0`` everywhere (not below a division's denominator) take the closed form of
-equation 29 only. Every function is pure, jit- and vmap-able; under ``jax.vmap`` over
-datasets pass the tree unbatched (``in_axes=None``).
+only their own node mask switched on), as a few large batched kernels, never a loop over
+single nodes or rows:
+
+* nodes whose equation has ``c == 0`` everywhere and no forbidden set (no division's
+  denominator above them) take the closed form of equation 29: with ``u = a/d, v = b/d``
+  the optimal ``k`` and the MSE of every ``k+x, k-x, k*x, k/x`` and of every variable are
+  ratios of the weighted sums ``sum(u v phi(x))`` and ``sum(u^2 phi(x))``,
+  ``phi in {x, x^2, 1/x, 1/x^2}``: one ``(2C, N) @ (N, 4M)`` matrix product scores them all
+  (the best :data:`N_REFINE` are then re-scored from the rows, free of cancellation);
+* the other (general-case) nodes send every searched (node, candidate row) pair through
+  :func:`~jaxsr.symbolic.optimal_constant` and the forbidden-set check, ``jax.vmap``-ed
+  over chunks of :func:`chunk_rows` pairs sized to the memory budget :data:`CHUNK_BYTES`.
+
+Every function is pure, jit- and vmap-able; under ``jax.vmap`` over datasets pass the tree
+unbatched (``in_axes=None``). Sample weights need no argument: they are folded into the
+root equation (``a = sqrt(w), b = sqrt(w) * t``, :func:`~jaxsr.symbolic.node_equations`)
+and carry through every node equation unchanged in form.
 
 Selection (:func:`best_candidate`) is a deterministic masked argmax over the flattened
 scores in (node, variable, operator) order: ties go to the lowest node, then variable,
@@ -38,7 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .constant import _solve
+from .constant import optimal_constant
 from .equations import Equations, child_equation, child_forbidden, equation_mse, is_forbidden
 from .expression import ADD, CONST, DIV, MUL, SUB, VAR, TreeArrays
 from .semantics import _count
@@ -55,6 +64,10 @@ __all__ = [
     "best_candidate",
     "search_all",
     "SearchResults",
+    "variable_features",
+    "chunk_rows",
+    "CHUNK_BYTES",
+    "N_REFINE",
 ]
 
 CV_OPS = (ADD, SUB, MUL, DIV)  # k+x, k-x, k*x, k/x (constant first, section 2.3)
@@ -80,51 +93,69 @@ def _row_table(M: int):
     return (np.asarray(kind, np.int32), np.asarray(ops, np.int32), np.asarray(var, np.int32))
 
 
-_BINARY = (ADD, SUB, MUL, DIV)
+# Memory budget of one chunk of general-case rows (bytes); a row of the constant solver
+# holds about ``_ROW_ARRAYS`` arrays of ``N`` floats at once.
+CHUNK_BYTES = 2**28
+_ROW_ARRAYS = 32
+# Number of closed-form candidates (``k op x`` and variables) re-scored exactly after the
+# matrix product (the product's expanded sums lose digits when a candidate fits almost
+# exactly; the best ones are recomputed from the rows).
+N_REFINE = 32
 
 
-def _switch_equation(op, a, b, c, d, w):
-    branches = [lambda a, b, c, d, w, o=o: child_equation(o, True, a, b, c, d, w)
-                for o in _BINARY]
-    return lax.switch(op - ADD, branches, a, b, c, d, w)
+# Pairs of general-case rows solved side by side (``jax.vmap``) inside a chunk: ``None``
+# chooses by backend. On a CPU one row already is a large kernel and ``jax.vmap`` turns
+# the solver's branches (``lax.cond``) into selects that evaluate every branch, so rows
+# run one after the other (1); on an accelerator a whole chunk runs at once.
+GENERAL_VMAP = None
 
 
-def _switch_forbidden(op, S, w):
-    branches = [lambda S, w, o=o: child_forbidden(o, True, S, w) for o in _BINARY]
-    return lax.switch(op - ADD, branches, S, w)
+def chunk_rows(n_samples: int, itemsize: int = 8, budget: int | None = None,
+               vmap: bool | None = None) -> int:
+    """Rows scored together in one chunk: as many as fit ``budget`` bytes (default
+    :data:`CHUNK_BYTES`), between 1 and 512; 1 if ``vmap`` is False (default: the
+    general-case choice :data:`GENERAL_VMAP`)."""
+    if vmap is None:
+        vmap = GENERAL_VMAP if GENERAL_VMAP is not None else jax.default_backend() != "cpu"
+    if not vmap:
+        return 1
+    budget = CHUNK_BYTES if budget is None else int(budget)
+    per_row = _ROW_ARRAYS * max(int(n_samples), 1) * int(itemsize)
+    return int(min(512, max(1, budget // per_row)))
 
 
-def _node_rows(a, b, c, d, S_j, n_used, W, row_w, row_op, row_active, general):
-    """Optimal ``k`` of every candidate row ``k op w`` of one node.
+def _chunked_map(fn, active, outs, chunk):
+    """``outs[i] = fn(i)`` for every flat index ``i`` with ``active[i]``, in chunks.
 
-    Args: the node's equation ``a, b, c, d`` ``(N,)``, its forbidden sets ``S_j``
-    ``(K, N)`` with ``n_used`` slots in use, the candidate operands ``W`` ``(P, N)``, and
-    per row ``r`` (``(R,)`` each) the operand index ``row_w``, the operator code ``row_op``
-    and ``row_active`` (other rows return ``(nan, inf, False)``). One ``lax.map`` over the
-    rows holds the only copy of the constant solver, so it is compiled once (per
-    ``general`` flag) for all the searches, and a row's equation is only built when the
-    row is searched. Returns ``k, f, ok`` each ``(R,)``.
+    Args:
+      fn: maps one int index to a tuple of scalars.
+      active: bool ``(T,)``; only these entries are computed.
+      outs: tuple of ``(T,)`` arrays holding the values of inactive entries.
+      chunk: static int ``B``: ``fn`` is ``jax.vmap``-ed over ``B`` indices at a time
+        (``B == 1``: called on one index, its branches stay branches).
+
+    The active indices are compacted (``jnp.nonzero`` with a static size) and processed
+    ``B`` at a time by a loop whose trip count is ``ceil(n_active / B)``: the work is
+    proportional to the number of active entries and memory to ``B``.
     """
-    dt = a.dtype
-    empty = (jnp.array(jnp.nan, dt), jnp.array(jnp.inf, dt), jnp.array(False))
+    B = int(chunk)
+    T = active.shape[0]
+    n_pad = -(-T // B) * B
+    idx = jnp.nonzero(active, size=n_pad, fill_value=T)[0]
+    count = jnp.sum(active.astype(jnp.int32))
+    n_chunks = (count + B - 1) // B
 
-    def row(x):
-        iw, op = x
-        w = lax.dynamic_index_in_dim(W, iw, axis=0, keepdims=False)
-        a2, b2, c2, d2 = _switch_equation(op, a, b, c, d, w)
-        k, f, ok = _solve(a2, b2, c2, d2, general)
+    def body(i, outs):
+        ids = lax.dynamic_slice(idx, (i * B,), (B,))
+        safe = jnp.minimum(ids, T - 1)
+        if B == 1:
+            vals = tuple(jnp.reshape(v, (1,)) for v in fn(safe[0]))
+        else:
+            vals = jax.vmap(fn)(safe)
+        return tuple(o.at[ids].set(v.astype(o.dtype), mode="drop")
+                     for o, v in zip(outs, vals, strict=True))
 
-        def forbidden():
-            S2 = _switch_forbidden(op, S_j, w[None, :])
-            return is_forbidden(S2, n_used, k[None])
-
-        # the forbidden sets are only looked at below a division (n_used > 0), and only
-        # for a valid constant
-        ok = ok & ~lax.cond(ok & (n_used > 0), forbidden, lambda: jnp.array(False))
-        return k, jnp.where(ok, f, jnp.inf), ok
-
-    return lax.map(lambda x: lax.cond(x[-1], row, lambda x: empty, x[:-1]),
-                   (row_w, row_op, row_active))
+    return lax.fori_loop(0, n_chunks, body, outs)
 
 
 def _finish(base, f, ok):
@@ -148,20 +179,117 @@ class SearchResults(NamedTuple):
     constant_expression_k: jax.Array  # (capacity, 2) their constants
 
 
-def _variable_scores(tree, sem, eqs, S, XT, active, var_mask, base):
-    cap, M = tree.op.shape[0], XT.shape[0]
+def variable_features(XT: jax.Array) -> jax.Array:
+    """Features ``[x, x**2, 1/x, 1/x**2]`` of every variable, ``(N, 4*M)``.
 
-    def per_node(j):
-        def run():
-            f = equation_mse(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], XT)
-            f = jnp.where(jnp.isfinite(f), f, jnp.inf)
-            bad = jax.vmap(lambda x: is_forbidden(S[j], tree.n_slots[j], x))(XT)
-            same = (tree.op[j] == VAR) & (jnp.arange(M) == tree.feature[j])
-            return _finish(base[j], f, ~bad & ~same & var_mask)
+    Column ``p*M + m`` is power ``p`` (in that order) of variable ``m``; ``1/x`` is 0 where
+    ``x == 0`` (``k/x`` is never a candidate for such a variable). With the node weights of
+    equation 29 they give every ``k op x`` and variable score in one matrix product.
+    """
+    nz = XT != 0
+    inv = jnp.where(nz, 1.0 / jnp.where(nz, XT, 1.0), 0.0)
+    return jnp.concatenate([XT, XT * XT, inv, inv * inv], axis=0).T
 
-        return lax.cond(active[j], run, lambda: jnp.full((M,), -jnp.inf, sem.dtype))
 
-    return lax.map(per_node, jnp.arange(cap))
+def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
+    """Every candidate of the nodes whose equation has ``c == 0`` (equation 29).
+
+    With ``u = a/d`` and ``v = b/d`` a candidate ``u' k - v'`` has ``k = sum(u'v')/sum(u'^2)``
+    and ``f = (sum(v'^2) - k*sum(u'v')) / N``; for ``k+x, k-x, k*x, k/x`` and the variable
+    ``x`` itself (``u' = u, v' = v -+ u*x``; ``u' = u*x``; ``u' = u/x``) these sums are
+    ``sum(u v phi(x))`` and ``sum(u^2 phi(x))`` for ``phi`` in ``x, x^2, 1/x, 1/x^2``: one
+    product ``[u v; u^2] (2C, N) @ features (N, 4M)``. The constant and ``k+p, k*p`` rows
+    are computed directly from the rows (``O(C N)``). The ``N_REFINE`` best ``k op x`` /
+    variable candidates are recomputed from the rows (no cancellation).
+
+    Returns ``k, f, ok`` of shape ``(C, R)`` (rows as :func:`_row_table`) and ``f_var, ok_var``
+    of shape ``(C, M)``.
+    """
+    a, b, d = eqs.a, eqs.b, eqs.d
+    C, N = a.shape
+    M = XT.shape[0]
+    dt = a.dtype
+    n = jnp.asarray(N, dt)
+    d_ok = jnp.all(d != 0, axis=-1) & closed  # (C,)
+    ds = jnp.where(d != 0, d, 1.0)
+    u = jnp.where(closed[:, None], a / ds, 0.0)
+    v = jnp.where(closed[:, None], b / ds, 0.0)
+    SP = jnp.sum(u * v, axis=-1)
+    SQ = jnp.sum(u * u, axis=-1)
+    V2 = jnp.sum(v * v, axis=-1)
+
+    def ratio(num, den):
+        pos = den > 0
+        return jnp.where(pos, num / jnp.where(pos, den, 1.0), jnp.nan)
+
+    def exact(up, vp):  # k and f of one candidate from its rows, (..., N)
+        k = ratio(jnp.sum(up * vp, axis=-1), jnp.sum(up * up, axis=-1))
+        f = jnp.mean((up * k[..., None] - vp) ** 2, axis=-1)
+        return k, f
+
+    # constant (k + 0) and k+p, k*p: direct, O(C N)
+    k_c, f_c = exact(u, v)
+    p = sem
+    k_ce_add, f_ce_add = exact(u, v - u * p)
+    k_ce_mul, f_ce_mul = exact(u * p, v)
+
+    # k op x and the variables: one matrix product, skipped when nothing asks for it
+    def product():
+        F = variable_features(XT)  # (N, 4M)
+        G = jnp.concatenate([u * v, u * u], axis=0) @ F  # (2C, 4M)
+        return G[:C], G[C:]
+
+    GP, GQ = lax.cond(jnp.any(cv_rows) | jnp.any(v_rows), product,
+                      lambda: (jnp.zeros((C, 4 * M), dt), jnp.zeros((C, 4 * M), dt)))
+    SPx, SPi = GP[:, :M], GP[:, 2 * M:3 * M]
+    SQx, SQxx, SQii = GQ[:, :M], GQ[:, M:2 * M], GQ[:, 3 * M:]
+    SPb, SQb, V2b = SP[:, None], SQ[:, None], V2[:, None]
+    num = jnp.stack([SPb - SQx, SPb + SQx, SPx, SPi], axis=-1)  # (C, M, 4)
+    den = jnp.stack([jnp.broadcast_to(SQb, SQx.shape)] * 2 + [SQxx, SQii], axis=-1)
+    vv = jnp.stack([V2b - 2 * SPx + SQxx, V2b + 2 * SPx + SQxx,
+                    jnp.broadcast_to(V2b, SQx.shape), jnp.broadcast_to(V2b, SQx.shape)],
+                   axis=-1)
+    k_cv = ratio(num, den)
+    f_cv = jnp.maximum((vv - k_cv * num) / n, 0.0)
+    f_var = jnp.maximum((SQxx - 2 * SPx + V2b) / n, 0.0)
+
+    # re-score the best N_REFINE closed-form candidates from their rows
+    ok_cv = cv_rows & d_ok[:, None, None] & jnp.isfinite(k_cv) & jnp.isfinite(f_cv)
+    ok_v = v_rows & d_ok[:, None] & jnp.isfinite(f_var)
+    pool = jnp.concatenate([jnp.where(ok_cv, f_cv, jnp.inf).reshape(C, 4 * M),
+                            jnp.where(ok_v, f_var, jnp.inf)], axis=1).reshape(-1)
+    T = min(N_REFINE, pool.shape[0])
+    _, pick = lax.top_k(-pool, T)
+    j, col = pick // (5 * M), pick % (5 * M)
+    is_cv = col < 4 * M
+    m = jnp.where(is_cv, col // 4, col - 4 * M)
+    o = col % 4
+
+    def rescore(j, m, o, is_cv):
+        uj, vj, x = u[j], v[j], XT[m]
+        xs = jnp.where(x != 0, x, 1.0)
+        up = jnp.where(o == 2, uj * x, jnp.where(o == 3, uj / xs, uj))
+        vp = jnp.where(o == 0, vj - uj * x, jnp.where(o == 1, vj + uj * x, vj))
+        k, f = exact(up, vp)
+        f_v = jnp.mean((uj * x - vj) ** 2)
+        return jnp.where(is_cv, k, jnp.nan), jnp.where(is_cv, f, f_v)
+
+    k_r, f_r = jax.vmap(rescore)(j, m, o, is_cv)
+    k_cv_flat = k_cv.reshape(C, 4 * M)
+    f_cv_flat = f_cv.reshape(C, 4 * M)
+    jc, cc = jnp.where(is_cv, j, C), jnp.where(is_cv, col, 0)
+    k_cv_flat = k_cv_flat.at[jc, cc].set(k_r, mode="drop")
+    f_cv_flat = f_cv_flat.at[jc, cc].set(f_r, mode="drop")
+    jv, mv = jnp.where(is_cv, C, j), jnp.where(is_cv, 0, m)
+    f_var = f_var.at[jv, mv].set(f_r, mode="drop")
+
+    k = jnp.concatenate([k_c[:, None], k_cv_flat, k_ce_add[:, None], k_ce_mul[:, None]], 1)
+    f = jnp.concatenate([f_c[:, None], f_cv_flat, f_ce_add[:, None], f_ce_mul[:, None]], 1)
+    ok_rows = jnp.concatenate([jnp.broadcast_to(row_c[:, None], (C, 1)),
+                               cv_rows.reshape(C, 4 * M), row_ce], axis=1)
+    ok = ok_rows & d_ok[:, None] & jnp.isfinite(k) & jnp.isfinite(f)
+    ok_var = v_rows & d_ok[:, None] & jnp.isfinite(f_var)
+    return k, jnp.where(ok, f, jnp.inf), ok, jnp.where(ok_var, f_var, jnp.inf), ok_var
 
 
 @jax.jit
@@ -188,9 +316,16 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
       :func:`constant_search`, :func:`variable_search`, :func:`constant_variable_search`
       and :func:`constant_expression_search` (which call this one).
 
-    Every node runs one ``lax.map`` over its candidate rows (``k+0``, ``k op x`` for every
-    variable and operator, ``k+p, k*p``), skipping the rows of searches not asked for there,
-    so the constant solver of section 2.1 is compiled once for all the searches.
+    Two batched paths, no loop over single nodes or rows:
+
+    * nodes whose equation has ``c == 0`` and no forbidden set (no division's denominator
+      above them): closed form of equation 29 for every candidate, the ``k op x`` and
+      variable scores of all these nodes from one ``(2C, N) @ (N, 4M)`` matrix product
+      (:func:`_closed_form_scores`);
+    * the other nodes (general case): every searched (node, candidate row) pair goes
+      through :func:`~jaxsr.symbolic.optimal_constant` and the forbidden-set check,
+      ``jax.vmap``-ed over chunks of :func:`chunk_rows` pairs (a loop over
+      ``ceil(pairs / chunk)`` chunks: memory bounded by :data:`CHUNK_BYTES`).
     """
     _count("search_all")
     cap = tree.op.shape[0]
@@ -199,6 +334,7 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
     base = node_base_mse(eqs, sem)
     real = _real(tree)
     masks = jnp.asarray(masks, bool)
+    var_mask = jnp.asarray(var_mask, bool)
     c_act = masks[0] & real
     v_act = masks[1] & real
     room_cv = (max_nodes - tree.n_nodes + tree.size >= 3) & (tree.depth + 2 <= max_height)
@@ -208,57 +344,87 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
 
     kind_np, op_np, var_np = _row_table(M)
     R = kind_np.shape[0]
+    n_cv = len(CV_OPS) * M
     kind, row_op, row_var = jnp.asarray(kind_np), jnp.asarray(op_np), jnp.asarray(var_np)
     x_zero = jnp.any(XT == 0, axis=-1)  # (M,): k/x excluded for these variables
-    div_zero = (kind == _K_CV) & (row_op == DIV) & x_zero[row_var]
+
+    # exclusions known before scoring (a k op x row that is never a candidate is not solved)
+    l, r = tree.left, tree.right
+    ops = jnp.asarray(CV_OPS, jnp.int32)
+    hides = ((tree.op[:, None, None] == ops[None, None, :])
+             & (tree.op[l] == CONST)[:, None, None] & (tree.op[r] == VAR)[:, None, None]
+             & (tree.feature[r][:, None, None] == jnp.arange(M)[None, :, None]))
+    div_zero = (ops == DIV)[None, None, :] & x_zero[None, :, None]
+    cv_rows = (cv_act[:, None, None] & var_mask[None, :, None] & ~hides & ~div_zero)
+    const_child = (tree.op[l] == CONST) | (tree.op[r] == CONST)
+    hide_add = ((tree.op == ADD) | (tree.op == SUB)) & const_child
+    hide_mul = ((tree.op == MUL) | (tree.op == DIV)) & const_child
+    ce_rows = ce_act[:, None] & ~jnp.stack([hide_add, hide_mul], axis=1)
+    same = (tree.op == VAR)[:, None] & (jnp.arange(M)[None, :] == tree.feature[:, None])
+    v_rows = v_act[:, None] & var_mask[None, :] & ~same
+    rows = jnp.concatenate([c_act[:, None], cv_rows.reshape(cap, n_cv), ce_rows], axis=1)
+
+    # which path: the closed form needs c == 0 on every pattern and no forbidden set
+    general = real & (jnp.any(eqs.c != 0, axis=-1) | (tree.n_slots > 0))
+    closed = real & ~general
+
+    k, f, ok, f_var, ok_var = _closed_form_scores(
+        eqs, sem, XT, closed, cv_rows & closed[:, None, None], v_rows & closed[:, None],
+        c_act & closed, ce_rows & closed[:, None])
+
+    # general case: (node, row) pairs in chunks
+    B = chunk_rows(N, jnp.dtype(dt).itemsize)
     zero = jnp.zeros((N,), dt)
-    row_w = jnp.asarray(np.where(kind_np == _K_CV, 1 + var_np,
-                                 np.where(kind_np == _K_CE, M + 1, 0)).astype(np.int32))
 
-    def per_node(j):
-        row_active = (((kind == _K_CONST) & c_act[j]) | ((kind == _K_CV) & cv_act[j])
-                      | ((kind == _K_CE) & ce_act[j]))
+    def general_row(i):
+        j, rr = i // R, i % R
+        kd, op, m = kind[rr], row_op[rr], row_var[rr]
+        w = jnp.where(kd == _K_CE, sem[j], jnp.where(kd == _K_CV, XT[m], zero))
+        a2, b2, c2, d2 = child_equation(op, True, eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], w)
+        kk, ff, okk = optimal_constant(a2, b2, c2, d2)
+        S2 = child_forbidden(op, True, S[j], w[None, :])
+        okk = okk & ~is_forbidden(S2, tree.n_slots[j], kk[None])
+        return kk, jnp.where(okk, ff, jnp.inf), okk
 
-        def run(general):
-            W = jnp.concatenate([zero[None], XT, sem[j][None]])
-            return _node_rows(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j], tree.n_slots[j],
-                              W, row_w, row_op, row_active, general)
+    gen_rows = (rows & general[:, None]).reshape(-1)
+    kg, fg, okg = _chunked_map(general_row, gen_rows,
+                               (jnp.full((cap * R,), jnp.nan, dt),
+                                jnp.full((cap * R,), jnp.inf, dt),
+                                jnp.zeros((cap * R,), bool)), B)
+    gsel = general[:, None]
+    k = jnp.where(gsel, kg.reshape(cap, R), k)
+    f = jnp.where(gsel, fg.reshape(cap, R), f)
+    ok = jnp.where(gsel, okg.reshape(cap, R), ok)
 
-        empty = (jnp.full((R,), jnp.nan, dt), jnp.full((R,), jnp.inf, dt),
-                 jnp.zeros((R,), bool))
-        general = jnp.any(eqs.c[j] != 0)
-        return lax.cond(
-            jnp.any(row_active),
-            lambda: lax.cond(general, lambda: run(True), lambda: run(False)),
-            lambda: empty,
-        )
+    def general_var(i):
+        j, m = i // M, i % M
+        x = XT[m]
+        fv = equation_mse(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], x)
+        okv = jnp.isfinite(fv) & ~is_forbidden(S[j], tree.n_slots[j], x)
+        return jnp.where(okv, fv, jnp.inf), okv
 
-    k, f, ok = lax.map(per_node, jnp.arange(cap))  # (cap, R) each
-    ok = ok & ~div_zero
+    gen_v = (v_rows & general[:, None]).reshape(-1)
+    fgv, okgv = _chunked_map(general_var, gen_v,
+                             (jnp.full((cap * M,), jnp.inf, dt), jnp.zeros((cap * M,), bool)),
+                             chunk_rows(N, jnp.dtype(dt).itemsize, vmap=True))  # no branches: vmap
+    f_var = jnp.where(gsel, fgv.reshape(cap, M), f_var)
+    ok_var = jnp.where(gsel, okgv.reshape(cap, M), ok_var)
 
     # constant search: row 0
     c_red = _finish(base, f[:, 0], ok[:, 0])
     # constant-variable search: rows 1 .. 4M, variable-major
-    n_cv = len(CV_OPS) * M
     cv_k = k[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS))
     cv_f = f[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS))
-    cv_ok = ok[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS))
-    l, r = tree.left, tree.right
-    hides = ((tree.op[:, None, None] == jnp.asarray(CV_OPS, jnp.int32)[None, None, :])
-             & (tree.op[l] == CONST)[:, None, None] & (tree.op[r] == VAR)[:, None, None]
-             & (tree.feature[r][:, None, None] == jnp.arange(M)[None, :, None]))
-    cv_ok = cv_ok & ~hides & var_mask[None, :, None]
+    cv_ok = ok[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS)) & cv_rows
     cv_red = _finish(base[:, None, None], cv_f, cv_ok)
     # constant-expression search: the last two rows
-    ce_k, ce_f, ce_ok = k[:, 1 + n_cv:], f[:, 1 + n_cv:], ok[:, 1 + n_cv:]
-    const_child = (tree.op[l] == CONST) | (tree.op[r] == CONST)
-    hide_add = ((tree.op == ADD) | (tree.op == SUB)) & const_child
-    hide_mul = ((tree.op == MUL) | (tree.op == DIV)) & const_child
-    ce_ok = ce_ok & ~jnp.stack([hide_add, hide_mul], axis=1)
+    ce_k, ce_f, ce_ok = k[:, 1 + n_cv:], f[:, 1 + n_cv:], ok[:, 1 + n_cv:] & ce_rows
     ce_red = _finish(base[:, None], ce_f, ce_ok)
     # variable search
-    v_red = _variable_scores(tree, sem, eqs, S, XT, v_act, var_mask, base)
-    return SearchResults(c_red, k[:, 0], v_red, cv_red, cv_k, ce_red, ce_k)
+    v_red = _finish(base[:, None], f_var, ok_var & v_rows)
+    return SearchResults(c_red, jnp.where(c_act, k[:, 0], jnp.nan), v_red, cv_red,
+                         jnp.where(cv_rows, cv_k, jnp.nan), ce_red,
+                         jnp.where(ce_rows, ce_k, jnp.nan))
 
 
 def _masks(node_mask, which):

@@ -136,8 +136,12 @@ def test_kernels_under_vmap_equal_separate_calls():
     batched = jax.vmap(all_kernels)(jnp.asarray(Xs), jnp.asarray(ys))
     for i in range(B):
         single = all_kernels(jnp.asarray(Xs[i]), jnp.asarray(ys[i]))
-        for got, want in zip(batched, single, strict=True):
-            np.testing.assert_allclose(np.asarray(got[i]), np.asarray(want), rtol=1e-12)
+        for n_out, (got, want) in enumerate(zip(batched, single, strict=True)):
+            # the searches' closed-form scores come from a matrix product whose summation
+            # order differs when batched: rounding of the expanded sums (1e-8), values
+            # that do not win; the per-sample kernels and the solver are bitwise close
+            rtol = 1e-8 if 6 <= n_out < 6 + 7 else 1e-12
+            np.testing.assert_allclose(np.asarray(got[i]), np.asarray(want), rtol=rtol)
 
 
 def test_expression_printing_parsing_and_exports():
@@ -168,3 +172,51 @@ def test_expression_printing_parsing_and_exports():
     assert r.n_nodes == e.n_nodes - e.subtree_sizes[1] + 1
     assert r.op[0] == DIV and r.op[1] == CONST and e.op[1] == MUL and e.op[-1] == VAR
     assert e.with_constant(4, 1.0).value[4] == 1.0 and SUB not in e.op
+
+
+def _compare_searches(new, ref, base):
+    """Batched search results equal the one-by-one oracle: same candidates, the same MSE
+    after the change (``base - reduction``) and the same constants, up to rounding."""
+    for name in ("constant", "variable", "constant_variable", "constant_expression"):
+        got, want = np.asarray(getattr(new, name)), ref[name]
+        np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want), err_msg=name)
+        fin = np.isfinite(want)
+        b = np.broadcast_to(base.reshape((-1,) + (1,) * (want.ndim - 1)), want.shape)
+        np.testing.assert_allclose(b[fin] - got[fin], b[fin] - want[fin], rtol=1e-9,
+                                   atol=1e-12 * float(np.max(base)), err_msg=name)
+        if name != "variable":
+            gk, wk = np.asarray(getattr(new, name + "_k"))[fin], ref[name + "_k"][fin]
+            np.testing.assert_allclose(gk, wk, rtol=1e-7, atol=1e-9, err_msg=name + "_k")
+
+
+def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
+    from reference_searches import reference_search_all
+
+    from jaxsr.symbolic import search_all
+    from jaxsr.symbolic.searches import NO_LIMIT
+
+    rng = np.random.default_rng(12)
+    n_checked = n_general = 0
+    for trial in range(12):
+        N, M = 20, 3
+        X = rng.uniform(0.5, 3.0, size=(N, M))
+        if trial % 3 == 0:
+            X[3, 1] = 0.0  # k/x2 excluded, x2 forbidden in denominators
+        y = rng.normal(size=N) * 2.0 + X[:, 0]
+        e = random_tree(rng, M)
+        tree = e.padded(16)
+        XT = jnp.asarray(X.T)
+        sem, eqs, S = _analyse(tree, XT, jnp.asarray(y))
+        if not np.all(np.isfinite(np.asarray(sem))):
+            continue
+        masks = np.ones((4, 16), bool) if trial % 2 else rng.uniform(size=(4, 16)) < 0.7
+        pool = np.ones(M, bool) if trial % 4 else np.array([True, False, True])
+        limits = (NO_LIMIT, NO_LIMIT) if trial % 5 else (e.n_nodes + 2, 6)
+        new = search_all(tree, sem, eqs, S, XT, jnp.asarray(masks), jnp.asarray(pool),
+                         jnp.int32(limits[0]), jnp.int32(limits[1]))
+        ref = reference_search_all(tree, sem, eqs, S, XT, masks, pool, *limits)
+        base = np.asarray(jnp.mean(((eqs.a * sem - eqs.b) / (eqs.c * sem - eqs.d)) ** 2, -1))
+        _compare_searches(new, ref, base)
+        n_checked += 1
+        n_general += int(np.any(np.asarray(tree.n_slots) > 0))
+    assert n_checked >= 10 and n_general >= 3
