@@ -1,21 +1,28 @@
-"""Numeric configuration shared by both methods: dtypes and the scoped float64 context.
+"""Numeric and compilation configuration shared by both methods.
 
-jaxsr never flips ``jax_enable_x64`` globally behind the user's back. Estimators take a
-``dtype`` (float64 by default, float32 as an option) and run their numeric passes inside
-:func:`precision`, a scoped ``jax.enable_x64`` context, so the user's own JAX code keeps its
-settings.
+* dtypes and the scoped float64 context: jaxsr never flips ``jax_enable_x64`` globally
+  behind the user's back. Estimators take a ``dtype`` (float64 by default, float32 as an
+  option) and run their numeric passes inside :func:`precision`, a scoped
+  ``jax.enable_x64`` context, so the user's own JAX code keeps its settings;
+* sample-size buckets (:func:`sample_bucket`): the number of samples is padded up to one of
+  a few sizes per octave, so datasets of similar size share their compiled kernels;
+* the persistent compilation cache (:func:`enable_compilation_cache`), opt-in: compiled
+  kernels are kept on disk and a new process loads them instead of compiling again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE"]
+__all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket",
+           "enable_compilation_cache", "default_cache_dir"]
 
 DEFAULT_DTYPE = np.dtype(np.float64)
 _ALLOWED = (np.dtype(np.float64), np.dtype(np.float32))
@@ -63,3 +70,75 @@ def precision(dtype=None) -> Iterator[np.dtype]:
                 "pass dtype='float32'"
             )
         yield dt
+
+
+# Buckets per octave of the sample-size padding: sizes m * 2**e with m in 8 .. 15, so at
+# most 1/8 of a padded dataset is padding.
+_BUCKET_STEPS = 8
+
+
+def sample_bucket(n_samples: int, multiple: int = 1) -> int:
+    """Padded number of samples for ``n_samples``: the smallest ``m * 2**e >= n_samples``
+    with ``8 <= m <= 15`` (every size up to 16 is its own bucket), rounded up to a multiple
+    of ``multiple`` (e.g. the number of devices the samples are sharded over).
+
+    At most 12.5 % of a padded dataset is padding; all datasets of one bucket share their
+    compiled kernels.
+
+    Raises:
+      ValueError: if ``n_samples < 1`` or ``multiple < 1``.
+    """
+    n, mult = int(n_samples), int(multiple)
+    if n < 1 or mult < 1:
+        raise ValueError(f"need n_samples >= 1 and multiple >= 1; got {n_samples}, {multiple}")
+    e = max(0, n.bit_length() - 1 - (_BUCKET_STEPS.bit_length() - 1))
+    step = 1 << e
+    b = -(-n // step) * step
+    return -(-b // mult) * mult
+
+
+def default_cache_dir() -> Path:
+    """``$JAXSR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/jaxsr`` or ``~/.cache/jaxsr``."""
+    env = os.environ.get("JAXSR_CACHE_DIR")
+    if env and env.strip().lower() not in ("none", "0", "off"):
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "jaxsr"
+
+
+def enable_compilation_cache(path=None) -> str | None:
+    """Keep jaxsr's compiled kernels on disk (JAX's persistent compilation cache), opt-in.
+
+    On a CPU most of a first fit is XLA compilation (seconds per new tree capacity or
+    sample-size bucket); with the cache a new process loads the kernels instead. This sets
+    JAX's global ``jax_compilation_cache_dir`` (and caches every compiled kernel, however
+    quick), which is why the library never does it by itself: call it once, or set the
+    environment variable ``JAXSR_COMPILATION_CACHE=1`` before importing jaxsr. The
+    ``jaxsr`` command calls it (``JAXSR_CACHE_DIR=none`` switches it off there).
+
+    Args:
+      path: folder for the cache; default :func:`default_cache_dir`.
+
+    Returns:
+      The folder in use, or ``None`` if it could not be created or written (a cache is an
+      optimisation only: this never raises for that).
+
+    Example:
+      >>> import jaxsr
+      >>> folder = jaxsr.enable_compilation_cache()   # doctest: +SKIP
+    """
+    target = default_cache_dir() if path is None else Path(path).expanduser()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        if not os.access(target, os.W_OK):
+            return None
+        jax.config.update("jax_compilation_cache_dir", str(target))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    except Exception:  # noqa: BLE001 - never fail a fit because of a cache
+        return None
+    return str(target)
+
+
+if os.environ.get("JAXSR_COMPILATION_CACHE", "").strip().lower() in ("1", "true", "yes", "on"):
+    enable_compilation_cache()

@@ -60,21 +60,9 @@ def _enable_compilation_cache() -> str | None:
     env = os.environ.get("JAXSR_CACHE_DIR")
     if env is not None and env.strip().lower() in ("", "none", "0", "off"):
         return None
-    if env:
-        path = Path(env).expanduser()
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-        path = Path(base) / "jaxsr"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        if not os.access(path, os.W_OK):
-            return None
-        import jax
+    from jaxsr._config import enable_compilation_cache
 
-        jax.config.update("jax_compilation_cache_dir", str(path))
-    except Exception:  # a cache is an optimisation only: never fail because of it
-        return None
-    return str(path)
+    return enable_compilation_cache()
 
 
 def _load_symbolic():

@@ -114,3 +114,23 @@ def test_tree_kernels_sharded_over_classes(mesh):
     m = mask.astype(np.float64)[:, None]
     np.testing.assert_allclose(np.asarray(sharded[0]), features.T @ (stats * m), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(sharded[1]), (stats * m).sum(axis=0), rtol=1e-12)
+
+
+def test_symbolic_regressor_on_a_mesh_equals_one_device(mesh):
+    from jaxsr import SymbolicRegressor
+
+    X, y = datasets.make_newton_gravitation(1000, seed=0)
+    X, y = X[:201], y[:201]  # the bucket (208) is padded to a multiple of 4 devices
+    params = dict(strategy=1, max_nodes=9, max_iterations=4)
+    one = SymbolicRegressor(**params).fit(X, y)
+    for m in ("all", mesh):
+        many = SymbolicRegressor(mesh=m, **params).fit(X, y)
+        np.testing.assert_array_equal(many.expression_tree_.op, one.expression_tree_.op)
+        np.testing.assert_allclose(many.expression_tree_.value, one.expression_tree_.value,
+                                   rtol=1e-9)
+        assert [h["search"] for h in many.history_] == [h["search"] for h in one.history_]
+        # the last change recovers Newton's law: both MSEs are rounding (1e-32 of y**2)
+        np.testing.assert_allclose(many.mse_, one.mse_, rtol=1e-9, atol=1e-12 * np.var(y))
+        np.testing.assert_allclose(many.predict(X), one.predict(X), rtol=1e-9)
+    with pytest.raises(ValueError, match="mesh"):
+        SymbolicRegressor(mesh="gpu", **params).fit(X, y)

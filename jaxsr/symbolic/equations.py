@@ -38,7 +38,6 @@ import jax.numpy as jnp
 from jax import lax
 
 from .expression import ADD, DIV, MUL, SUB, TreeArrays
-from .semantics import _count
 
 __all__ = [
     "Equations",
@@ -140,27 +139,35 @@ _STATIC_S = {
 
 
 @jax.jit
-def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array) -> Equations:
+def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array,
+                   weights: jax.Array | None = None) -> Equations:
     """Equations ``a, b, c, d`` of every node, top-down from the root.
 
     Args:
       tree: :class:`TreeArrays` of ``capacity`` nodes.
       sem: ``(capacity, N)`` semantics from :func:`node_semantics`.
       y: ``(N,)`` target.
+      weights: optional ``(N,)`` non-negative sample weights, normalised to mean 1 (then the
+        equations give the weighted MSE ``mean(w * (o - t)**2)``). ``None``: all 1.
 
     Returns:
       :class:`Equations` with four ``(capacity, N)`` arrays; the root row is
-      ``(1, y, 0, -1)``; padding rows are ``(0, 0, 0, -1)``.
+      ``(sqrt(w), sqrt(w) * y, 0, -1)`` (``(1, y, 0, -1)`` without weights); padding rows
+      are ``(0, 0, 0, -1)``.
 
     For every real node ``j``: ``mean(((a[j]*sem[j]-b[j])/(c[j]*sem[j]-d[j]))**2)`` equals the
-    root MSE (up to rounding). Paper: equations 6-22, Table 1 third column.
+    root MSE (up to rounding). The weighted MSE is ``mean((sqrt(w)*o - sqrt(w)*t)**2)``:
+    the weights only scale the root's ``a, b``, and every rule of equations 7-20 is linear
+    in ``(a, b)`` and in ``(c, d)``, so they carry through every node equation unchanged in
+    form (a weight-0 pattern has ``a = b = 0`` everywhere: it never counts in a sum, and
+    still counts for the domain of division). Paper: equations 6-22, Table 1 third column.
     """
-    _count("node_equations")
     cap, n = sem.shape
     dt = sem.dtype
+    sw = jnp.ones((n,), dt) if weights is None else jnp.sqrt(weights.astype(dt))
     pad_row = jnp.stack([jnp.zeros((n,), dt), jnp.zeros((n,), dt), jnp.zeros((n,), dt),
                          jnp.full((n,), -1.0, dt)])
-    root = jnp.stack([jnp.ones((n,), dt), y.astype(dt), jnp.zeros((n,), dt),
+    root = jnp.stack([sw, sw * y.astype(dt), jnp.zeros((n,), dt),
                       jnp.full((n,), -1.0, dt)])
     E = jnp.broadcast_to(pad_row, (cap, 4, n))
     E = lax.dynamic_update_slice(E, root[None], (0, 0, 0))
@@ -192,7 +199,6 @@ def forbidden_sets(tree: TreeArrays, sem: jax.Array, n_slots: int) -> jax.Array:
       ``(capacity, K, N)`` array. Slot ``k < n_slots[j]`` of row ``j`` is an element of ``S``
       (``+inf``: any value allowed; ``nan``: no value allowed); other slots are ``+inf``.
     """
-    _count("forbidden_sets")
     cap, n = sem.shape
     K = n_slots
     S = jnp.full((cap, K, n), jnp.inf, sem.dtype)

@@ -14,20 +14,21 @@ import numpy as np
 
 from .. import _progress
 from .._base import BaseEstimator, RegressorMixin, check_fitted
-from .._config import precision, resolve_dtype
+from .._config import precision, resolve_dtype, sample_bucket
 from .._validation import (
     check_choice,
     check_int,
     check_real,
+    check_sample_weight,
     feature_names,
     validate_X,
     validate_X_y,
 )
 from . import front as _pf
 from . import refine as _refine
-from .expression import Expression
+from .expression import VAR, Expression
 from .front import FrontModel
-from .semantics import node_semantics
+from .semantics import tree_output
 from .strategies import DomeSearch, scale_output
 
 __all__ = ["SymbolicRegressor"]
@@ -191,6 +192,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         (L-BFGS, optax; :mod:`jaxsr.symbolic.refine`), kept only if the training MSE drops
         (default ``False``: the paper's method alone).
 
+      initial_expression: warm start: the tree the search starts from instead of the mean
+        of the target, a string over the feature names (e.g. ``"2.5 * x1 + x2"``, or the
+        frame's column names) or an :class:`Expression`; it must be defined on the
+        training data (no zero denominator). E.g. ``max_iterations=1`` times one
+        iteration on a given tree; ``initial_expression=fitted.expression_`` resumes a fit.
+      mesh: run every pass sharded over the samples: ``None`` (default, one device),
+        ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
+        samples are split over all its axes). Results equal one device's up to the
+        order of summation.
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.
       expression_tree_: :class:`Expression` (pre-order arrays; variables index the
@@ -235,7 +245,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     def __init__(self, max_nodes=None, strategy=3, min_improvement=1e-6, max_iterations=None,
                  goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
                  model_selection="best", validation_fraction=None, precision=4, progress=True,
-                 refine_constants=False, max_constant_passes=None):
+                 refine_constants=False, max_constant_passes=None, initial_expression=None,
+                 mesh=None):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -251,6 +262,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.progress = progress
         self.refine_constants = refine_constants
         self.max_constant_passes = max_constant_passes
+        self.initial_expression = initial_expression
+        self.mesh = mesh
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -276,32 +289,107 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if self.validation_fraction is not None and not self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be None or a number in (0, 1); got "
                              f"{self.validation_fraction!r}")
+        self._sample_mesh()
+        ie = self.initial_expression
+        if ie is not None and not isinstance(ie, (str, Expression)):
+            raise ValueError("initial_expression must be None, a string over the feature "
+                             f"names or an Expression; got {type(ie).__name__}")
+
+    def _sample_mesh(self):
+        """``(mesh, axes)`` of the ``mesh`` parameter, or ``(None, None)``."""
+        m = self.mesh
+        if m is None:
+            return None, None
+        import jax
+        from jax.sharding import Mesh
+
+        if isinstance(m, str) and m == "all":
+            m = Mesh(np.array(jax.local_devices()), ("samples",))
+        if not isinstance(m, Mesh):
+            raise ValueError(f"mesh must be None, 'all' or a jax.sharding.Mesh; got {m!r}")
+        return m, tuple(m.axis_names)
+
+    def _initial_tree(self, names, n_features):
+        ie = self.initial_expression
+        if ie is None:
+            return None
+        e = Expression.parse(ie, names) if isinstance(ie, str) else ie
+        if e.n_nodes and np.any((e.op == VAR) & ((e.feature < 0) | (e.feature >= n_features))):
+            raise ValueError(f"initial_expression uses a variable index outside the "
+                             f"{n_features} features")
+        if self.max_nodes is not None and e.n_nodes > self.max_nodes:
+            raise ValueError(f"initial_expression has {e.n_nodes} nodes, more than "
+                             f"max_nodes={self.max_nodes}")
+        return e
+
+    def _device_data(self, Xa, ya, w, dt):
+        """The samples padded to their size bucket (copies of real rows with weight 0) and
+        placed on the device(s): ``XT (M, Np), y (Np,), weights (Np,)`` (mean 1)."""
+        import jax
+
+        mesh, axes = self._sample_mesh()
+        n = Xa.shape[0]
+        n_pad = sample_bucket(n, 1 if mesh is None else mesh.devices.size)
+        idx = np.arange(n_pad) % n
+        XT = np.ascontiguousarray(Xa.T[:, idx])
+        yp = ya[idx]
+        # always weights (ones without sample_weight or padding: the same numbers), so
+        # every dataset of a bucket runs the same compiled kernels
+        wr = np.ones(n, dt) if w is None else w
+        wp = np.zeros(n_pad, dt)
+        wp[:n] = wr * (n_pad / np.sum(wr, dtype=np.float64))  # mean 1 over the padding
+        if mesh is None:
+            return jnp.asarray(XT), jnp.asarray(yp), jnp.asarray(wp)
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        cols, rows = NamedSharding(mesh, P(None, axes)), NamedSharding(mesh, P(axes))
+        return jax.device_put(XT, cols), jax.device_put(yp, rows), jax.device_put(wp, rows)
+
 
     # ---------------------------------------------------------------- fit
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Grow the expression on ``X`` ``(n_samples, n_features)`` and ``y``
         ``(n_samples,)``; returns ``self``.
 
+        Args:
+          sample_weight: optional ``(n_samples,)`` non-negative weights: the search
+            minimises the weighted MSE ``sum(w * (f(x) - y)**2) / sum(w)`` (``mse_`` is
+            that); integer weights give the fit of the data with each row repeated that
+            many times. A weight-0 row does not count in the loss but still counts for
+            the domain of division (no zero denominator on any training row).
+
         Raises:
           ValueError: invalid hyperparameters, NaN/inf, mismatched lengths, empty data,
-            non-numeric columns (see :mod:`jaxsr._validation`).
+            non-numeric columns, negative or all-zero weights, an ``initial_expression``
+            that does not parse or is undefined on the data (see :mod:`jaxsr._validation`).
         """
         self._check_params()
         dt = resolve_dtype(self.dtype)
         Xa, ya = validate_X_y(self, X, y, dtype=dt)
-        Xa, ya, X_val, y_val = self._validation_split(Xa, ya)
+        w = (None if sample_weight is None
+             else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt))
+        if w is None:
+            Xa, ya, X_val, y_val = self._validation_split(Xa, ya)
+        else:  # the weights follow their rows into the training part
+            Xw, ya, X_val, y_val = self._validation_split(np.column_stack([Xa, w]), ya)
+            Xa, w = Xw[:, :-1], check_sample_weight(Xw[:, -1], Xw.shape[0], dtype=dt)
+            X_val = None if X_val is None else X_val[:, :-1]
         names = feature_names(self)
+        initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
         y_scale = _check_scales(Xa, ya, dt)
-        with np.errstate(over="ignore"):  # the MSE of a target near 1e300 is not finite
-            mean = float(np.mean(ya / y_scale)) * y_scale
-            run = _FitRun(Expression.constant(mean), _unscaled_mse(
-                np.mean(((ya - mean) / y_scale) ** 2), y_scale))
+        wn = np.ones_like(ya) if w is None else w / np.mean(w)  # weights of mean 1
+        with np.errstate(over="ignore", invalid="ignore"):  # a target near 1e300
+            mean = float(np.mean(wn * ya / y_scale)) * y_scale
+            start_tree = Expression.constant(mean) if initial_tree is None else initial_tree
+            run = _FitRun(start_tree, _unscaled_mse(np.mean(
+                wn * ((start_tree.evaluate(Xa) - ya) / y_scale) ** 2), y_scale))
         initial = FrontModel(*run.snapshot[:2], 0)
-        args = (run, Xa, ya, y_scale, const_cols, names, dt, start, deadline)
+        args = (run, Xa, ya, y_scale, const_cols, names, dt, start, deadline, w, initial_tree)
         with _progress.FitProgress("SymbolicRegressor", self.progress):
             if deadline is None:
                 self._fit_run(*args)
@@ -330,7 +418,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         final = FrontModel(expr, float(mse), self.n_iterations_)
         self.refinement_ = None
         if self.refine_constants and self.stop_reason_ != "constant target":
-            self.refinement_ = _refine.refine_constants(expr, Xa, ya)
+            self.refinement_ = _refine.refine_constants(expr, Xa, ya, w)
             if self.refinement_.accepted:  # the true MSE dropped: the refined tree is final
                 final = FrontModel(self.refinement_.expression, self.refinement_.mse,
                                    self.n_iterations_)
@@ -353,17 +441,28 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
-    def _fit_run(self, run, Xa, ya, y_scale, const_cols, names, dt, start, deadline):
+    def _fit_run(self, run, Xa, ya, y_scale, const_cols, names, dt, start, deadline, w=None,
+                 initial_tree=None):
         """The fit proper (in the caller's thread, or in the worker under max_time)."""
         try:
             with precision(dt):
-                XT = jnp.asarray(Xa.T)
-                yj = jnp.asarray(ya / y_scale)
+                XT, yj, wj = self._device_data(Xa, ya / y_scale, w, dt)
                 engine = DomeSearch(
                     XT, yj, ~const_cols, max_nodes=self.max_nodes, max_height=self.max_height,
                     min_improvement=self.min_improvement, feature_names=names,
                     deadline=deadline, max_constant_passes=self.max_constant_passes,
+                    weights=wj,
                 )
+                if initial_tree is not None:
+                    start_tree = (initial_tree if y_scale == 1.0
+                                  else scale_output(initial_tree, 1.0 / y_scale))
+                    mse, ok = engine._true_mse(start_tree)
+                    if not ok:
+                        raise ValueError(
+                            f"initial_expression {initial_tree.to_string(names)!r} is not "
+                            "defined on the training data (a zero denominator, a pole inside "
+                            "the training range or a non-finite value)")
+                    engine.expr, engine.mse, engine._cache = start_tree, mse, None
                 run.engine = engine
                 if run.stopped:
                     return
@@ -374,7 +473,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     if self.dropped_features_:
                         msg += f" (constant columns dropped: {self.dropped_features_})"
                     _progress.write(msg)
-                if np.all(ya == ya[0]):
+                if initial_tree is None and np.all(ya == ya[0]):
                     run.snapshot = (Expression.constant(float(ya[0])), 0.0, 0)
                     run.stop_reason = "constant target"
                 else:
@@ -541,10 +640,14 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         tree = self._tree(index)
         dt = resolve_dtype(self.dtype)
         Xa = validate_X(self, X, reset=False, dtype=dt)
+        n = Xa.shape[0]
+        if n == 0:
+            return np.zeros(0, dt)
+        XT = np.zeros((Xa.shape[1], sample_bucket(n)), dt)  # a size bucket: no recompile
+        XT[:, :n] = Xa.T
         with precision(dt):
             tree = tree.padded(dtype=dt)
-            sem = node_semantics(tree, jnp.asarray(Xa.T))
-            return np.asarray(sem[0])
+            return np.asarray(tree_output(tree, jnp.asarray(XT)))[:n]
 
     def sympy(self, index=None):
         """The selected expression (or row ``index`` of ``equations_``) as sympy, with its
@@ -684,7 +787,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return {
             "format": _FORMAT,
             "version": _VERSION,
-            "params": {**self.get_params(), "dtype": str(resolve_dtype(self.dtype))},
+            "params": {**self.get_params(), "dtype": str(resolve_dtype(self.dtype)),
+                       # JSON-able: the warm start as text, a device mesh is not saved
+                       "initial_expression": (
+                           self.initial_expression.to_string(feature_names(self))
+                           if isinstance(self.initial_expression, Expression)
+                           else self.initial_expression),
+                       "mesh": self.mesh if isinstance(self.mesh, str) else None},
             "expression": self.expression_,
             "tree": self.expression_tree_.to_dict(),
             "feature_names": feature_names(self),

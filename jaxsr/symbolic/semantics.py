@@ -14,14 +14,7 @@ from jax import lax
 
 from .expression import ADD, CONST, MUL, SUB, VAR, TreeArrays
 
-__all__ = ["node_semantics", "combine", "tree_mse"]
-
-_TRACES: dict[str, int] = {}
-
-
-def _count(name: str) -> None:
-    _TRACES[name] = _TRACES.get(name, 0) + 1
-
+__all__ = ["node_semantics", "combine", "tree_mse", "tree_output"]
 
 def combine(op, x, y):
     """``x op y`` element-wise for an operator code ``op`` (scalar int, traced or not).
@@ -49,7 +42,6 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
     Jit- and vmap-able (e.g. ``jax.vmap(node_semantics, in_axes=(None, 0))`` over a batch
     of datasets). Paper: section 2, Table 1 second column.
     """
-    _count("node_semantics")
     cap = tree.op.shape[0]
     sem0 = jnp.zeros((cap, XT.shape[1]), XT.dtype)
 
@@ -66,6 +58,14 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
     return lax.fori_loop(0, cap, body, sem0)
 
 
-def tree_mse(sem: jax.Array, y: jax.Array) -> jax.Array:
-    """Mean squared error of the root, ``mean((sem[0] - y) ** 2)`` (equation 3)."""
-    return jnp.mean((sem[0] - y) ** 2)
+@jax.jit
+def tree_output(tree: TreeArrays, XT: jax.Array) -> jax.Array:
+    """The root's semantic (the tree's outputs), ``(N,)``: row 0 of :func:`node_semantics`."""
+    return node_semantics(tree, XT)[0]
+
+
+def tree_mse(sem: jax.Array, y: jax.Array, weights: jax.Array | None = None) -> jax.Array:
+    """Mean squared error of the root, ``mean((sem[0] - y) ** 2)`` (equation 3); with
+    ``weights`` ``(N,)`` normalised to mean 1, ``mean(weights * (sem[0] - y) ** 2)``."""
+    r2 = (sem[0] - y) ** 2
+    return jnp.mean(r2 if weights is None else weights * r2)

@@ -43,7 +43,7 @@ import numpy as np
 from .equations import forbidden_sets, node_equations
 from .expression import ADD, CONST, DIV, MUL, SUB, VAR, Expression, capacity_bucket
 from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all
-from .semantics import _count, node_semantics
+from .semantics import node_semantics, tree_mse
 
 __all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "ROUNDING_ULPS", "slot_bucket",
            "scale_output"]
@@ -117,20 +117,18 @@ def scale_output(expr: Expression, s: float) -> Expression:
 
 
 @functools.partial(jax.jit, static_argnames=("n_slots",))
-def _analyse(tree, XT, y, n_slots):
-    _count("analyse")
+def _analyse(tree, XT, y, n_slots, weights=None):
     sem = node_semantics(tree, XT)
-    eqs = node_equations(tree, sem, y)
+    eqs = node_equations(tree, sem, y, weights)
     S = forbidden_sets(tree, sem, n_slots)
     return sem, eqs, S
 
 
 @jax.jit
-def _check(tree, XT, y):
+def _check(tree, XT, y, weights=None):
     """MSE of a tree and whether it is valid: finite everywhere, no zero denominator, and
     no pole inside the training range (no denominator takes both signs on the training
     rows: a continuous denominator that changes sign has a zero between them)."""
-    _count("check")
     sem = node_semantics(tree, XT)
     real = jnp.arange(tree.op.shape[0]) < tree.n_nodes
     finite = jnp.all(jnp.isfinite(sem) | ~real[:, None])
@@ -138,7 +136,7 @@ def _check(tree, XT, y):
     den = sem[tree.right]
     den_zero = jnp.any((den == 0) & div)
     pole = jnp.any(div[:, 0] & jnp.any(den > 0, axis=-1) & jnp.any(den < 0, axis=-1))
-    mse = jnp.mean((sem[0] - y) ** 2)
+    mse = tree_mse(sem, y, weights)
     return mse, finite & ~den_zero & ~pole & jnp.isfinite(mse)
 
 
@@ -179,6 +177,9 @@ class DomeSearch:
       max_nodes, max_height: ints or ``None``; min_improvement: float.
       max_constant_passes: cap on the passes of one constant optimisation (section 2.6;
         ``None``: none, as in the paper). Hitting it sets ``rec["constant_passes_capped"]``.
+      weights: optional ``(N,)`` sample weights (device), mean 1 (see
+        :func:`~jaxsr.symbolic.node_equations`); rows of weight 0 (e.g. the sample-size
+        padding) only count for the domain of division.
 
     Acceptance (section 2.8 and the authors' reference code): a change is accepted only
     if the true MSE of the new tree is below ``MSE - max(min_improvement * MSE, floor)``
@@ -190,9 +191,11 @@ class DomeSearch:
     """
 
     def __init__(self, XT, y, var_mask, *, max_nodes, max_height, min_improvement,
-                 feature_names, deadline=None, max_constant_passes=None):
+                 feature_names, deadline=None, max_constant_passes=None,
+                 weights=None):
         self.XT = XT
         self.y = y
+        self.weights = weights
         self.var_mask = jnp.asarray(var_mask)
         self.max_nodes = NO_LIMIT if max_nodes is None else int(max_nodes)
         self.max_height = NO_LIMIT if max_height is None else int(max_height)
@@ -202,9 +205,12 @@ class DomeSearch:
         self.dtype = np.dtype(y.dtype)
         self.max_constant_passes = max_constant_passes
         y64 = np.asarray(y, np.float64)
-        self.floor = float((ROUNDING_ULPS * np.finfo(self.dtype).eps) ** 2 * np.mean(y64**2))
+        w64 = None if weights is None else np.asarray(weights, np.float64)
+        self.floor = float((ROUNDING_ULPS * np.finfo(self.dtype).eps) ** 2 * (
+            np.mean(y64**2) if w64 is None else np.sum(w64 * y64**2) / np.sum(w64)))
         self.stop = False  # set by another thread to end the fit at the next check
-        self.expr = Expression.constant(float(np.mean(y64)))
+        self.expr = Expression.constant(float(
+            np.mean(y64) if w64 is None else np.sum(w64 * y64) / np.sum(w64)))
         self.capacity = capacity_bucket(3)
         self.n_slots = 2
         self._cache = None
@@ -228,14 +234,14 @@ class DomeSearch:
         # the searches only changes in :meth:`analyse`, so masks and cached analyses of
         # the current tree never meet arrays of another bucket (issue 7, item 5)
         cap = max(self.capacity, capacity_bucket(expr.n_nodes))
-        mse, ok = _check(expr.padded(cap, self.dtype), self.XT, self.y)
+        mse, ok = _check(expr.padded(cap, self.dtype), self.XT, self.y, self.weights)
         return float(mse), bool(ok)
 
     def analyse(self):
         if self._cache is None:
             self._fit_capacity(self.expr)
             tree = self._tree(self.expr)
-            sem, eqs, S = _analyse(tree, self.XT, self.y, self.n_slots)
+            sem, eqs, S = _analyse(tree, self.XT, self.y, self.n_slots, self.weights)
             self._cache = (tree, sem, eqs, S)
         return self._cache
 

@@ -220,3 +220,92 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
         n_checked += 1
         n_general += int(np.any(np.asarray(tree.n_slots) > 0))
     assert n_checked >= 10 and n_general >= 3
+
+
+def _grow_data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(1.0, 2.0, size=(n, 2))
+    return X, 1.7 * X[:, 0] * X[:, 1] + 0.3 / X[:, 1] - 0.2 * X[:, 0]
+
+
+def test_growing_in_a_bucket_and_refitting_in_a_size_bucket_compile_nothing():
+    from compile_log import count_compilations
+
+    from jaxsr import SymbolicRegressor
+    from jaxsr._config import sample_bucket
+
+    assert sample_bucket(37) == sample_bucket(39) == sample_bucket(40) == 40
+    params = dict(max_nodes=13, strategy=1, max_iterations=12)
+    X, y = _grow_data(37, 11)  # sizes no other test uses
+    with count_compilations() as first:
+        sr = SymbolicRegressor(**params).fit(X, y)
+        sr.predict(X)
+    sizes = [h["n_nodes"] for h in sr.history_]
+    assert max(sizes) >= 7 and len(set(sizes)) >= 3  # the tree really grew (capacity 16)
+    # one compilation per kernel and input shape (the kernels: check, analysis, searches,
+    # prediction; a few tiny device-transfer programs per new shape), not one per
+    # iteration: the 12 iterations grew the tree inside its capacity bucket
+    assert 4 <= first["compile"] <= 12, first
+    # a new number of samples in the same size bucket, new data, weights: nothing new
+    for n, seed in ((39, 12), (40, 13)):
+        X2, y2 = _grow_data(n, seed)
+        w = np.random.default_rng(seed).uniform(0.5, 2.0, size=n)
+        with count_compilations() as again:
+            sr2 = SymbolicRegressor(**params).fit(X2, y2, sample_weight=w)
+            sr2.predict(X2)
+        assert again["compile"] == 0, (n, again)
+        assert len(sr2.history_) >= 3
+
+
+def test_sample_weight_integer_weights_equal_repeated_rows():
+    from jaxsr import SymbolicRegressor
+
+    rng = np.random.default_rng(5)
+    X, y = _grow_data(37, 5)
+    y = y + rng.normal(size=37) * 0.1
+    w = np.ones(37, int)
+    w[:4], w[4:7], w[7] = 0, 2, 3  # 38 repeated rows: the same size bucket (40) as 37
+    params = dict(max_nodes=13, strategy=1, max_iterations=6)
+    a = SymbolicRegressor(**params).fit(X, y, sample_weight=w)
+    b = SymbolicRegressor(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    np.testing.assert_array_equal(a.expression_tree_.op, b.expression_tree_.op)
+    np.testing.assert_array_equal(a.expression_tree_.feature, b.expression_tree_.feature)
+    np.testing.assert_allclose(a.expression_tree_.value, b.expression_tree_.value, rtol=1e-10)
+    np.testing.assert_allclose(a.mse_, b.mse_, rtol=1e-10)
+    # mse_ is the weighted MSE of the returned expression, and the weights matter
+    pred = a.predict(X)
+    np.testing.assert_allclose(a.mse_, np.sum(w * (pred - y) ** 2) / np.sum(w), rtol=1e-10)
+    c = SymbolicRegressor(**params).fit(X, y)
+    assert c.expression_ != a.expression_
+    # weights 1 (or any constant) are the unweighted fit
+    d = SymbolicRegressor(**params).fit(X, y, sample_weight=np.full(37, 3.0))
+    assert d.expression_ == c.expression_ and d.mse_ == pytest.approx(c.mse_, rel=1e-12)
+    with pytest.raises(ValueError, match="non-negative"):
+        SymbolicRegressor(**params).fit(X, y, sample_weight=-np.ones(37))
+
+
+def test_initial_expression_warm_start():
+    from jaxsr import SymbolicRegressor
+
+    X, y = _grow_data(37, 11)
+    params = dict(max_nodes=13, strategy=1)
+    full = SymbolicRegressor(max_iterations=6, **params).fit(X, y)
+    # resume: 3 iterations, then 3 more from where it stopped, equal 6 at once
+    part = SymbolicRegressor(max_iterations=3, **params).fit(X, y)
+    rest = SymbolicRegressor(max_iterations=3, initial_expression=part.expression_tree_,
+                             **params).fit(X, y)
+    assert rest.expression_ == full.expression_
+    assert [h["mse"] for h in part.history_ + rest.history_] == pytest.approx(
+        [h["mse"] for h in full.history_], rel=1e-12)
+    # a string over the feature names; max_iterations=0 keeps it and reports its MSE
+    sr = SymbolicRegressor(max_iterations=0, initial_expression="(1.5 * x1) * x2",
+                           **params).fit(X, y)
+    assert sr.expression_ == "((1.5 * x1) * x2)"
+    np.testing.assert_allclose(sr.mse_, np.mean((1.5 * X[:, 0] * X[:, 1] - y) ** 2),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match="not defined"):
+        SymbolicRegressor(initial_expression="x1 / (x2 - x2)", **params).fit(X, y)
+    with pytest.raises(ValueError, match="unknown variable"):
+        SymbolicRegressor(initial_expression="x1 + x9", **params).fit(X, y)
+    with pytest.raises(ValueError, match="initial_expression"):
+        SymbolicRegressor(initial_expression=3.0, **params).fit(X, y)
