@@ -1,32 +1,49 @@
-"""Time of one iteration of strategy 1 (all four searches on all nodes) on a 100-node tree,
-N = 100,000 patterns and 10 variables, as asked by issue 2.
+"""The symbolic-regression iteration table of issue 8, measured in one run.
 
-Run: ``python benchmarks/bench_symbolic_iteration.py [--n-samples 100000] [--repeat 3]``.
-Prints the compile + first iteration time, then each warm iteration (wall and process CPU
-seconds) with the tree size, and the load average (other processes share the CPU: compare
-figures taken at similar load).
+Parts (any combination; default ``--table``):
 
-``--examples`` also times the paper's examples after a warm-up fit of the same shapes:
-Newton's law (section 3, Table 3; strategy 1, goal MSE = mean target) and
-``y = 2.4*x1 - x2/x1 - 10`` (x1 = 1..100, x2 = 200, 198, ..., 2, max 13 nodes).
+* ``--table``: one strategy-1 iteration (all four searches on all nodes) on a random valid
+  tree of ``--nodes`` nodes (10 variables, N patterns ``--sizes``), warm (compiled), median
+  of ``--repeat`` iterations on the same tree (wall and process CPU seconds), with the time
+  of a ``[101, N] x [N, 40]`` float64 matrix product measured in the same process, the
+  ratio of the two, the peak memory of the process (RSS; and the device's peak where JAX
+  reports it) and the compile + first iteration time. Each (N, nodes) runs in its own
+  subprocess, so the peak memory is that configuration's.
+* ``--feynman``: strategy 3 on the 17 built-in Feynman equations (N = 1000, 30 nodes):
+  median warm fit (the second fit of the same shapes), wall and CPU seconds.
+* ``--cold``: the first fit in a fresh process (N = 1000, 5 variables, max 20 nodes,
+  strategy 3), compilation included, with no persistent compilation cache.
+
+Run (pin to one core on a shared machine and compare figures taken at similar load)::
+
+    PYTHONPATH=$PWD taskset -c 1 python benchmarks/bench_symbolic_iteration.py \\
+        --sizes 10000,100000 --nodes 11,51,101 --feynman --cold \\
+        --out benchmarks/results/symbolic_iteration
+
+``--one N NODES`` is the subprocess entry point (prints one JSON line).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
 import time
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxsr._config import precision
-from jaxsr.symbolic.expression import ADD, DIV, MUL, SUB, Expression
-from jaxsr.symbolic.strategies import DomeSearch
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 
 
-def random_tree(rng, n_ops: int, n_features: int) -> Expression:
+def random_tree(rng, n_ops: int, n_features: int):
+    from jaxsr.symbolic.expression import ADD, DIV, MUL, SUB, Expression
+
     def build(n):
         if n == 0:
             if rng.uniform() < 0.4:
@@ -39,78 +56,215 @@ def random_tree(rng, n_ops: int, n_features: int) -> Expression:
     return build(n_ops)
 
 
-def examples() -> None:
-    from jaxsr.symbolic import SymbolicRegressor
+def valid_tree(rng, n_nodes, X):
+    """A random tree of exactly ``n_nodes`` nodes with no denominator near 0 on ``X``."""
+    from jaxsr.symbolic.expression import DIV
+
+    for _ in range(1000):
+        e = random_tree(rng, (n_nodes - 1) // 2, X.shape[1])
+        if all(np.min(np.abs(e.subtree(int(e.right[i])).evaluate(X))) > 1e-3
+               for i in range(e.n_nodes) if e.op[i] == DIV):
+            return e
+    raise RuntimeError("no valid tree found")
+
+
+def _median_time(fn, repeat):
+    walls, cpus = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _device_peak_bytes():
+    import jax
 
     try:
-        from jaxsr.datasets import make_newton_gravitation
-        X, y = make_newton_gravitation(1000, seed=0)
-    except ImportError:  # pragma: no cover
-        rng = np.random.default_rng(0)
-        X = 10 ** np.c_[rng.uniform(23, 25, (1000, 2)), rng.uniform(8, 12, 1000)]
-        y = 6.67392e-11 * X[:, 0] * X[:, 1] / X[:, 2] ** 2
-    x1 = np.arange(1.0, 101.0)
-    x2 = np.arange(200.0, 0.0, -2.0)
-    runs = [
-        ("Newton, strategy 1", X, y, dict(strategy=1, goal_mse=float(np.mean(y)))),
-        ("2.4*x1 - x2/x1 - 10, strategy 1", np.c_[x1, x2], 2.4 * x1 - x2 / x1 - 10,
-         dict(strategy=1, max_nodes=13)),
-        ("2.4*x1 - x2/x1 - 10, strategy 3", np.c_[x1, x2], 2.4 * x1 - x2 / x1 - 10,
-         dict(strategy=3, max_nodes=13)),
-    ]
-    for name, Xr, yr, params in runs:
-        t0 = time.perf_counter()
-        SymbolicRegressor(**params).fit(Xr, yr)
-        cold = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        sr = SymbolicRegressor(**params).fit(Xr, yr)
-        warm = time.perf_counter() - t0
-        print(f"{name}: {sr.n_iterations_} iterations, {warm:.3f} s warm ({cold:.1f} s with "
-              f"compilation), MSE {sr.mse_:.6g} ({sr.stop_reason_}), {sr.expression_}")
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:  # noqa: BLE001 - not every backend reports it
+        return None
+    return stats.get("peak_bytes_in_use")
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--n-samples", type=int, default=100_000)
-    p.add_argument("--n-features", type=int, default=10)
-    p.add_argument("--n-nodes", type=int, default=101, help="odd: 2*operators + 1")
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--examples", action="store_true", help="also time the paper's examples")
-    args = p.parse_args()
-    if args.examples:
-        examples()
+def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10) -> dict:
+    """One (N, nodes) configuration in this process; returns the measurements."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxsr._config import precision
+    from jaxsr.symbolic.strategies import DomeSearch
+
     rng = np.random.default_rng(0)
-    X = rng.uniform(1.0, 2.0, size=(args.n_samples, args.n_features))
-    # a valid tree (no denominator near 0) of exactly n_nodes nodes
-    for _ in range(1000):
-        e = random_tree(rng, (args.n_nodes - 1) // 2, args.n_features)
-        ok = all(np.min(np.abs(e.subtree(int(e.right[i])).evaluate(X[:1000]))) > 1e-3
-                 for i in range(e.n_nodes) if e.op[i] == DIV)
-        if ok:
-            break
-    y = e.evaluate(X) + rng.normal(size=args.n_samples)
-    print("load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
-    print(f"jax {jax.__version__} on {jax.devices()[0].platform}, "
-          f"N={args.n_samples}, M={args.n_features}, tree of {e.n_nodes} nodes, "
-          f"height {e.height}, forbidden-set slots {int(e.forbidden_slot_counts().max())}")
+    X = rng.uniform(1.0, 2.0, size=(n_samples, n_features))
+    e = valid_tree(rng, n_nodes, X[:1000])
+    y = e.evaluate(X) + rng.normal(size=n_samples)
+    out = {"n_samples": n_samples, "n_nodes": int(e.n_nodes), "n_features": n_features,
+           "general_nodes": int(np.sum(e.forbidden_slot_counts() > 0)),
+           "platform": jax.devices()[0].platform, "device": str(jax.devices()[0])}
     with precision("float64"):
-        eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(args.n_features, bool),
-                         max_nodes=None, max_height=None, min_improvement=1e-6,
-                         feature_names=None)
-        eng.expr = e
-        eng.mse, _ = eng._true_mse(e)
-        for it in range(args.repeat + 1):
-            t0, c0 = time.perf_counter(), time.process_time()
+        XT, yj = jnp.asarray(X.T), jnp.asarray(y)
+        # the reference: a [101, N] x [N, 40] float64 matrix product
+        A = jnp.asarray(rng.normal(size=(101, n_samples)))
+        B = jnp.asarray(rng.normal(size=(n_samples, 40)))
+        mm = jax.jit(lambda a, b: a @ b)
+        jax.block_until_ready(mm(A, B))
+        out["matmul_s"] = _median_time(lambda a=A, b=B: jax.block_until_ready(mm(a, b)), 5)[0]
+        del A, B
+        eng = DomeSearch(XT, yj, np.ones(n_features, bool), max_nodes=None, max_height=None,
+                         min_improvement=1e-6, feature_names=None)
+
+        def iteration():
+            eng.expr, eng._cache = e, None
+            eng.mse = eng._true_mse(e)[0]
             rec = eng.step(1)
             jax.block_until_ready(eng.XT)
-            dt, dc = time.perf_counter() - t0, time.process_time() - c0
-            label = "compile + iteration" if it == 0 else f"warm iteration {it}"
-            what = "no change" if rec is None else f"{rec['search']} at node {rec['node']}"
-            print(f"{label}: {dt:.2f} s ({dc:.2f} s CPU; {what}; tree {eng.expr.n_nodes} "
-                  f"nodes, capacity {eng.capacity}, slots {eng.n_slots}, MSE {eng.mse:.6g})")
-            if rec is None:
-                break
-    print("load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+            return rec
+
+        t0, c0 = time.perf_counter(), time.process_time()
+        rec = iteration()
+        out["first_s"] = time.perf_counter() - t0
+        out["first_cpu_s"] = time.process_time() - c0
+        out["change"] = None if rec is None else f"{rec['search']} at node {rec['node']}"
+        out["iteration_s"], out["iteration_cpu_s"] = _median_time(iteration, repeat)
+    out["ratio_to_matmul"] = out["iteration_s"] / out["matmul_s"]
+    out["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out["device_peak_bytes"] = _device_peak_bytes()
+    return out
+
+
+def feynman(n_samples=1000, max_nodes=30) -> dict:
+    from jaxsr import SymbolicRegressor
+    from jaxsr.datasets import feynman_equation, feynman_equation_names
+
+    rows = []
+    for name in feynman_equation_names():
+        X, y = feynman_equation(name, n_samples, seed=0)
+        params = dict(strategy=3, max_nodes=max_nodes, progress=False)
+        SymbolicRegressor(**params).fit(X, y)  # compile these shapes
+        t0, c0 = time.perf_counter(), time.process_time()
+        sr = SymbolicRegressor(**params).fit(X, y)
+        rows.append({"equation": name, "wall_s": time.perf_counter() - t0,
+                     "cpu_s": time.process_time() - c0, "iterations": sr.n_iterations_,
+                     "mse": sr.mse_, "stop": sr.stop_reason_})
+        print(f"  feynman {name}: {rows[-1]['wall_s']:.3f} s ({rows[-1]['cpu_s']:.3f} CPU-s), "
+              f"{sr.n_iterations_} iterations", file=sys.stderr, flush=True)
+    return {"median_wall_s": statistics.median(r["wall_s"] for r in rows),
+            "median_cpu_s": statistics.median(r["cpu_s"] for r in rows), "fits": rows}
+
+
+_COLD = """
+import time, resource
+t0 = time.perf_counter()
+import numpy as np
+from jaxsr import SymbolicRegressor
+rng = np.random.default_rng(0)
+X = rng.uniform(1.0, 2.0, size=(1000, 5))
+y = 2.0 * X[:, 0] * X[:, 1] / X[:, 2] + X[:, 3] - 0.5 * X[:, 4]
+t1 = time.perf_counter()
+sr = SymbolicRegressor(max_nodes=20, strategy=3, progress=False).fit(X, y)
+t2 = time.perf_counter()
+user = resource.getrusage(resource.RUSAGE_SELF).ru_utime
+print(f"{t2 - t1:.3f} {t2 - t0:.3f} {sr.n_iterations_} {user:.3f}")
+"""
+
+
+def cold() -> dict:
+    env = {**os.environ, "JAXSR_COMPILATION_CACHE": "0", "PYTHONPATH": ROOT}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    res = subprocess.run([sys.executable, "-c", _COLD], capture_output=True, text=True,
+                         env=env, check=True)
+    fit_s, total_s, iters, user_s = res.stdout.split()
+    return {"first_fit_s": float(fit_s), "with_imports_s": float(total_s),
+            "iterations": int(iters), "process_user_cpu_s": float(user_s)}
+
+
+def _fmt_bytes(b):
+    return "n/a" if b is None else f"{b / 2**30:.2f} GiB"
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--table", action="store_true")
+    p.add_argument("--sizes", default="10000,100000", help="comma-separated N")
+    p.add_argument("--nodes", default="11,51,101", help="comma-separated tree sizes (odd)")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--feynman", action="store_true")
+    p.add_argument("--cold", action="store_true")
+    p.add_argument("--out", default="", help="write OUT.json and OUT.txt")
+    p.add_argument("--one", nargs=2, type=int, metavar=("N", "NODES"), help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.one:
+        print(json.dumps(one(a.one[0], a.one[1], a.repeat)))
+        return
+    if not (a.table or a.feynman or a.cold):
+        a.table = True
+    lines = [f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}",
+             f"python {platform.python_version()}, {platform.platform()}"]
+    result = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                          "loadavg_before": os.getloadavg()}}
+    if a.table:
+        rows = []
+        for n in [int(float(v)) for v in a.sizes.split(",")]:
+            for nodes in [int(v) for v in a.nodes.split(",")]:
+                res = subprocess.run([sys.executable, __file__, "--one", str(n), str(nodes),
+                                      "--repeat", str(a.repeat)], capture_output=True,
+                                     text=True, env={**os.environ, "PYTHONPATH": ROOT})
+                if res.returncode != 0:
+                    print(res.stderr[-2000:], file=sys.stderr)
+                    rows.append({"n_samples": n, "n_nodes": nodes, "error": res.stderr[-300:]})
+                    continue
+                r = json.loads(res.stdout.strip().splitlines()[-1])
+                rows.append(r)
+                print(f"  N={n} nodes={nodes}: {r['iteration_s']:.3f} s "
+                      f"({r['iteration_cpu_s']:.3f} CPU-s), {r['ratio_to_matmul']:.0f}x matmul, "
+                      f"peak {_fmt_bytes(r['peak_rss_bytes'])}", file=sys.stderr, flush=True)
+        result["table"] = rows
+        lines.append("")
+        lines.append("| N | nodes (general) | warm iteration wall s | CPU s | matmul s | ratio | "
+                     "peak RSS | device peak | compile + first s |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} | error | | | | | | |")
+                continue
+            lines.append(
+                f"| {r['n_samples']:.0e} | {r['n_nodes']} ({r['general_nodes']}) | "
+                f"{r['iteration_s']:.3f} | {r['iteration_cpu_s']:.3f} | {r['matmul_s']:.4f} | "
+                f"{r['ratio_to_matmul']:.0f}x | {_fmt_bytes(r['peak_rss_bytes'])} | "
+                f"{_fmt_bytes(r['device_peak_bytes'])} | {r['first_s']:.1f} |")
+        if rows and "platform" in rows[0]:
+            lines.append(f"\nplatform: {rows[0]['platform']} ({rows[0]['device']}); "
+                         "general = nodes below a division's denominator (c != 0)")
+    _save(a.out, result, lines)  # after each part: a timeout keeps what was measured
+    if a.feynman:
+        f = feynman()
+        result["feynman_strategy3"] = f
+        lines.append(f"\nFeynman (17 built-in, N=1000, 30 nodes), strategy 3, warm fit: median "
+                     f"{f['median_wall_s']:.3f} s wall, {f['median_cpu_s']:.3f} CPU-s")
+        _save(a.out, result, lines)
+    if a.cold:
+        c = cold()
+        result["cold_first_fit"] = c
+        lines.append(f"\ncold first fit (fresh process, no compilation cache; N=1000, 5 vars, "
+                     f"max 20 nodes, strategy 3): {c['first_fit_s']:.2f} s "
+                     f"({c['with_imports_s']:.2f} s with imports, {c['iterations']} iterations, "
+                     f"{c['process_user_cpu_s']:.2f} user CPU-s)")
+    lines.append(f"load average after: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    print("\n".join(lines))
+    _save(a.out, result, lines)
+
+
+def _save(out, result, lines):
+    if not out:
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out + ".json", "w") as fh:
+        json.dump(result, fh, indent=1, default=float)
+    with open(out + ".txt", "w") as fh:
+        fh.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
