@@ -65,6 +65,7 @@ __all__ = [
     "SearchResults",
     "variable_features",
     "chunk_rows",
+    "sample_chunks",
     "CHUNK_BYTES",
     "N_REFINE",
 ]
@@ -193,6 +194,23 @@ def variable_features(XT: jax.Array) -> jax.Array:
     return jnp.concatenate([XT, XT * XT, inv, inv * inv], axis=0).T
 
 
+def sample_chunks(n_samples: int, n_rows: int, itemsize: int = 8,
+                  budget: int | None = None) -> int:
+    """Number of equal chunks the samples are split into for the closed-form sums: each
+    chunk's ``(n_rows, N / chunks)`` temporaries fit ``budget`` bytes (default
+    :data:`CHUNK_BYTES`). A divisor of ``n_samples`` (1 when none is close)."""
+    budget = CHUNK_BYTES if budget is None else int(budget)
+    per = max(1, budget // (16 * max(int(n_rows), 1) * int(itemsize)))
+    n = int(n_samples)
+    if n <= per:
+        return 1
+    k = -(-n // per)
+    for c in range(k, min(n, 4 * k) + 1):
+        if n % c == 0:
+            return c
+    return 1
+
+
 def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
     """Every candidate of the nodes whose equation has ``c == 0`` (equation 29).
 
@@ -201,8 +219,10 @@ def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
     ``x`` itself (``u' = u, v' = v -+ u*x``; ``u' = u*x``; ``u' = u/x``) these sums are
     ``sum(u v phi(x))`` and ``sum(u^2 phi(x))`` for ``phi`` in ``x, x^2, 1/x, 1/x^2``: one
     product ``[u v; u^2] (2C, N) @ features (N, 4M)``. The constant and ``k+p, k*p`` rows
-    are computed directly from the rows (``O(C N)``). The ``N_REFINE`` best ``k op x`` /
-    variable candidates are recomputed from the rows (no cancellation).
+    are computed directly from the rows (``O(C N)``, two passes: ``k``, then ``f``). The
+    ``N_REFINE`` best ``k op x`` / variable candidates are recomputed from the rows (no
+    cancellation). Every sum runs over :func:`sample_chunks` chunks of the samples, so the
+    temporaries stay within :data:`CHUNK_BYTES`.
 
     Returns ``k, f, ok`` of shape ``(C, R)`` (rows as :func:`_row_table`) and ``f_var, ok_var``
     of shape ``(C, M)``.
@@ -212,36 +232,56 @@ def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
     M = XT.shape[0]
     dt = a.dtype
     n = jnp.asarray(N, dt)
-    d_ok = jnp.all(d != 0, axis=-1) & closed  # (C,)
-    ds = jnp.where(d != 0, d, 1.0)
-    u = jnp.where(closed[:, None], a / ds, 0.0)
-    v = jnp.where(closed[:, None], b / ds, 0.0)
-    SP = jnp.sum(u * v, axis=-1)
-    SQ = jnp.sum(u * u, axis=-1)
-    V2 = jnp.sum(v * v, axis=-1)
+    n_chunks = sample_chunks(N, 3 * C + M, jnp.dtype(dt).itemsize)
+    Nc = N // n_chunks
+    want_product = jnp.any(cv_rows) | jnp.any(v_rows)
+
+    def chunk(i):  # the samples of chunk i: u, v, p (C, Nc), x (M, Nc)
+        def sl(z):
+            return lax.dynamic_slice_in_dim(z, i * Nc, Nc, axis=1)
+
+        dc = sl(d)
+        ds = jnp.where(dc != 0, dc, 1.0)
+        u = jnp.where(closed[:, None], sl(a) / ds, 0.0)
+        v = jnp.where(closed[:, None], sl(b) / ds, 0.0)
+        return u, v, sl(sem), sl(XT), jnp.all(dc != 0, axis=-1)
+
+    def sums(i, acc):
+        u, v, p, x, dnz = chunk(i)
+        up = u * p
+        part = [jnp.sum(u * v, -1), jnp.sum(u * u, -1), jnp.sum(v * v, -1),
+                jnp.sum(u * up, -1), jnp.sum(up * v, -1), jnp.sum(up * up, -1)]
+        G = lax.cond(want_product,
+                     lambda: jnp.concatenate([u * v, u * u], axis=0) @ variable_features(x),
+                     lambda: jnp.zeros((2 * C, 4 * M), dt))
+        *s6, G0, ok0 = acc
+        return (*[s0 + s1 for s0, s1 in zip(s6, part, strict=True)], G0 + G, ok0 & dnz)
+
+    zc = jnp.zeros((C,), dt)
+    SP, SQ, V2, SQp, SPp, SQpp, G, d_all = lax.fori_loop(
+        0, n_chunks, sums, (zc, zc, zc, zc, zc, zc, jnp.zeros((2 * C, 4 * M), dt),
+                            jnp.ones((C,), bool)))
+    d_ok = d_all & closed
 
     def ratio(num, den):
         pos = den > 0
         return jnp.where(pos, num / jnp.where(pos, den, 1.0), jnp.nan)
 
-    def exact(up, vp):  # k and f of one candidate from its rows, (..., N)
-        k = ratio(jnp.sum(up * vp, axis=-1), jnp.sum(up * up, axis=-1))
-        f = jnp.mean((up * k[..., None] - vp) ** 2, axis=-1)
-        return k, f
+    # constant (k + 0), k+p (u' = u, v' = v - u p) and k*p (u' = u p): k from the sums,
+    # f in a second pass over the rows
+    k_c, k_ce_add, k_ce_mul = ratio(SP, SQ), ratio(SP - SQp, SQ), ratio(SPp, SQpp)
 
-    # constant (k + 0) and k+p, k*p: direct, O(C N), one stacked pass
-    up = jnp.stack([u, u, u * sem])
-    vp = jnp.stack([v, v - u * sem, v])
-    (k_c, k_ce_add, k_ce_mul), (f_c, f_ce_add, f_ce_mul) = exact(up, vp)
+    def residuals(i, acc):
+        u, v, p, _, _ = chunk(i)
+        return (acc[0] + jnp.sum((u * k_c[:, None] - v) ** 2, -1),
+                acc[1] + jnp.sum((u * (k_ce_add[:, None] + p) - v) ** 2, -1),
+                acc[2] + jnp.sum((u * p * k_ce_mul[:, None] - v) ** 2, -1))
 
-    # k op x and the variables: one matrix product, skipped when nothing asks for it
-    def product():
-        F = variable_features(XT)  # (N, 4M)
-        G = jnp.concatenate([u * v, u * u], axis=0) @ F  # (2C, 4M)
-        return G[:C], G[C:]
+    f_c, f_ce_add, f_ce_mul = (r / n for r in lax.fori_loop(0, n_chunks, residuals,
+                                                            (zc, zc, zc)))
 
-    GP, GQ = lax.cond(jnp.any(cv_rows) | jnp.any(v_rows), product,
-                      lambda: (jnp.zeros((C, 4 * M), dt), jnp.zeros((C, 4 * M), dt)))
+    # k op x and the variables from the product
+    GP, GQ = G[:C], G[C:]
     SPx, SPi = GP[:, :M], GP[:, 2 * M:3 * M]
     SQx, SQxx, SQii = GQ[:, :M], GQ[:, M:2 * M], GQ[:, 3 * M:]
     SPb, SQb, V2b = SP[:, None], SQ[:, None], V2[:, None]
@@ -266,16 +306,21 @@ def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
     m = jnp.where(is_cv, col // 4, col - 4 * M)
     o = col % 4
 
-    def rescore(j, m, o, is_cv):
-        uj, vj, x = u[j], v[j], XT[m]
+    def rescore(args):
+        j, m, o, is_cv = args
+        dj = d[j]
+        dsj = jnp.where(dj != 0, dj, 1.0)
+        uj, vj, x = a[j] / dsj, b[j] / dsj, XT[m]
         xs = jnp.where(x != 0, x, 1.0)
         up = jnp.where(o == 2, uj * x, jnp.where(o == 3, uj / xs, uj))
         vp = jnp.where(o == 0, vj - uj * x, jnp.where(o == 1, vj + uj * x, vj))
-        k, f = exact(up, vp)
+        k = ratio(jnp.sum(up * vp), jnp.sum(up * up))
+        f = jnp.mean((up * k - vp) ** 2)
         f_v = jnp.mean((uj * x - vj) ** 2)
         return jnp.where(is_cv, k, jnp.nan), jnp.where(is_cv, f, f_v)
 
-    k_r, f_r = jax.vmap(rescore)(j, m, o, is_cv)
+    width = int(max(1, min(T, CHUNK_BYTES // (_ROW_ARRAYS * N * jnp.dtype(dt).itemsize))))
+    k_r, f_r = lax.map(rescore, (j, m, o, is_cv), batch_size=width)
     k_cv_flat = k_cv.reshape(C, 4 * M)
     f_cv_flat = f_cv.reshape(C, 4 * M)
     jc, cc = jnp.where(is_cv, j, C), jnp.where(is_cv, col, 0)

@@ -217,6 +217,20 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
         ref = reference_search_all(tree, sem, eqs, S, XT, masks, pool, *limits)
         base = np.asarray(jnp.mean(((eqs.a * sem - eqs.b) / (eqs.c * sem - eqs.d)) ** 2, -1))
         _compare_searches(new, ref, base)
+        if trial == 1:  # the closed-form sums in 4 chunks of samples: the same numbers
+            from jaxsr.symbolic import searches
+
+            budget = 16 * (3 * 16 + M) * 8 * 5  # 5 samples per chunk
+            assert searches.sample_chunks(N, 3 * 16 + M, 8, budget) == 4
+            old, searches.CHUNK_BYTES = searches.CHUNK_BYTES, budget
+            try:
+                chunked = jax.jit(search_all.__wrapped__)(
+                    tree, sem, eqs, S, XT, jnp.asarray(masks), jnp.asarray(pool),
+                    jnp.int32(limits[0]), jnp.int32(limits[1]))
+            finally:
+                searches.CHUNK_BYTES = old
+            for got, want in zip(chunked, new, strict=True):
+                np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12)
         n_checked += 1
         n_general += int(np.any(np.asarray(tree.n_slots) > 0))
     assert n_checked >= 10 and n_general >= 3
