@@ -13,6 +13,7 @@ The functional layers (pure kernels for research with ``jax.vmap``) live in
 
 __version__ = "0.1.0"
 
+from ._config import enable_compilation_cache as enable_compilation_cache
 from .symbolic import Expression as Expression
 from .symbolic import SymbolicRegressor as SymbolicRegressor
 from .trees import Binarizer as Binarizer
@@ -26,4 +27,5 @@ __all__ = [
     "OptimalTreeRegressor",
     "Tree",
     "Binarizer",
+    "enable_compilation_cache",
 ]
