@@ -138,8 +138,8 @@ def _chunked_map(fn, active, outs, chunk):
     ``B`` at a time by a loop whose trip count is ``ceil(n_active / B)``: the work is
     proportional to the number of active entries and memory to ``B``.
     """
-    B = int(chunk)
     T = active.shape[0]
+    B = max(1, min(int(chunk), T))
     n_pad = -(-T // B) * B
     # active indices first, in order (a stable sort compiles faster than jnp.nonzero)
     idx = jnp.argsort(~active, stable=True).astype(jnp.int32)
@@ -158,7 +158,9 @@ def _chunked_map(fn, active, outs, chunk):
         return tuple(o.at[ids].set(v.astype(o.dtype), mode="drop")
                      for o, v in zip(outs, vals, strict=True))
 
-    return lax.fori_loop(0, n_chunks, body, outs)
+    # the loop only when there is work: XLA may hoist loop-invariant parts of a large
+    # body out of the loop, and a call with nothing to do must not pay for them
+    return lax.cond(count > 0, lambda: lax.fori_loop(0, n_chunks, body, outs), lambda: outs)
 
 
 def _finish(base, f, ok):
@@ -234,7 +236,6 @@ def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
     n = jnp.asarray(N, dt)
     n_chunks = sample_chunks(N, 3 * C + M, jnp.dtype(dt).itemsize)
     Nc = N // n_chunks
-    want_product = jnp.any(cv_rows) | jnp.any(v_rows)
 
     def chunk(i):  # the samples of chunk i: u, v, p (C, Nc), x (M, Nc)
         def sl(z):
@@ -251,9 +252,7 @@ def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
         up = u * p
         part = [jnp.sum(u * v, -1), jnp.sum(u * u, -1), jnp.sum(v * v, -1),
                 jnp.sum(u * up, -1), jnp.sum(up * v, -1), jnp.sum(up * up, -1)]
-        G = lax.cond(want_product,
-                     lambda: jnp.concatenate([u * v, u * u], axis=0) @ variable_features(x),
-                     lambda: jnp.zeros((2 * C, 4 * M), dt))
+        G = jnp.concatenate([u * v, u * u], axis=0) @ variable_features(x)
         *s6, G0, ok0 = acc
         return (*[s0 + s1 for s0, s1 in zip(s6, part, strict=True)], G0 + G, ok0 & dnz)
 
@@ -413,9 +412,23 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
     general = real & (jnp.any(eqs.c != 0, axis=-1) | (tree.n_slots > 0))
     closed = real & ~general
 
-    k, f, ok, f_var, ok_var = _closed_form_scores(
-        eqs, sem, XT, closed, cv_rows & closed[:, None, None], v_rows & closed[:, None],
-        c_act & closed, ce_rows & closed[:, None])
+    # The closed form pays off when k op x / variable rows are searched there (the matrix
+    # product); a call with only constant / k op p rows at closed-form nodes (e.g. one
+    # constant of the constant optimisation) solves just those rows one by one instead,
+    # so its cost follows the rows searched, not the tree.
+    cv_closed, v_closed = cv_rows & closed[:, None, None], v_rows & closed[:, None]
+    want_product = jnp.any(cv_closed) | jnp.any(v_closed)
+
+    def no_closed():
+        return (jnp.full((cap, R), jnp.nan, dt), jnp.full((cap, R), jnp.inf, dt),
+                jnp.zeros((cap, R), bool), jnp.full((cap, M), jnp.inf, dt),
+                jnp.zeros((cap, M), bool))
+
+    k, f, ok, f_var, ok_var = lax.cond(
+        want_product,
+        lambda: _closed_form_scores(eqs, sem, XT, closed, cv_closed, v_closed,
+                                    c_act & closed, ce_rows & closed[:, None]),
+        no_closed)
 
     # general case: (node, row) pairs in chunks
     B = chunk_rows(N, jnp.dtype(dt).itemsize)
@@ -431,15 +444,17 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
         okk = okk & ~is_forbidden(S2, tree.n_slots[j], kk[None])
         return kk, jnp.where(okk, ff, jnp.inf), okk
 
-    gen_rows = (rows & general[:, None]).reshape(-1)
+    by_row = general[:, None] | (~want_product & closed[:, None]
+                                 & jnp.asarray(kind_np != _K_CV)[None, :])
+    gen_rows = (rows & by_row).reshape(-1)
     kg, fg, okg = _chunked_map(general_row, gen_rows,
                                (jnp.full((cap * R,), jnp.nan, dt),
                                 jnp.full((cap * R,), jnp.inf, dt),
                                 jnp.zeros((cap * R,), bool)), B)
+    k = jnp.where(by_row, kg.reshape(cap, R), k)
+    f = jnp.where(by_row, fg.reshape(cap, R), f)
+    ok = jnp.where(by_row, okg.reshape(cap, R), ok)
     gsel = general[:, None]
-    k = jnp.where(gsel, kg.reshape(cap, R), k)
-    f = jnp.where(gsel, fg.reshape(cap, R), f)
-    ok = jnp.where(gsel, okg.reshape(cap, R), ok)
 
     def general_var(i):
         j, m = i // M, i % M
@@ -451,7 +466,7 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
     gen_v = (v_rows & general[:, None]).reshape(-1)
     fgv, okgv = _chunked_map(general_var, gen_v,
                              (jnp.full((cap * M,), jnp.inf, dt), jnp.zeros((cap * M,), bool)),
-                             chunk_rows(N, jnp.dtype(dt).itemsize, vmap=True))  # no branches: vmap
+                             B)
     f_var = jnp.where(gsel, fgv.reshape(cap, M), f_var)
     ok_var = jnp.where(gsel, okgv.reshape(cap, M), ok_var)
 

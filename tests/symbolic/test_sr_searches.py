@@ -208,4 +208,8 @@ def test_search_all_in_one_call_equals_the_four_searches(problem):
         assert np.all(red[~mask] == -np.inf)  # nothing outside the search's own mask
         assert np.isfinite(red[mask]).any()
         for a, b in zip(one, both, strict=True):
-            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+            # alone, a constant or k op p search solves its rows one by one; together with
+            # k op x rows the closed-form nodes take the batched sums: equal up to rounding
+            np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+            fin = np.isfinite(np.asarray(a))
+            np.testing.assert_allclose(np.asarray(a)[fin], np.asarray(b)[fin], rtol=1e-10)
