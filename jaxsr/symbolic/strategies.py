@@ -141,16 +141,18 @@ def _check(tree, XT, y, weights=None):
 
 
 @jax.jit
-def _joint_constant_step(tree, XT, y, lam):
+def _joint_constant_step(tree, XT, y, lam, weights=None):
     """One damped Gauss-Newton (Levenberg-Marquardt) step on all the constants of the
-    tree at once: ``(capacity,)`` new values (non-constants unchanged)."""
+    tree at once: ``(capacity,)`` new values (non-constants unchanged). With ``weights``
+    (mean 1; 0 on the sample-size padding) on the weighted MSE."""
     is_const = (tree.op == CONST) & (jnp.arange(tree.op.shape[0]) < tree.n_nodes)
 
     def out(v):
         return node_semantics(tree._replace(value=v), XT)[0]
 
-    r = out(tree.value) - y
-    J = jax.jacfwd(out)(tree.value) * is_const[None, :]  # (N, capacity)
+    sw = jnp.ones_like(y) if weights is None else jnp.sqrt(weights)
+    r = (out(tree.value) - y) * sw
+    J = jax.jacfwd(out)(tree.value) * is_const[None, :] * sw[:, None]  # (N, capacity)
     JtJ = J.T @ J
     diag = jnp.where(is_const, jnp.diagonal(JtJ), 1.0)
     A = JtJ + lam * jnp.diag(diag) + jnp.diag(jnp.where(is_const, 0.0, 1.0))
@@ -408,7 +410,8 @@ class DomeSearch:
                 break
             cap = max(self.capacity, capacity_bucket(self.expr.n_nodes))
             tree = self.expr.padded(cap, self.dtype)
-            v = np.asarray(_joint_constant_step(tree, self.XT, self.y, lam), np.float64)
+            v = np.asarray(_joint_constant_step(tree, self.XT, self.y, lam, self.weights),
+                           np.float64)
             new = Expression(self.expr.op, v[: self.expr.n_nodes], self.expr.feature)
             mse, ok = self._true_mse(new)
             if ok and mse < self.mse:
