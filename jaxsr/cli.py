@@ -737,8 +737,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /) to a CSV",
                        description="Deterministic symbolic regression (DoME) on a CSV file.")
     _add_common(p)
-    p.add_argument("--max-nodes", type=_positive_int, default=None,
-                   help="largest number of nodes of the expression (default: no limit)")
+    p.add_argument("--max-nodes", type=_positive_int, default=50,
+                   help="largest number of nodes of the expression (default 50, as the "
+                        "authors' package SymDoME.jl)")
     p.add_argument("--strategy", type=int, choices=(1, 2, 3, 4), default=3,
                    help="search strategy of section 2.8 of the paper (default 3)")
     p.add_argument("--max-iterations", type=_positive_int, default=None)

@@ -30,6 +30,7 @@ __all__ = [
     "Expression",
     "TreeArrays",
     "capacity_bucket",
+    "jax_graph",
     "round_constants",
     "drop_negligible_terms",
     "SIMPLIFY_MAX_NODES",
@@ -299,23 +300,8 @@ class Expression:
             if dt is None:
                 dt = X.dtype if jnp.issubdtype(X.dtype, jnp.floating) else jnp.result_type(float)
             X = X.astype(dt)
-
-            def rec(i):
-                code = int(op[i])
-                if code == CONST:
-                    return jnp.full(X.shape[:-1], value[i], dtype=dt)
-                if code == VAR:
-                    return X[..., int(feature[i])]
-                a, b = rec(int(left[i])), rec(int(right[i]))
-                if code == ADD:
-                    return a + b
-                if code == SUB:
-                    return a - b
-                if code == MUL:
-                    return a * b
-                return a / b
-
-            return rec(0)
+            return jax_graph(op, feature, left, right, X,
+                             lambda i: jnp.full(X.shape[:-1], value[i], dtype=dt))
 
         return f
 
@@ -449,6 +435,43 @@ class Expression:
 
 SIMPLIFY_MAX_NODES = 25  # sympy.simplify takes about a second or less up to here
 EXPAND_MAX_NODES = 61  # sympy.expand, to find negligible terms, only on trees this small
+
+
+def jax_graph(op, feature, left, right, X, constant_of):
+    """The traced JAX outputs of a tree given by its node arrays (the one tree-to-JAX
+    builder: :meth:`Expression.to_jax` and the constant refinement of :mod:`.refine` use
+    it, with different constants).
+
+    Args:
+      op, feature, left, right: ``(n_nodes,)`` int arrays of an :class:`Expression`
+        (pre-order; ``left``/``right`` the children's positions).
+      X: ``(..., n_features)`` JAX array the variables index.
+      constant_of: ``i -> array`` broadcastable to ``X.shape[:-1]``: the value of the
+        ``CONST`` node at position ``i``.
+
+    Returns:
+      ``X.shape[:-1]`` array: the operations of :meth:`Expression.evaluate`, in the same
+      order (so the same rounding).
+    """
+
+    def rec(i):
+        code = int(op[i])
+        if code == CONST:
+            return constant_of(i)
+        if code == VAR:
+            return X[..., int(feature[i])]
+        a, b = rec(int(left[i])), rec(int(right[i]))
+        if code == ADD:
+            return a + b
+        if code == SUB:
+            return a - b
+        if code == MUL:
+            return a * b
+        if code == DIV:
+            return a / b
+        raise ValueError(f"unknown operator code {code} at node {i}")
+
+    return rec(0)
 
 
 def _symbol(feature_names, j: int):

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from .expression import ADD, CONST, DIV, MUL, SUB, VAR, Expression
+from .expression import CONST, Expression, jax_graph
 
 __all__ = ["RefineResult", "refine_constants", "weighted_mse"]
 
@@ -66,23 +66,8 @@ def _evaluator(op, feature, left, right):
     slot = {int(i): k for k, i in enumerate(np.flatnonzero(op == CONST))}
 
     def g(c, X):
-        def rec(i):
-            code = int(op[i])
-            if code == CONST:
-                return jnp.broadcast_to(c[slot[i]], X.shape[:-1]).astype(X.dtype)
-            if code == VAR:
-                return X[..., int(feature[i])]
-            a, b = rec(int(left[i])), rec(int(right[i]))
-            if code == ADD:
-                return a + b
-            if code == SUB:
-                return a - b
-            if code == MUL:
-                return a * b
-            assert code == DIV
-            return a / b
-
-        return rec(0)
+        return jax_graph(op, feature, left, right, X,
+                         lambda i: jnp.broadcast_to(c[slot[i]], X.shape[:-1]).astype(X.dtype))
 
     return g
 

@@ -77,15 +77,6 @@ class _FitRun:
                              _unscaled_mse(engine.mse, y_scale), len(self.history))
 
 
-def _warm_front_imports() -> None:
-    """Import what building ``equations_`` needs (sympy), so that under ``max_time`` a cold
-    import happens while the search runs rather than after the deadline."""
-    try:
-        import sympy  # noqa: F401
-    except ImportError:  # pragma: no cover - sympy is a dependency of the readable form
-        pass
-
-
 def _unscaled_mse(mse, y_scale) -> float:
     """The MSE in the target's units (``inf`` where that is beyond the float range)."""
     with np.errstate(over="ignore"):
@@ -137,7 +128,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     until the fallback's zero terms let it reach the formula; see ``tests/symbolic``).
 
     Args:
-      max_nodes: maximum number of nodes of the tree (``None``: no limit; section 2.7).
+      max_nodes: maximum number of nodes of the tree (section 2.7). Default 50, the
+        default of the authors' package (SymDoME.jl ``maximumNodes``): without a size limit
+        a search on noisy data goes on adding small terms for hundreds of iterations.
+        ``None``: no limit.
       strategy: 1, 2, 3 or 4 (section 2.8); 3 is the paper's recommended one.
       min_improvement: a search succeeds only if it lowers the MSE by more than
         ``min_improvement * MSE`` (default ``1e-6``, section 2.8).
@@ -242,7 +236,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       1.0
     """
 
-    def __init__(self, max_nodes=None, strategy=3, min_improvement=1e-6, max_iterations=None,
+    def __init__(self, max_nodes=50, strategy=3, min_improvement=1e-6, max_iterations=None,
                  goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
                  model_selection="best", validation_fraction=None, precision=4, progress=True,
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
@@ -401,9 +395,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 worker = threading.Thread(target=contextvars.copy_context().run,
                                           args=(self._fit_run, *args), daemon=False)
                 worker.start()
-                _warm_front_imports()  # while the worker compiles, not after the deadline
                 # keep a reserve (a quarter of the budget, at most 1 s) to build the front
-                # and readable forms after the search
+                # after the search (its readable column, which needs sympy, is built only
+                # when ``equations_`` is first read, never inside fit)
                 reserve = min(1.0, 0.25 * float(self.max_time))
                 worker.join(max(0.0, deadline - reserve - time.perf_counter()))
                 if worker.is_alive():
@@ -436,7 +430,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     for m in models]
                 self._set_front(models, _pf.loss_floor(ya / y_scale, dt), X_val, y_val)
                 self.mse_ = _unscaled_mse(self.mse_, y_scale)
-                self.equations_["loss"] = self.equations_["loss"] * np.float64(y_scale) ** 2
+                self._front_table_["loss"] = (self._front_table_["loss"]
+                                              * np.float64(y_scale) ** 2)
         self.n_nodes_ = int(self.expression_tree_.n_nodes)
         self.fit_seconds_ = time.perf_counter() - start
         return self
@@ -567,8 +562,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     def _set_front(self, models, floor: float, X_val=None, y_val=None) -> None:
         """``equations_``, ``selected_index_`` and the selected model's attributes, from the
         models met during the fit and the rounding floor of the training loss."""
-        import pandas as pd
-
         names = feature_names(self)
         front = _pf.pareto_front(models)
         complexity = np.array([m.expression.n_nodes for m in front])
@@ -577,8 +570,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             "complexity": complexity,
             "loss": loss,
             "score": _pf.front_scores(complexity, loss, floor),
-            "equation": [m.expression.readable_string(names, self.precision, X=self._readable_X_,
-                                                      simplify=False) for m in front],
             "expression": [m.expression.to_string(names) for m in front],
             "iteration": [m.iteration for m in front],
         }
@@ -590,7 +581,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             table["validation_loss"] = np.where(np.isfinite(val), val, np.inf)
         self._front_ = [m.expression for m in front]
         self._loss_floor_ = floor
-        self.equations_ = pd.DataFrame(table)
+        # the readable "equation" column (sympy) is built on first read of equations_
+        self._front_table_ = table
+        self._front_precision_ = self.precision
+        self.__dict__.pop("_equations_", None)
         self.selected_index_ = _pf.select_model(
             self.model_selection, table["score"], loss, floor,
             None if val is None else table["validation_loss"])
@@ -598,6 +592,38 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.expression_tree_ = best.expression
         self.expression_ = best.expression.to_string(names)
         self.mse_ = float(best.loss)
+
+    @property
+    def equations_(self):
+        """The Pareto front as a pandas DataFrame (see the class docstring). Built on first
+        read: its readable ``equation`` column needs sympy, whose import and folding are
+        kept out of :meth:`fit` (and so out of ``max_time``).
+
+        Raises:
+          NotFittedError: before :meth:`fit`.
+        """
+        eq = self.__dict__.get("_equations_")
+        if eq is None:
+            table = self.__dict__.get("_front_table_")
+            if table is None:
+                self._check_fitted()
+                raise AttributeError("equations_")  # pragma: no cover - fitted => table
+            import pandas as pd
+
+            names = feature_names(self)
+            equation = [t.readable_string(names, self._front_precision_, X=self._readable_X_,
+                                          simplify=False) for t in self._front_]
+            cols = {k: v for k, v in table.items() if k not in ("expression", "iteration",
+                                                                "validation_loss")}
+            cols["equation"] = equation
+            cols.update((k, table[k]) for k in ("expression", "iteration", "validation_loss")
+                        if k in table)
+            eq = self.__dict__["_equations_"] = pd.DataFrame(cols)
+        return eq
+
+    @equations_.setter
+    def equations_(self, value):
+        self.__dict__["_equations_"] = value
 
     def _tree(self, index=None) -> Expression:
         """The selected tree, or row ``index`` of ``equations_``."""
