@@ -83,7 +83,7 @@ from .stats import (
     scale_targets,
     stats_loss,
 )
-from .subtrees import best_subtree_np
+from .subtrees import best_subtree_np, distinct_splits
 from .tree import Tree
 
 __all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS"]
@@ -350,7 +350,7 @@ class OptimalTreeSearch:
             cmax = min(cmax, 1 << (d - 1))
         kdeep = self.kl + 2
         deep = np.inf if cmax < kdeep else float(self._deep_base(tot))
-        if not self.use_kmeans or d <= max(self.kl + 1, 2 if self.l1 else 0):
+        if not self.use_kmeans or d <= max(self.kl, 2 if self.l1 else 0):
             return b, deep
         if cmax < self.look:
             return np.inf, np.inf
@@ -513,7 +513,10 @@ class OptimalTreeSearch:
         tot = st.sum(0)
         a = self.Xc[idx].T @ st  # (M, s): the "true" children
         comp = tot[None, :] - a
-        F = np.flatnonzero((a[:, STAT_N] >= self.m1) & (comp[:, STAT_N] >= self.m1))
+        ok = (a[:, STAT_N] >= self.m1) & (comp[:, STAT_N] >= self.m1)
+        # one feature per distinct split of the support (equal or complementary columns
+        # make the same two children; :func:`~jaxsr.trees.subtrees.distinct_splits`)
+        F = np.intersect1d(distinct_splits(self.Xc_bool[idx]), np.flatnonzero(ok))
         a, comp = a[F], comp[F]
         if self.l1:
             sm = mask[self.cls_s]

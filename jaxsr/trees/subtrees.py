@@ -39,6 +39,7 @@ import numpy as np
 from .stats import sse
 
 __all__ = [
+    "distinct_splits",
     "subtree_statistics",
     "best_depth1",
     "best_depth2",
@@ -181,9 +182,40 @@ def best_subtree_np(Xs, st, levels, lam, norm, m1):
     Returns:
       ``(cost, feature)``: python float and int (``-1``: a leaf).
     """
+    Xs = np.asarray(Xs, dtype=np.float64)
+    keep = distinct_splits(Xs > 0.5)
     with np.errstate(over="ignore"):
-        return _best_np(np.asarray(Xs, dtype=np.float64), np.asarray(st, dtype=np.float64),
+        c, f = _best_np(np.ascontiguousarray(Xs[:, keep]), np.asarray(st, dtype=np.float64),
                         levels, lam, norm, m1)
+    return c, (int(keep[f]) if f >= 0 else -1)
+
+
+def distinct_splits(Xb):
+    """The features that split a support in distinct ways (one per split).
+
+    A feature constant on the support splits nothing, and two features equal or
+    complementary on it make the same split (the same two children, perhaps swapped), so
+    every tree over the support is a tree over these features: the optimum does not
+    change, and the work of the kernels and of the search shrinks (a deep subproblem has
+    few classes, and most features are constant or repeated on them).
+
+    Args:
+      Xb: ``(U, M)`` bool rows of the support's classes.
+
+    Returns:
+      ``(k,)`` int, increasing: the lowest feature index of each distinct non-trivial
+      split (so the tie-breaking "lowest feature first" is unchanged).
+    """
+    U, M = Xb.shape
+    if U == 0 or M == 0:
+        return np.zeros(0, dtype=np.int64)
+    canon = Xb ^ Xb[:1]  # complements -> one column; constant -> all False
+    nonconst = np.flatnonzero(canon.any(axis=0))
+    if nonconst.size <= 1:
+        return nonconst
+    packed = np.packbits(canon[:, nonconst].T, axis=1)
+    _, first = np.unique(packed, axis=0, return_index=True)
+    return nonconst[np.sort(first)]
 
 
 def _best_np(Xs, st, levels, lam, norm, m1):
