@@ -1,0 +1,202 @@
+"""Optimal trees at large N: jaxsr against pystreed, time and peak memory (issue 10).
+
+Two families of generated data (``numpy`` only, the same arrays in both tools' processes):
+
+* ``household``: like the OSRT paper's scaling figure (household power consumption, about
+  2 million rows, 7 numeric measurements): 7 correlated features (two latent factors),
+  each cut into 5 levels, so a few thousand distinct rows whatever N; binarized as
+  ``x >= level`` (4 thresholds per feature, 28 binary features); a target made of a few
+  interactions plus noise;
+* ``distinct``: ``--distinct-features`` (default 18) random binary features, so almost
+  every row is distinct at N = 1e4 .. 1e6; the target depends on a few of them plus noise.
+
+Every run is its own subprocess (so its peak resident memory, ``ru_maxrss``, is its own):
+jaxsr's ``OptimalTreeRegressor(binarizer=None)`` in this python, pystreed's
+``STreeDRegressor(optimization_task="cost-complex-regression", max_depth=D-1)`` in the peers'
+python (``--peers-python``, default ``/tmp/benchvenv/bin/python``). Each tool's objective is
+recomputed here the same way from its predictions (``SSE/SST + lambda * leaves``, see
+``bench_trees_peers.py``); seconds are wall-clock around ``fit`` (jaxsr: a cold fit, then a
+warm one on the same data in the same process) and CPU seconds of the whole process.
+
+    PYTHONPATH=$PWD taskset -c 1 .venv/bin/python benchmarks/bench_trees_large_n.py \
+        --out benchmarks/results/trees_large_n.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEFAULT_PEERS_PYTHON = os.environ.get("JAXSR_PEERS_PYTHON", "/tmp/benchvenv/bin/python")
+
+
+# ------------------------------------------------------------------------------ data
+def household(n: int, seed: int = 0):
+    """``(X, y)``: X ``(n, 28)`` uint8 thresholds of 7 five-level features; y float64."""
+    rng = np.random.default_rng(seed)
+    # correlated measurements (as the household power data: two latent factors drive all
+    # seven), each cut into 5 levels: a few thousand distinct rows, not 5**7
+    latent = rng.normal(size=(n, 2))
+    mix = np.array([[1.0, 0.9, 0.7, 0.2, -0.3, 0.5, 0.8], [0.1, 0.4, -0.6, 1.0, 0.9, -0.5, 0.3]])
+    z = latent @ mix + 0.25 * rng.normal(size=(n, 7))
+    levels = np.digitize(z, [-1.0, -0.35, 0.35, 1.0])
+    X = (levels[:, :, None] >= np.arange(1, 5)[None, None, :]).reshape(n, 28).astype(np.uint8)
+    lv = levels.astype(np.float64)
+    y = (2.0 * lv[:, 0] + 1.5 * (lv[:, 1] >= 3) * lv[:, 2] - 0.8 * lv[:, 3] * (lv[:, 4] < 2)
+         + 0.5 * lv[:, 5] + rng.normal(0.0, 1.0, n))
+    return X, y
+
+
+def distinct(n: int, features: int, seed: int = 0):
+    """``(X, y)``: X ``(n, features)`` random 0/1 uint8 (almost all rows distinct)."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(n, features)).astype(np.uint8)
+    f = X.astype(np.float64)
+    y = 3.0 * f[:, 0] + 2.0 * f[:, 1] * f[:, 2] - 1.5 * f[:, 3] * (1 - f[:, 4]) \
+        + rng.normal(0.0, 0.5, n)
+    return X, y
+
+
+def make(case: dict):
+    if case["data"] == "household":
+        return household(case["n"])
+    return distinct(case["n"], case["features"])
+
+
+def objective(y, pred, leaves, lam):
+    y = np.asarray(y, dtype=np.float64)
+    sst = float(np.sum((y - y.mean()) ** 2))
+    sse = float(np.sum((y - np.asarray(pred, dtype=np.float64).reshape(-1)) ** 2))
+    return sse / sst + lam * leaves
+
+
+# ------------------------------------------------------------------------------ one run
+def run_one(tool: str, case: dict, time_limit: float) -> dict:
+    X, y = make(case)
+    lam, budget = case["regularization"], case["depth_budget"]
+    out = {"tool": tool, "distinct_rows": int(np.unique(X, axis=0).shape[0])}
+    if tool == "jaxsr":
+        sys.path.insert(0, str(REPO))
+        from jaxsr.trees import OptimalTreeRegressor
+
+        Xf = X.astype(np.float64)
+        for run in ("cold", "warm"):
+            model = OptimalTreeRegressor(regularization=lam, depth_budget=budget,
+                                         time_limit=time_limit, binarizer=None)
+            t0 = time.perf_counter()
+            model.fit(Xf, y)
+            out[f"seconds_{run}"] = time.perf_counter() - t0
+        pred, leaves = model.predict(Xf), int(model.n_leaves_)
+        out.update(optimal=bool(model.optimal_), lower_bound=float(model.lower_bound_),
+                   seconds=out["seconds_warm"])
+    else:
+        from pystreed import STreeDRegressor
+
+        Xi = X.astype(np.intc)
+        model = STreeDRegressor(optimization_task="cost-complex-regression",
+                                max_depth=budget - 1, cost_complexity=lam,
+                                time_limit=time_limit)
+        t0 = time.perf_counter()
+        model.fit(Xi, y)
+        out["seconds"] = time.perf_counter() - t0
+        pred, leaves = model.predict(Xi), int(model.get_n_leaves())
+        out["optimal"] = bool(model.fit_result.is_optimal())
+    out.update(objective=objective(y, pred, leaves, lam), leaves=leaves)
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    out["cpu_seconds"] = ru.ru_utime + ru.ru_stime
+    out["peak_rss_mib"] = ru.ru_maxrss / 1024.0  # Linux: KiB
+    return out
+
+
+def spawn(python: str, tool: str, case: dict, time_limit: float) -> dict:
+    cmd = [python, str(Path(__file__).resolve()), "--mode", "one", "--tool", tool,
+           "--case", json.dumps(case), "--time-limit", str(time_limit)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                           timeout=4 * time_limit + 600)
+    except subprocess.TimeoutExpired:
+        return {"tool": tool, "error": "subprocess timeout"}
+    if p.returncode != 0:
+        return {"tool": tool, "error": (p.stderr.strip().splitlines() or ["?"])[-1][:200]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------------ report
+def _cell(r: dict) -> str:
+    if "error" in r:
+        return f"{'error':>9} {'':>10} {'':>7} {'':>4}"
+    flag = " " if r.get("optimal") else "*"
+    return (f"{r['seconds']:>9.2f} {r['objective']:>9.6f}{flag} {r['peak_rss_mib']:>7.0f} "
+            f"{r['leaves']:>4}")
+
+
+def report(rows) -> str:
+    head = (f"{'case':<26} {'distinct':>8} | {'jaxsr s':>9} {'objective':>10} {'MiB':>7} "
+            f"{'L':>4} | {'streed s':>9} {'objective':>10} {'MiB':>7} {'L':>4} | "
+            f"{'str/jx':>6} {'jx cold':>8}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        j, s = r["jaxsr"], r["pystreed"]
+        ratio = (f"{s['seconds'] / j['seconds']:.2f}" if "seconds" in j and "seconds" in s
+                 and j["seconds"] > 0 else "n/a")
+        lines.append(f"{r['label']:<26} {j.get('distinct_rows', s.get('distinct_rows', 0)):>8}"
+                     f" | {_cell(j)} | {_cell(s)} | {ratio:>6} "
+                     f"{j.get('seconds_cold', float('nan')):>8.2f}")
+    lines.append("(* = not certified optimal; seconds: warm fit for jaxsr; MiB: peak RSS of "
+                 "the process)")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--mode", default="all", choices=("all", "one"))
+    p.add_argument("--tool", default="jaxsr")
+    p.add_argument("--case", default="")
+    p.add_argument("--time-limit", type=float, default=300.0)
+    p.add_argument("--household-n", default="2000000")
+    p.add_argument("--distinct-n", default="10000,100000,1000000")
+    p.add_argument("--distinct-features", type=int, default=18)
+    p.add_argument("--regularization", type=float, default=0.035)
+    p.add_argument("--depth-budget", type=int, default=5)
+    p.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
+    p.add_argument("--out", default="")
+    a = p.parse_args(argv)
+    if a.mode == "one":
+        print(json.dumps(run_one(a.tool, json.loads(a.case), a.time_limit)))
+        return
+    cases = [{"data": "household", "n": int(n), "features": 28}
+             for n in a.household_n.split(",") if n]
+    cases += [{"data": "distinct", "n": int(n), "features": a.distinct_features}
+              for n in a.distinct_n.split(",") if n]
+    rows = []
+    for c in cases:
+        c.update(regularization=a.regularization, depth_budget=a.depth_budget)
+        label = f"{c['data']} N={c['n']:.0e} F={c['features']}"
+        row = {"label": label, "case": c,
+               "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit),
+               "pystreed": spawn(a.peers_python, "pystreed", c, a.time_limit)}
+        rows.append(row)
+        print(f"{label}: jaxsr {row['jaxsr']} | pystreed {row['pystreed']}", file=sys.stderr,
+              flush=True)
+    text = report(rows) + (f"\nlambda {a.regularization}, depth budget {a.depth_budget}, "
+                           f"time limit {a.time_limit} s per fit")
+    print(text)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+        Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
