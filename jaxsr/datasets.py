@@ -3,10 +3,10 @@
 * :func:`make_newton_gravitation` -- Newton's law of universal gravitation, generated as in
   section 3 of the deterministic symbolic regression paper (Rivero et al., DoME).
 * :func:`feynman_equation` -- samples of the AI Feynman benchmark equations (Udrescu &
-  Tegmark 2020) that the symbolic method can express exactly (``+ - * /``, variables and
-  constants; squares written as products). A handful are built in and work anywhere; with
-  the benchmark's ``FeynmanEquations.csv`` at hand, every rational equation of it is
-  available.
+  Tegmark 2020). By default those the paper's method can express exactly (``+ - * /``,
+  variables and constants; squares written as products): 17 are built in and work
+  anywhere; with the benchmark's ``FeynmanEquations.csv`` at hand, all of its 58 rational
+  equations, and with ``rational_only=False`` all 100 (``sqrt, exp, ln, sin, cos, ...``).
 * :func:`load_diabetes` -- scikit-learn's diabetes data (442 patients, real measurements).
 * :func:`shared_data_dir` / :func:`load_shared_csv` -- read the CSVs of the project's
   ``shared/data`` folder in place, for tests and benchmarks, without copying them.
@@ -108,9 +108,11 @@ class FeynmanEquation:
       formula: the formula as written in ``FeynmanEquations.csv`` (Python syntax).
       variables: ``((name, low, high), ...)`` in the CSV's order; each variable is sampled
         uniformly in ``[low, high]`` as in the benchmark.
-      expression: the same formula with integer powers written as products, i.e. over
-        ``+ - * /`` only (what the symbolic method can express).
+      expression: the same formula with integer powers written as products (for a
+        rational equation: over ``+ - * /`` only, what the paper's method can express).
       function: ``f(*columns) -> target``, vectorised over numpy arrays.
+      rational: whether the formula uses only ``+ - * /`` and integer powers (else it
+        calls some of ``sqrt, exp, ln, sin, cos, tan, arcsin, arccos, arctan, tanh``).
     """
 
     name: str
@@ -118,6 +120,7 @@ class FeynmanEquation:
     variables: tuple[tuple[str, float, float], ...]
     expression: str
     function: Callable[..., np.ndarray]
+    rational: bool = True
 
     @property
     def variable_names(self) -> list[str]:
@@ -226,25 +229,32 @@ _BUILTIN: dict[str, FeynmanEquation] = {
 }
 
 
-def feynman_equation_names(*, include_csv: bool = False) -> list[str]:
-    """Names of the available rational Feynman equations.
+def feynman_equation_names(*, include_csv: bool = False, rational_only: bool = True
+                           ) -> list[str]:
+    """Names of the available Feynman equations.
 
     Args:
-      include_csv: also list the rational equations of ``FeynmanEquations.csv`` when the
-        shared data folder is found (otherwise only the built-in ones).
+      include_csv: also list the equations of ``FeynmanEquations.csv`` when the shared
+        data folder is found (otherwise only the built-in ones).
+      rational_only: ``True`` (default): only the equations over ``+ - * /`` and integer
+        powers (what the paper's method can express); ``False``: all of the CSV (the 100
+        equations of the benchmark), the built-in ones first.
     """
     names = list(_BUILTIN)
     if include_csv:
         path = _feynman_csv_path(required=False)
         if path is not None:
             for row in _read_feynman_csv(path).values():
-                if row["name"] not in _BUILTIN and _rational_ast(row["formula"]) is not None:
+                if row["name"] in _BUILTIN:
+                    continue
+                if _formula_ast(row["formula"], functions=not rational_only) is not None:
                     names.append(row["name"])
     return names
 
 
-def get_feynman_equation(name: str, *, source: str = "auto") -> FeynmanEquation:
-    """Look up one rational Feynman equation.
+def get_feynman_equation(name: str, *, source: str = "auto", rational_only: bool = True
+                         ) -> FeynmanEquation:
+    """Look up one Feynman equation.
 
     Args:
       name: the benchmark's id, e.g. ``"I.27.6"``.
@@ -253,10 +263,14 @@ def get_feynman_equation(name: str, *, source: str = "auto") -> FeynmanEquation:
         or ``"auto"`` (the built-in table for the built-in names, so that their samples
         are the same on every machine -- the tests check that its formulas and ranges
         equal the CSV's -- and the CSV, when found, for the others).
+      rational_only: ``True`` (default): refuse an equation that needs functions (sqrt,
+        exp, sin, ...); ``False``: any equation of the CSV (evaluated with numpy's
+        functions; ``ln`` is the natural logarithm).
 
     Raises:
       ValueError: unknown name, an equation that needs functions other than ``+ - * /``
-        and integer powers (sqrt, exp, sin, ...), or an unknown ``source``.
+        and integer powers (sqrt, exp, sin, ...) while ``rational_only``, or an unknown
+        ``source``.
       FileNotFoundError: ``source="csv"`` and the shared data folder is missing.
     """
     if source not in ("auto", "builtin", "csv"):
@@ -276,11 +290,15 @@ def get_feynman_equation(name: str, *, source: str = "auto") -> FeynmanEquation:
     if name not in rows:
         raise ValueError(f"no equation named {name!r} in {path}")
     row = rows[name]
-    tree = _rational_ast(row["formula"])
+    tree = _formula_ast(row["formula"], functions=False)
+    rational = tree is not None
+    if tree is None and not rational_only:
+        tree = _formula_ast(row["formula"], functions=True)
     if tree is None:
         raise ValueError(
             f"Feynman equation {name} ({row['formula']}) uses functions other than "
-            "+ - * / and integer powers; the symbolic method cannot express it"
+            "+ - * / and integer powers; the paper's method cannot express it (pass "
+            "rational_only=False to sample it anyway)"
         )
     variables = tuple(row["variables"])
     var_names = [v[0] for v in variables]
@@ -290,14 +308,16 @@ def get_feynman_equation(name: str, *, source: str = "auto") -> FeynmanEquation:
     def function(*columns):
         env = dict(zip(var_names, columns, strict=True))
         env["pi"] = _PI
-        return eval(code, {"__builtins__": {}}, env)  # noqa: S307 - AST checked above
+        env.update(_FUNCTIONS)
+        with np.errstate(all="ignore"):
+            return eval(code, {"__builtins__": {}}, env)  # noqa: S307 - AST checked above
 
-    return FeynmanEquation(name, row["formula"], variables, expression, function)
+    return FeynmanEquation(name, row["formula"], variables, expression, function, rational)
 
 
 def feynman_equation(name: str, n_samples: int = 1000, seed: int = 0, *,
-                     as_frame: bool = False, source: str = "auto"):
-    """Samples of one rational equation of the AI Feynman benchmark.
+                     as_frame: bool = False, source: str = "auto", rational_only: bool = True):
+    """Samples of one equation of the AI Feynman benchmark (by default a rational one).
 
     Each variable is drawn uniformly in the benchmark's ``[low, high]`` range (as in
     ``FeynmanEquations.csv``); the target is the formula evaluated in float64. Built-in
@@ -312,6 +332,8 @@ def feynman_equation(name: str, n_samples: int = 1000, seed: int = 0, *,
       as_frame: return a ``DataFrame`` (columns: the physical variable names) and a
         ``Series`` named ``target``.
       source: where formula and ranges come from; see :func:`get_feynman_equation`.
+      rational_only: ``False`` also serves the equations with ``sqrt, exp, sin, ...``
+        (read from the CSV); see :func:`get_feynman_equation`.
 
     Returns:
       ``(X, y)``: ``X`` of shape ``(n_samples, n_variables)`` in the CSV's variable
@@ -320,24 +342,39 @@ def feynman_equation(name: str, n_samples: int = 1000, seed: int = 0, *,
     Raises:
       ValueError: see :func:`get_feynman_equation`; ``n_samples < 1``.
     """
-    return get_feynman_equation(name, source=source).sample(n_samples, seed, as_frame=as_frame)
+    return get_feynman_equation(name, source=source, rational_only=rational_only).sample(
+        n_samples, seed, as_frame=as_frame)
 
 
 _ALLOWED_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
-def _rational_ast(formula: str) -> ast.expr | None:
+# the functions of FeynmanEquations.csv (and their usual spellings), as numpy ufuncs
+_FUNCTIONS = {"sqrt": np.sqrt, "exp": np.exp, "ln": np.log, "log": np.log, "sin": np.sin,
+              "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos,
+              "arctan": np.arctan, "tanh": np.tanh}
+
+
+def _formula_ast(formula: str, *, functions: bool = False) -> ast.expr | None:
     """Parse ``formula``; ``None`` unless it uses only ``+ - * /``, integer powers, names,
-    numbers and ``pi``."""
+    numbers and ``pi`` (and, with ``functions``, one-argument calls of
+    :data:`_FUNCTIONS` and powers with any numeric exponent)."""
     try:
         tree = ast.parse(formula, mode="eval").body
     except SyntaxError:
         return None
+    callees = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp):
+        if isinstance(node, ast.Call):
+            if not (functions and isinstance(node.func, ast.Name)
+                    and node.func.id in _FUNCTIONS and len(node.args) == 1
+                    and not node.keywords):
+                return None
+            callees.add(id(node.func))
+        elif isinstance(node, ast.BinOp):
             if not isinstance(node.op, _ALLOWED_BINOPS):
                 return None
-            if isinstance(node.op, ast.Pow):
+            if isinstance(node.op, ast.Pow) and not functions:
                 exp = node.right
                 if not (isinstance(exp, ast.Constant) and isinstance(exp.value, int)
                         and exp.value >= 1):
@@ -351,19 +388,21 @@ def _rational_ast(formula: str) -> ast.expr | None:
         elif isinstance(node, ast.Name):
             if not isinstance(node.ctx, ast.Load):
                 return None
+            if node.id in _FUNCTIONS and id(node) not in callees:
+                return None  # a function name used as a variable
         elif not isinstance(node, ast.operator | ast.unaryop | ast.expr_context):
             return None
     return tree
 
 
 def _expand_powers(tree: ast.expr) -> str:
-    """Unparse with every ``e**k`` (integer ``k``) written as ``e*e*...*e``."""
+    """Unparse with every ``e**k`` (integer ``k >= 1``) written as ``e*e*...*e``."""
 
     class _Expand(ast.NodeTransformer):
         def visit_BinOp(self, node):
             self.generic_visit(node)
-            if isinstance(node.op, ast.Pow):
-                k = node.right.value
+            k = node.right.value if isinstance(node.right, ast.Constant) else None
+            if isinstance(node.op, ast.Pow) and isinstance(k, int) and k >= 1:
                 out = node.left
                 for _ in range(k - 1):
                     out = ast.BinOp(left=out, op=ast.Mult(), right=node.left)

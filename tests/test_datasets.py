@@ -84,6 +84,7 @@ def _csv_function(row):
     symbols = sympy.symbols(names)
     local = {nm: s for nm, s in zip(names, symbols, strict=True)}
     local["pi"] = sympy.pi
+    local.update(ln=sympy.log, arcsin=sympy.asin, arccos=sympy.acos, arctan=sympy.atan)
     expr = sympy.sympify(row["Formula"], locals=local)
     return names, sympy.lambdify(symbols, expr, "numpy"), expr, local
 
@@ -122,6 +123,26 @@ def test_csv_source_covers_every_rational_equation():
         X, y = datasets.feynman_equation(name, 200, seed=2)
         np.testing.assert_allclose(y, f(*X.T), rtol=1e-12)
         assert "**" not in datasets.get_feynman_equation(name).expression
+
+
+def test_every_csv_equation_with_rational_only_false():
+    """All 100 equations of the benchmark (issue 12's AI Feynman set): each samples inside
+    its ranges, finite, equal to sympy's evaluation of the CSV formula; the non-rational
+    ones say so and the rational ones are the default list."""
+    rows = _feynman_rows()
+    names = datasets.feynman_equation_names(include_csv=True, rational_only=False)
+    assert sorted(names) == sorted(rows) and len(names) == 100
+    rational = set(datasets.feynman_equation_names(include_csv=True))
+    for name in names:
+        eq = datasets.get_feynman_equation(name, rational_only=False)
+        assert eq.rational == (name in rational), name
+        _, f, _, _ = _csv_function(rows[name])
+        X, y = eq.sample(64, seed=3)
+        assert np.all(np.isfinite(y)), name
+        np.testing.assert_allclose(y, f(*X.T), rtol=1e-12, err_msg=name)
+    assert not datasets.get_feynman_equation("I.44.4", rational_only=False).rational  # ln
+    X, y = datasets.feynman_equation("I.6.2a", 5, seed=0, rational_only=False)
+    np.testing.assert_allclose(y, np.exp(-X[:, 0] ** 2 / 2) / np.sqrt(2 * np.pi), rtol=1e-14)
 
 
 def test_feynman_non_rational_and_unknown():
