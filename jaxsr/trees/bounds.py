@@ -22,7 +22,8 @@ lambda * leaves):
 * equivalent points (Theorem 3.3): a tree that splits costs at least
   ``sum_u E_u / normaliser + 2 lambda`` (``+ lambda`` without the one-step lookahead of
   Theorem 3.2, which counts the second leaf a split must create);
-* k-Means equivalent points (Theorem 3.5): :func:`jaxsr.trees.kmeans.kmeans_lower_bound`;
+* k-Means equivalent points (Theorem 3.5): :func:`kmeans_bound` from the host k-means
+  losses (the search), :func:`jaxsr.trees.kmeans.kmeans_lower_bound` (jittable);
 * hierarchical (Theorem 3.1): a bound of a subproblem holds for all its descendants; the
   search prunes a split whose children's bounds already reach the best objective found.
 
@@ -46,6 +47,7 @@ __all__ = [
     "squared_loss",
     "leaf_cost",
     "equivalent_points_bound",
+    "kmeans_bound",
 ]
 
 from .stats import N_STATS, STAT_C, STAT_E, STAT_N, STAT_Q, STAT_S, STAT_W, sse  # noqa: E402
@@ -99,15 +101,51 @@ def leaf_cost(stats, regularization, normalizer, min_samples_leaf=1):
     return xp.where(ok, squared_loss(stats) / normalizer + regularization, xp.inf)
 
 
-def equivalent_points_bound(stats, regularization, normalizer, lookahead=True):
+def equivalent_points_bound(stats, regularization, normalizer, lookahead=True, *,
+                            leaves=None):
     """Equivalent points bound for trees that split (Theorem 3.3, with Theorem 3.2).
+
+    The search calls it for every child of every split (its cheap bound) and for the trees
+    the shallow kernel does not cover (``leaves = exact_levels + 2``).
 
     Args:
       stats: ``(..., s)`` float statistics.
       regularization, normalizer: as in :func:`leaf_cost`.
       lookahead: count the two leaves every split creates (``2 lambda``) instead of one.
+      leaves: the least number of leaves of the trees bounded (overrides ``lookahead``).
 
     Returns:
-      ``(...)`` float: ``E / normalizer + (2 if lookahead else 1) * lambda``.
+      ``(...)`` float: ``E / normalizer + leaves * lambda``.
     """
-    return stats[..., STAT_E] / normalizer + (2.0 if lookahead else 1.0) * regularization
+    if leaves is None:
+        leaves = 2 if lookahead else 1
+    return stats[..., STAT_E] / normalizer + float(leaves) * regularization
+
+
+def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
+    """k-Means equivalent points bound of the trees with at least ``min_leaves`` leaves.
+
+    Theorem 3.5: a tree with ``C`` leaves on a subproblem costs at least
+    ``losses[C - 1] / normalizer + lambda C``, with ``losses`` the constrained k-means
+    losses (:func:`~jaxsr.trees.kmeans.kmeans_losses_np`). The table may stop early, at
+    the first ``C`` whose gain is at most ``lambda * normalizer`` (Theorem 3.7: the losses
+    are convex in ``C``, so the penalised loss does not decrease after it), or at the most
+    leaves a tree may have. Below ``min_leaves`` entries, the missing loss is at least the
+    last one minus the last gain per extra cluster (convexity again), and at least 0.
+
+    Args:
+      losses: ``(K,)`` float losses for ``1..K`` clusters (``K >= 1``).
+      regularization, normalizer: as in :func:`leaf_cost`.
+      min_leaves: 1 (every tree), 2 (trees that split: lookahead, Theorem 3.2), or more.
+
+    Returns:
+      float, a lower bound in objective units.
+    """
+    losses = np.asarray(losses, dtype=np.float64)
+    K = losses.shape[0]
+    if K >= min_leaves:
+        C = np.arange(min_leaves, K + 1)
+        return float(np.min(losses[min_leaves - 1:] / normalizer + regularization * C))
+    gain = losses[-2] - losses[-1] if K >= 2 else 0.0
+    lo = max(float(losses[-1] - (min_leaves - K) * gain), 0.0)
+    return lo / normalizer + regularization * min_leaves

@@ -316,26 +316,29 @@ _KMEDIANS_TABLE_FIRST = 128
 
 
 def _dp_host(cost, n: int, max_clusters: int, stop_gain: float | None,
-             table_fn=None, table_first: int = _TABLE_MAX) -> np.ndarray:
+             table_fn=None, table_first: int = _TABLE_MAX, table=None) -> np.ndarray:
     """Losses ``D_k[n - 1]`` for ``k = 1, 2, ...`` with the early stop of Theorem 3.7.
 
     Only the last entry of a row is needed to decide whether to stop, and it takes one
     O(n) pass over the previous row (``min_j D_{k-1}[j - 1] + cost(j, n - 1)``); the full
     row ``D_k`` (O(n log n) by divide and conquer, or one pass over the cost table) is
     computed only when the next row is needed. With the stop at ``k`` clusters this costs
-    ``k - 2`` full rows instead of ``k - 1``.
+    ``k - 2`` full rows instead of ``k - 1``. ``table``: the ready ``n x n`` cost table
+    (``cost`` is then unused), else built by ``table_fn`` once a full row is needed and
+    ``n <= table_first`` (or enough rows were computed by divide and conquer).
     """
     if n == 0:
         return np.zeros(1)
     kmax = min(max_clusters, n)
-    D = cost(np.zeros(n, np.int64), np.arange(n))
+    D = table[0] if table is not None else cost(np.zeros(n, np.int64), np.arange(n))
     out = [D[-1]]
     if kmax <= 1:
         return np.asarray(out)
-    table = None
     full_rows = 0
-    j_all = np.arange(n)
-    last_col = cost(j_all, np.full(n, n - 1))  # cost(j, n - 1) for every j
+    if table is not None:
+        last_col = table[:, -1]
+    else:
+        last_col = cost(np.arange(n), np.full(n, n - 1))  # cost(j, n - 1) for every j
     prev = np.empty(n)
     while True:
         prev[0] = 0.0
@@ -395,30 +398,12 @@ def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None)
     W, S, Q = (np.asarray(a, np.float64) for a in (W, S, Q))
     n = W.shape[0]
     if 1 < n <= _KMEANS_TABLE_FIRST:
-        return _dp_table(_kmeans_table_np(W, S, Q), n, max_clusters, stop_gain)
+        return _dp_host(None, n, max_clusters, stop_gain, table=_kmeans_table_np(W, S, Q))
     return _dp_host(_kmeans_cost_fn(W, S, Q), n, max_clusters, stop_gain,
                     lambda: _kmeans_table_np(W, S, Q))
 
 
 _KMEANS_TABLE_FIRST = 160  # below this the table is built first (cheaper than any row)
-
-
-def _dp_table(table, n, max_clusters, stop_gain):
-    """:func:`_dp_host` on a ready cost table (same rows, same early stop)."""
-    kmax = min(max_clusters, n)
-    D = table[0]
-    out = [D[-1]]
-    last_col = table[:, -1]
-    prev = np.empty(n)
-    while len(out) < kmax:
-        prev[0] = 0.0
-        prev[1:] = D[:-1]
-        out.append(float(np.min(prev + last_col)))
-        if stop_gain is not None and out[-2] - out[-1] <= stop_gain:
-            break
-        if len(out) < kmax:
-            D = np.min(prev[:, None] + table, axis=0)
-    return np.asarray(out)
 
 
 def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):

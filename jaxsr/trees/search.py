@@ -67,7 +67,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import solver
-from .kmeans import kmeans_losses_np, kmedians_losses_np, penalized_minimum
+from .bounds import equivalent_points_bound, kmeans_bound
+from .kmeans import kmeans_losses_np, kmedians_losses_np
 from .solver import RTOL as _RTOL
 from .solver import Entry, Expansion, Status
 from .solver import reaches as _reaches
@@ -325,14 +326,17 @@ class OptimalTreeSearch:
         return np.maximum(r, 1).astype(np.int64)
 
     def _cheap_split_bound(self, st):
-        eq = st[..., STAT_E] / self.norm if self.equiv else 0.0
-        return eq + self.look * self.lam
+        """Equivalent points bound of the trees that split (Theorem 3.3; bounds.py)."""
+        if self.equiv:
+            return equivalent_points_bound(st, self.lam, self.norm, leaves=self.look)
+        return np.full(st.shape[:-1], self.look * self.lam)
 
     # ------------------------------------------------------------------ entries
     def _deep_base(self, tot):
         """Equivalent-points bound of trees with at least ``kl + 2`` leaves."""
-        eq = tot[..., STAT_E] / self.norm if self.equiv else 0.0
-        return eq + self.lam * (self.kl + 2)
+        if self.equiv:
+            return equivalent_points_bound(tot, self.lam, self.norm, leaves=self.kl + 2)
+        return np.full(tot.shape[:-1], self.lam * (self.kl + 2))
 
     def _split_bound(self, mask, tot, d):
         """Lower bounds for a subproblem first expanded: ``(b, deep)``.
@@ -372,27 +376,8 @@ class OptimalTreeSearch:
             losses = kmeans_losses_np(s[:, STAT_W], s[:, STAT_S], s[:, STAT_Q], cmax, stop)
         self.n_kmeans += 1
         if not self.l1 and self.kl and cmax >= kdeep:
-            deep = max(deep, self._deep_kmeans(losses, kdeep))
-        if losses.shape[0] < self.look:
-            return b, deep
-        return max(b, float(penalized_minimum(losses, self.lam, self.norm, self.look))), deep
-
-    def _deep_kmeans(self, losses, kdeep):
-        """``min_{C >= kdeep} losses[C - 1] / norm + lambda C`` from a truncated table.
-
-        ``losses`` stops at the first ``C`` whose gain is at most ``lambda * norm`` (or at
-        the cluster cap, ``>= kdeep`` here). By convexity (Theorem 3.7) every later gain is
-        smaller, so the penalised loss does not decrease after the last entry; below that,
-        the missing ``losses[kdeep - 1]`` is at least the last loss minus the last gain per
-        extra cluster (convexity again).
-        """
-        K = losses.shape[0]
-        if K >= kdeep:
-            return float(np.min(losses[kdeep - 1:] / self.norm
-                                + self.lam * np.arange(kdeep, K + 1)))
-        gain = losses[-2] - losses[-1] if K >= 2 else 0.0
-        lo = max(losses[-1] - (kdeep - K) * gain, 0.0)
-        return float(lo / self.norm + self.lam * kdeep)
+            deep = max(deep, kmeans_bound(losses, self.lam, self.norm, kdeep))
+        return max(b, kmeans_bound(losses, self.lam, self.norm, self.look)), deep
 
     def _new_entry(self, mask, tot, leaf, d) -> Entry:
         leaf = float(leaf)

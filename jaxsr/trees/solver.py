@@ -89,10 +89,13 @@ class Expansion(NamedTuple):
       keysT, keysF: children's memo keys (``None``: a leaf, nothing to solve).
       lbT, lbF, lbsum: ``(k,)`` float lower bounds, tightened in place.
       order: ``(k,)`` int, the order in which splits are tried.
-      pos: index into ``order`` of the split being worked on. phase: NEXT/TRUE/FALSE.
+      pos: index into ``order`` of the split being worked on (-1 while the root is
+        best-first: its splits are chosen by bound sum). phase: NEXT/TRUE/FALSE.
       bound: ``min(incumbent, cap)`` when the current split was started.
       t_ub: objective of the current split's solved true child.
       completed: every split was tried or pruned (False once the search stopped inside).
+      cur: the split being worked on (``order[pos]``, or the best-first choice).
+      tries: ``(k,)`` int, best-first attempts per split (root only; None until used).
     """
 
     key: tuple
@@ -119,6 +122,8 @@ class Expansion(NamedTuple):
     bound: float = np.inf
     t_ub: float = np.inf
     completed: bool = True
+    cur: int = -1
+    tries: np.ndarray | None = None
 
 
 class SolverState(NamedTuple):
@@ -210,12 +215,19 @@ def step(problem, state):
             if lim is not None:
                 state = state._replace(stopped=lim)
                 continue
-            i = fr.order[fr.pos]
-            bound = min(memo[fr.key].ub, fr.cap)
-            if problem.hier and reaches(fr.lbsum[i], bound):
-                fr = fr._replace(pos=fr.order.size)
-                continue
-            fr = fr._replace(bound=bound, phase=TRUE)
+            if fr.is_root and problem.hier and _best_first(state):
+                fr, i, bound = _best_first_split(fr, memo[fr.key].ub)
+                if i < 0:
+                    fr = fr._replace(pos=fr.order.size)
+                    continue
+                fr = fr._replace(pos=-1)  # attempts do not advance ``pos`` (it ends at 0)
+            else:
+                i = int(fr.order[fr.pos])
+                bound = min(memo[fr.key].ub, fr.cap)
+                if problem.hier and reaches(fr.lbsum[i], bound):
+                    fr = fr._replace(pos=fr.order.size)
+                    continue
+            fr = fr._replace(bound=bound, phase=TRUE, cur=i)
             if fr.keysT[i] is None:
                 child = Entry(fr.leafT[i], fr.leafT[i], -1, True, -1, np.inf)
                 continue
@@ -228,7 +240,7 @@ def step(problem, state):
                 stack.append(exp)
                 return state
             continue
-        i = fr.order[fr.pos]
+        i = fr.cur
         if child is None:  # resumed after a pushed child finished: its entry is the result
             child = memo[fr.keysT[i] if fr.phase == TRUE else fr.keysF[i]]
         if fr.phase == TRUE:
@@ -270,6 +282,50 @@ def step(problem, state):
         else:
             fr = fr._replace(pos=fr.pos + 1, phase=NEXT)
         child = None
+
+
+BEST_FIRST_AFTER = 0.5  # fraction of the time limit after which the root goes best-first
+_BEST_FIRST_TRIES = 2  # capped attempts per root split before it is solved against the incumbent
+
+
+def _best_first(state) -> bool:
+    """The root goes best-first once half of the time limit is spent (anytime bound).
+
+    Before that (and without a time limit) the root's splits are tried in the order of
+    their bound sums, each against the incumbent, which is fastest to a certificate.
+    """
+    if state.deadline is None:
+        return False
+    return time.perf_counter() >= state.t0 + BEST_FIRST_AFTER * (state.deadline - state.t0)
+
+
+def _best_first_split(fr, ub):
+    """The root split of least bound sum and the cap it is solved against.
+
+    Its children are solved only against ``cap = min(ub, max(next least bound sum, its sum
+    + half the gap))``: the split either proves its bound sum reaches the cap (and the next
+    least split is taken) or is solved exactly. So the root's lower bound, the least bound
+    sum over its splits, rises while the search goes, instead of waiting for one split's
+    whole subtree. After :data:`_BEST_FIRST_TRIES` capped attempts a split is solved against
+    the incumbent (so the loop ends). Every cap only decides what is proven, never what is
+    pruned: the optimum is unchanged.
+
+    Returns ``(fr, i, bound)``; ``i = -1`` when every split reaches the incumbent.
+    """
+    lbsum = fr.lbsum
+    live = np.flatnonzero(lbsum < ub * (1.0 - RTOL) if ub > 0 else lbsum < ub)
+    if live.size == 0:
+        return fr, -1, ub
+    tries = fr.tries if fr.tries is not None else np.zeros(lbsum.size, dtype=np.int64)
+    i = int(live[np.argmin(lbsum[live])])
+    rest = np.delete(lbsum, i)
+    second = float(rest.min()) if rest.size else np.inf
+    if tries[i] >= _BEST_FIRST_TRIES:
+        bound = ub
+    else:
+        bound = min(ub, max(second, lbsum[i] + 0.5 * (ub - lbsum[i])))
+    tries[i] += 1
+    return fr._replace(tries=tries), i, float(bound)
 
 
 def _offer(memo, key, total, feat):

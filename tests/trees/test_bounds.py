@@ -82,3 +82,35 @@ def test_bounds_never_exceed_the_optimum(seed):
     # and the search's root bound before any expansion is valid too
     r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth, time_limit=0).run()
     assert r.lower_bound <= opt + 1e-12
+
+
+def test_kmeans_bound_from_a_truncated_table():
+    """The k-means bound the search calls (Theorems 3.5 and 3.7): from the table cut at the
+    first gain <= lambda * norm it equals the minimum over the full table of the trees with
+    at least ``min_leaves`` leaves where the cut table reaches that far, and is below it
+    (valid) where it does not (convex extrapolation)."""
+    from jaxsr.trees.bounds import kmeans_bound
+    from jaxsr.trees.kmeans import kmeans_losses_np
+
+    rng = np.random.default_rng(3)
+    checked_exact = checked_below = 0
+    for trial in range(12):
+        n = int(rng.integers(2, 30))
+        W = rng.integers(1, 4, size=n).astype(float)
+        m = np.sort(rng.normal(size=n) * (1 + trial))
+        S, Q = W * m, W * m * m + rng.random(n) * 0.1
+        sst = Q.sum() - S.sum() ** 2 / W.sum()
+        lam = [0.001, 0.01, 0.05][trial % 3]
+        full = kmeans_losses_np(W, S, Q, n, None)
+        cut = kmeans_losses_np(W, S, Q, n, lam * sst)
+        for k in range(1, 8):
+            C = np.arange(k, n + 1)
+            want = float(np.min(full[k - 1:] / sst + lam * C)) if k <= n else np.inf
+            got = kmeans_bound(cut, lam, sst, k)
+            if k <= cut.shape[0]:
+                assert got == pytest.approx(want, rel=1e-12)
+                checked_exact += 1
+            else:
+                assert got <= want * (1 + 1e-12)
+                checked_below += 1
+    assert checked_exact > 20 and checked_below > 10
