@@ -455,6 +455,12 @@ class OptimalTreeSearch:
         memo = self.memo
         e = memo.get(key)
         d = key[1]
+        if e is None and stopped:
+            # the search is unwinding after a limit: the leaf and the cheap bound, no
+            # k-means, so a stop is not followed by a burst of bounds
+            lb = min(float(leaf), float(self._cheap_split_bound(tot)))
+            e = memo[key] = Entry(lb, float(leaf), -1, False, -1, np.inf)
+            return e, None
         if e is None:
             e = self._entry(key, mask, tot, leaf)
         if e.solved or _reaches(e.lb, cap) or stopped:
