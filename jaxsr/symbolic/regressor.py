@@ -24,6 +24,7 @@ from .._validation import (
     validate_X,
     validate_X_y,
 )
+from . import beam as _beam
 from . import front as _pf
 from . import refine as _refine
 from .expression import VAR, Expression
@@ -191,6 +192,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         frame's column names) or an :class:`Expression`; it must be defined on the
         training data (no zero denominator). E.g. ``max_iterations=1`` times one
         iteration on a given tree; ``initial_expression=fitted.expression_`` resumes a fit.
+      beam_width: ``B``, the trees kept per iteration (default 1: the paper's greedy
+        search, unchanged). ``B > 1``: beam search over the ``B`` best distinct trees
+        (:mod:`jaxsr.symbolic.beam`); ``equations_`` is the front of every tree that
+        entered the beam, ``history_`` rows show the best tree so far (``beam_mse``: the
+        MSE of the new beam's best).
       mesh: run every pass sharded over the samples: ``None`` (default, one device),
         ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
         samples are split over all its axes). Results equal one device's up to the
@@ -240,7 +246,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
                  model_selection="best", validation_fraction=None, precision=4, progress=True,
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
-                 mesh=None):
+                 mesh=None, beam_width=1):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -258,6 +264,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.max_constant_passes = max_constant_passes
         self.initial_expression = initial_expression
         self.mesh = mesh
+        self.beam_width = beam_width
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -275,6 +282,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         resolve_dtype(self.dtype)
         check_choice(self.model_selection, "model_selection", _pf.MODEL_SELECTIONS)
         check_int(self.precision, "precision", min_value=1)
+        check_int(self.beam_width, "beam_width", min_value=1)
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
         if not isinstance(self.refine_constants, bool | np.bool_):
@@ -421,6 +429,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             Xa[np.unique(np.linspace(0, n - 1, min(n, READABLE_ROWS)).round().astype(int))],
             dtype=np.float64)
         models = self._path_models(initial, final)
+        models += [FrontModel(run.unscaled(m.expression, y_scale),
+                              _unscaled_mse(m.loss, y_scale), m.iteration)
+                   for m in getattr(run.engine, "front_models", ())]  # the beam's trees
         if y_scale == 1.0:
             self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val)
         else:  # |y| near the float limits: the front compares losses of y / y_scale
@@ -458,6 +469,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                             "defined on the training data (a zero denominator, a pole inside "
                             "the training range or a non-finite value)")
                     engine.expr, engine.mse, engine._cache = start_tree, mse, None
+                if int(self.beam_width) >= _beam.MIN_WIDTH:  # issue 12; B = 1: the paper's
+                    engine = _beam.BeamSearch(engine, int(self.beam_width))
                 run.engine = engine
                 if run.stopped:
                     return

@@ -280,10 +280,21 @@ class DomeSearch:
         built here, at the capacity of the analysis they are used with."""
         tree, sem, eqs, S = self.analyse()
         cap = tree.op.shape[0]
+        mn, mh = self.limits()
+        masks = self.search_masks(specs, cap)
+        res = jax.device_get(search_all(tree, sem, eqs, S, self.XT, jnp.asarray(masks),
+                                        self.var_mask, mn, mh))
+        return self.collect(res, specs)
+
+    def limits(self):
+        """``(max_nodes, max_height)`` as the int32 scalars :func:`search_all` takes."""
+        return (jnp.int32(min(self.max_nodes, NO_LIMIT)),
+                jnp.int32(min(self.max_height, NO_LIMIT)))
+
+    def search_masks(self, specs, cap: int) -> np.ndarray:
+        """The ``(4, cap)`` node masks of ``specs`` (see :meth:`candidates`) for the
+        current tree."""
         named = self.masks(cap)
-        mn, mh = jnp.int32(min(self.max_nodes, NO_LIMIT)), jnp.int32(min(self.max_height,
-                                                                        NO_LIMIT))
-        thr = self.threshold()
         masks = np.zeros((len(SEARCH_NAMES), cap), bool)
         for name, mask in specs:
             if name not in SEARCH_NAMES:
@@ -292,8 +303,12 @@ class DomeSearch:
                 mask = named[mask]
             mask = np.asarray(mask, bool)
             masks[SEARCH_NAMES.index(name), : mask.shape[0]] = mask[:cap]
-        res = jax.device_get(search_all(tree, sem, eqs, S, self.XT, jnp.asarray(masks),
-                                        self.var_mask, mn, mh))
+        return masks
+
+    def collect(self, res, specs) -> list[Candidate]:
+        """The successful candidates of ``specs`` in the host copy ``res`` of the current
+        tree's :class:`~jaxsr.symbolic.SearchResults`, best first (deterministic order)."""
+        thr = self.threshold()
         found: list[tuple] = []
         for name, _ in specs:
             order = SEARCH_NAMES.index(name)
