@@ -26,7 +26,13 @@ __all__ = [
     "SUB",
     "MUL",
     "DIV",
+    "SQRT",
+    "EXP",
+    "LOG",
+    "SIN",
+    "COS",
     "OP_SYMBOLS",
+    "UNARY_NAMES",
     "Expression",
     "TreeArrays",
     "capacity_bucket",
@@ -39,6 +45,12 @@ __all__ = [
 # Operator codes (int32). PAD marks unused slots of a padded tree.
 PAD, CONST, VAR, ADD, SUB, MUL, DIV = 0, 1, 2, 3, 4, 5, 6
 OP_SYMBOLS = {ADD: "+", SUB: "-", MUL: "*", DIV: "/"}
+# Unary operators (issue 12, beyond the paper; one child, the ``left`` one). The search
+# kernels take trees of + - * / only; unary nodes appear in the trees a fit returns (see
+# :mod:`jaxsr.symbolic.unary`), which print, evaluate and export like any other.
+SQRT, EXP, LOG, SIN, COS = 7, 8, 9, 10, 11
+UNARY_NAMES = {SQRT: "sqrt", EXP: "exp", LOG: "log", SIN: "sin", COS: "cos"}
+_UNARY_CODES = {v: k for k, v in UNARY_NAMES.items()}
 _SYMBOL_OPS = {v: k for k, v in OP_SYMBOLS.items()}
 MIN_CAPACITY = 16
 
@@ -118,11 +130,27 @@ class Expression:
         )
 
     @classmethod
+    def unary(cls, op: int | str, child: Expression) -> Expression:
+        """``op(child)`` for a unary operator (a code of :data:`UNARY_NAMES` or its name,
+        e.g. ``"sqrt"``)."""
+        code = _UNARY_CODES.get(op) if isinstance(op, str) else int(op)
+        if code not in UNARY_NAMES:
+            raise ValueError(f"unknown unary operator {op!r}; known: {list(_UNARY_CODES)}")
+        return cls(np.concatenate([[code], child.op]), np.concatenate([[0.0], child.value]),
+                   np.concatenate([[0], child.feature]))
+
+    @property
+    def has_unary(self) -> bool:
+        """True if the tree has a unary node (then :meth:`padded` refuses it)."""
+        return bool(np.any(self.op >= SQRT))
+
+    @classmethod
     def parse(cls, text: str, feature_names: list[str] | None = None) -> Expression:
         """Parse an infix expression over ``+ - * /``, parentheses, numbers and names.
 
         Names are looked up in ``feature_names`` (default ``x1, x2, ...`` meaning columns
-        0, 1, ...); a name with spaces or operators can be written in backquotes.
+        0, 1, ...); a name with spaces or operators can be written in backquotes. The
+        unary operators are calls: ``sqrt(...)``, ``exp``, ``log``, ``sin``, ``cos``.
         Usual precedence; ``-`` and ``/`` associate to the left.
 
         Raises:
@@ -141,10 +169,10 @@ class Expression:
         stack: list[list[int]] = []
         for i in range(n):
             code = int(self.op[i])
-            if code not in (CONST, VAR, ADD, SUB, MUL, DIV):
+            if code not in (CONST, VAR, ADD, SUB, MUL, DIV) and code not in UNARY_NAMES:
                 raise ValueError(f"invalid operator code {code} at node {i}")
             if stack:
-                p, seen = stack[-1]
+                p, seen, arity = stack[-1]
                 parent[i] = p
                 depth[i] = depth[p] + 1
                 if seen == 0:
@@ -152,12 +180,14 @@ class Expression:
                 else:
                     right[p] = i
                 stack[-1][1] += 1
-                if stack[-1][1] == 2:
+                if stack[-1][1] == arity:
                     stack.pop()
             elif i > 0:
                 raise ValueError("the arrays hold more than one tree (extra nodes after the root)")
             if code in OP_SYMBOLS:
-                stack.append([i, 0])
+                stack.append([i, 0, 2])
+            elif code in UNARY_NAMES:
+                stack.append([i, 0, 1])
         if stack:
             raise ValueError("incomplete tree: an operator is missing a child")
         height = np.ones(n, np.int32)
@@ -165,6 +195,9 @@ class Expression:
             if self.op[i] in OP_SYMBOLS:
                 size[i] = 1 + size[left[i]] + size[right[i]]
                 height[i] = 1 + max(height[left[i]], height[right[i]])
+            elif self.op[i] in UNARY_NAMES:
+                size[i] = 1 + size[left[i]]
+                height[i] = 1 + height[left[i]]
         self._left, self._right, self._parent = left, right, parent
         self._size, self._depth, self._height = size, depth, height
 
@@ -230,6 +263,9 @@ class Expression:
     def padded(self, capacity: int | None = None, dtype=np.float64) -> TreeArrays:
         """The tree padded to ``capacity`` (default: its bucket) as :class:`TreeArrays`."""
         n = self.n_nodes
+        if self.has_unary:
+            raise ValueError("the search kernels take trees of + - * / only; a tree with "
+                             "unary operators is evaluated by evaluate() / to_jax()")
         cap = capacity_bucket(n) if capacity is None else int(capacity)
         if cap < n:
             raise ValueError(f"capacity {cap} is smaller than the tree ({n} nodes)")
@@ -273,6 +309,8 @@ class Expression:
                     sem[i] = np.full(X.shape[0], self.value[i])
                 elif code == VAR:
                     sem[i] = X[:, self.feature[i]].copy()
+                elif code in UNARY_NAMES:
+                    sem[i] = _NUMPY_UNARY[int(code)](sem[self._left[i]])
                 else:
                     a, b = sem[self._left[i]], sem[self._right[i]]
                     sem[i] = _NUMPY_OPS[int(code)](a, b)
@@ -324,6 +362,8 @@ class Expression:
                 return repr(float(self.value[i]))
             if code == VAR:
                 return name(int(self.feature[i]))
+            if code in UNARY_NAMES:
+                return f"{UNARY_NAMES[code]}({rec(int(self._left[i]))})"
             return f"({rec(int(self._left[i]))} {OP_SYMBOLS[code]} {rec(int(self._right[i]))})"
 
         return rec(0)
@@ -368,6 +408,11 @@ class Expression:
                 return sympy.Float(float(self.value[i]), 17)
             if code == VAR:
                 return sym(int(self.feature[i]))
+            if code in UNARY_NAMES:
+                a = rec(int(self._left[i]))
+                if code == SQRT:
+                    return sympy.Pow(a, sympy.Rational(1, 2), evaluate=ev)
+                return _SYMPY_UNARY[code](a, evaluate=ev)
             a, b = rec(int(self._left[i])), rec(int(self._right[i]))
             if code == ADD:
                 return sympy.Add(a, b, evaluate=ev)
@@ -460,6 +505,8 @@ def jax_graph(op, feature, left, right, X, constant_of):
             return constant_of(i)
         if code == VAR:
             return X[..., int(feature[i])]
+        if code in UNARY_NAMES:
+            return _jax_unary(code, rec(int(left[i])))
         a, b = rec(int(left[i])), rec(int(right[i]))
         if code == ADD:
             return a + b
@@ -563,6 +610,25 @@ def _div(a, b):
 
 
 _NUMPY_OPS = {ADD: np.add, SUB: np.subtract, MUL: np.multiply, DIV: _div}
+_NUMPY_UNARY = {SQRT: np.sqrt, EXP: np.exp, LOG: np.log, SIN: np.sin, COS: np.cos}
+
+
+def _jax_unary(code, a):
+    import jax.numpy as jnp
+
+    return {SQRT: jnp.sqrt, EXP: jnp.exp, LOG: jnp.log, SIN: jnp.sin, COS: jnp.cos}[code](a)
+
+
+class _SympyUnary(dict):
+    def __missing__(self, code):
+        import sympy
+
+        fn = {EXP: sympy.exp, LOG: sympy.log, SIN: sympy.sin, COS: sympy.cos}[code]
+        self[code] = fn
+        return fn
+
+
+_SYMPY_UNARY = _SympyUnary()
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
@@ -629,6 +695,12 @@ class _Parser:
             return Expression.binary("-", Expression.constant(0.0), self.factor())
         if kind == "num":
             return Expression.constant(float(tok))
+        if kind == "name" and tok in _UNARY_CODES and self.peek() == ("sym", "("):
+            self.take()
+            e = self.expr()
+            if self.take() != ("sym", ")"):
+                raise ValueError(f"missing ')' after {tok}( in {self.text!r}")
+            return Expression.unary(tok, e)
         if kind in ("name", "quoted"):
             return Expression.variable(self._lookup(tok))
         raise ValueError(f"unexpected {tok!r} in {self.text!r}")

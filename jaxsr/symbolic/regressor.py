@@ -27,7 +27,8 @@ from .._validation import (
 from . import beam as _beam
 from . import front as _pf
 from . import refine as _refine
-from .expression import VAR, Expression
+from . import unary as _unary
+from .expression import UNARY_NAMES, VAR, Expression
 from .front import FrontModel
 from .semantics import tree_output
 from .strategies import DomeSearch, scale_output
@@ -37,6 +38,12 @@ __all__ = ["SymbolicRegressor"]
 _FORMAT = "jaxsr.SymbolicRegressor"
 READABLE_ROWS = 200  # training rows kept to tell which terms of a sum are too small to show
 _VERSION = 1
+
+
+def _jit_tree(tree: Expression, dt):
+    import jax
+
+    return jax.jit(tree.to_jax(dtype=dt))
 
 
 def _latex_number(v: float, precision: int) -> str:
@@ -68,9 +75,13 @@ class _FitRun:
         if self.engine is not None:
             self.engine.stop = True
 
-    @staticmethod
-    def unscaled(expr, y_scale):
-        return expr if y_scale == 1.0 else scale_output(expr, y_scale)
+    expand = None  # unary operators: search tree -> tree over X (unary.expand_terminals)
+
+    def unscaled(self, expr, y_scale):
+        """A search tree as the user's tree: in the target's units and, with unary
+        operators, its extra terminals as unary nodes."""
+        expr = expr if y_scale == 1.0 else scale_output(expr, y_scale)
+        return expr if self.expand is None else self.expand(expr)
 
     def commit(self, engine, y_scale):
         if not self.stopped:
@@ -197,6 +208,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         (:mod:`jaxsr.symbolic.beam`); ``equations_`` is the front of every tree that
         entered the beam, ``history_`` rows show the best tree so far (``beam_mse``: the
         MSE of the new beam's best).
+      unary_operators: names from ``("sqrt", "exp", "log", "sin", "cos")`` (default ``()``:
+        the paper's ``+ - * /`` only). Each variable transformed by each operator is
+        offered to the searches as an extra terminal, wherever the domain rules admit it
+        on the training data (``sqrt``/``log`` of positive columns only, no overflow of
+        ``exp``); see :mod:`jaxsr.symbolic.unary` for what is and is not searched.
+        ``unary_terminals_`` lists the terminals offered.
       mesh: run every pass sharded over the samples: ``None`` (default, one device),
         ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
         samples are split over all its axes). Results equal one device's up to the
@@ -246,7 +263,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
                  model_selection="best", validation_fraction=None, precision=4, progress=True,
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
-                 mesh=None, beam_width=1):
+                 mesh=None, beam_width=1, unary_operators=()):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -265,6 +282,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.initial_expression = initial_expression
         self.mesh = mesh
         self.beam_width = beam_width
+        self.unary_operators = unary_operators
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -283,6 +301,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_choice(self.model_selection, "model_selection", _pf.MODEL_SELECTIONS)
         check_int(self.precision, "precision", min_value=1)
         check_int(self.beam_width, "beam_width", min_value=1)
+        _unary.check_unary_operators(self.unary_operators)
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
         if not isinstance(self.refine_constants, bool | np.bool_):
@@ -391,7 +410,23 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             run = _FitRun(start_tree, _unscaled_mse(np.mean(
                 wn * ((start_tree.evaluate(Xa) - ya) / y_scale) ** 2), y_scale))
         initial = FrontModel(*run.snapshot[:2], 0)
-        args = (run, Xa, ya, y_scale, const_cols, names, dt, start, deadline, w, initial_tree)
+        # unary operators (issue 12): transformed variables u(x_m) as extra terminal
+        # columns of the search (jaxsr.symbolic.unary); the search's trees are mapped back
+        Xs, const_s, names_s, initial_s = Xa, const_cols, names, initial_tree
+        cols, terms = _unary.transformed_terminals(Xa, self.unary_operators, dt,
+                                                   skip=const_cols)
+        self.unary_terminals_ = [f"{UNARY_NAMES[t.op]}({names[t.feature]})" for t in terms]
+        if terms:
+            m = Xa.shape[1]
+            Xs = np.column_stack([Xa, cols])
+            const_s = np.concatenate([const_cols, np.zeros(len(terms), bool)])
+            names_s = list(names) + self.unary_terminals_
+            if initial_tree is not None:
+                initial_s = _unary.contract_terminals(initial_tree, m, terms)
+            run.expand = lambda e, m=m, terms=terms: _unary.expand_terminals(e, m, terms)
+        elif initial_tree is not None and initial_tree.has_unary:
+            initial_s = _unary.contract_terminals(initial_tree, Xa.shape[1], terms)
+        args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, deadline, w, initial_s)
         with _progress.FitProgress("SymbolicRegressor", self.progress):
             if deadline is None:
                 self._fit_run(*args)
@@ -685,6 +720,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         XT = np.zeros((Xa.shape[1], sample_bucket(n)), dt)  # a size bucket: no recompile
         XT[:, :n] = Xa.T
         with precision(dt):
+            if tree.has_unary:  # the kernels take + - * / trees: the tree's own JAX graph
+                return np.asarray(_jit_tree(tree, dt)(jnp.asarray(XT.T)))[:n]
             tree = tree.padded(dtype=dt)
             return np.asarray(tree_output(tree, jnp.asarray(XT)))[:n]
 
