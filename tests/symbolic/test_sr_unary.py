@@ -1,0 +1,155 @@
+"""Unary operators (issue 12): transformed variables as terminals, their domain rules,
+the searches' scores against substitute-and-re-evaluate, and the export of unary nodes.
+
+One data shape (100 rows, 2 positive variables; with sqrt 4 search columns) for all fits.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxsr import SymbolicRegressor
+from jaxsr.symbolic.expression import COS, EXP, LOG, SIN, SQRT, Expression
+from jaxsr.symbolic.unary import (
+    contract_terminals,
+    expand_terminals,
+    transformed_terminals,
+)
+
+
+def data():
+    x1 = np.linspace(1.0, 9.0, 100)
+    x2 = np.random.default_rng(0).permutation(np.linspace(0.5, 4.0, 100))
+    return np.c_[x1, x2], 2.0 * np.sqrt(x1) + x2
+
+
+def test_expression_unary_nodes_match_numpy_and_export():
+    import jax
+    import sympy
+
+    X = np.c_[np.linspace(0.5, 3.0, 7), np.linspace(-2.0, 2.0, 7)]
+    text = "((sqrt(x1) * (2.5 + exp((x2 / 3.0)))) - log(x1)) + sin(cos(x2))"
+    e = Expression.parse(text)
+    assert e.to_string() == "(" + text + ")"
+    want = (np.sqrt(X[:, 0]) * (2.5 + np.exp(X[:, 1] / 3.0)) - np.log(X[:, 0])
+            + np.sin(np.cos(X[:, 1])))
+    np.testing.assert_allclose(e.evaluate(X), want, rtol=1e-15)
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(np.asarray(e.to_jax()(X)), want, rtol=1e-15)
+    s = e.sympy()
+    f = sympy.lambdify(sorted(s.free_symbols, key=str), s, "numpy")
+    np.testing.assert_allclose(f(X[:, 0], X[:, 1]), want, rtol=1e-14)
+    latex = sympy.latex(e.sympy(evaluate=True))
+    for word in (r"\sqrt", "e^", r"\log", r"\sin", r"\cos"):
+        assert word in latex
+    assert Expression.from_dict(json.loads(json.dumps(e.to_dict()))) == e
+    assert e.has_unary and e.n_nodes == 16 and e.subtree_sizes[0] == 16
+    with pytest.raises(ValueError, match="unary"):
+        e.padded()
+    with pytest.raises(ValueError, match="unknown unary"):
+        Expression.unary("tanh", Expression.variable(0))
+
+
+def test_domain_rules_never_offer_a_non_finite_column():
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.uniform(-3, 3, 50), rng.uniform(0.1, 5, 50), rng.uniform(200, 800, 50),
+              np.full(50, 2.0), np.r_[0.0, rng.uniform(1, 2, 49)]]
+    cols, terms = transformed_terminals(X, ("sqrt", "exp", "log", "sin", "cos"),
+                                        skip=np.all(X == X[:1], axis=0))
+    offered = {(t.op, t.feature) for t in terms}
+    # sqrt/log: only the strictly positive columns 1, 2 (column 4 has a zero, 0 negatives)
+    assert {(op, m) for op, m in offered if op in (SQRT, LOG)} == {
+        (SQRT, 1), (LOG, 1), (SQRT, 2), (LOG, 2)}
+    assert (EXP, 2) not in offered  # exp(800) overflows (and exp(>177) leaves the range)
+    assert (EXP, 0) in offered and (SIN, 0) in offered and (COS, 2) in offered
+    assert not any(m == 3 for _, m in offered)  # a constant column is never transformed
+    big = float(np.finfo(np.float64).max) ** 0.25
+    assert np.all(np.isfinite(cols)) and np.all(np.abs(cols) <= big)
+    for k, t in enumerate(terms):  # each column is its unary node over the variable
+        tree = Expression.unary(t.op, Expression.variable(t.feature))
+        np.testing.assert_array_equal(cols[:, k], tree.evaluate(X))
+
+
+def test_expand_and_contract_are_inverse():
+    X, _ = data()
+    _, terms = transformed_terminals(X, ("sqrt",))
+    assert [(t.op, t.feature) for t in terms] == [(SQRT, 0), (SQRT, 1)]
+    search_tree = Expression.parse("(2.0 * x3) + (x2 / x4)")  # x3 = sqrt(x1), x4 = sqrt(x2)
+    user = expand_terminals(search_tree, 2, terms)
+    assert user.to_string() == "((2.0 * sqrt(x1)) + (x2 / sqrt(x2)))"
+    assert contract_terminals(user, 2, terms) == search_tree
+    with pytest.raises(ValueError, match="not an offered terminal"):
+        contract_terminals(Expression.parse("sqrt(x1 + 1.0)"), 2, terms)
+
+
+def test_searches_on_transformed_terminals_match_substitute_and_re_evaluate():
+    """Every candidate the searches score at the new terminals predicts exactly the MSE
+    of the tree re-evaluated with the unary nodes in numpy."""
+    import jax.numpy as jnp
+
+    from jaxsr.symbolic.strategies import DomeSearch
+
+    X, y = data()
+    cols, terms = transformed_terminals(X, ("sqrt",))
+    Xs = np.column_stack([X, cols])
+    eng = DomeSearch(jnp.asarray(Xs.T), jnp.asarray(y), np.ones(4, bool), max_nodes=13,
+                     max_height=None, min_improvement=0.0, feature_names=None)
+    start = Expression.parse("(1.5 * x1) + (x2 / 3.0)")
+    eng.expr, eng.mse, eng._cache = start, float(np.mean((start.evaluate(X) - y) ** 2)), None
+    cands = eng.candidates([("constant", "all"), ("variable", "all"),
+                            ("constant-variable", "all"),
+                            ("constant-expression", "nonterminal")])
+    at_terms = [c for c in cands if c.variable >= 2]
+    assert len(at_terms) >= 5
+    for c in at_terms[:12]:
+        new = expand_terminals(start.replace(c.node, eng.subtree_of(c)), 2, terms)
+        assert new.has_unary
+        mse = np.mean((new.evaluate(X) - y) ** 2)
+        np.testing.assert_allclose(eng.mse - mse, c.reduction, rtol=1e-7,
+                                   atol=1e-12 * eng.mse)
+
+
+def test_estimator_with_sqrt_finds_the_law_and_exports_it():
+    X, y = data()
+    y2 = 2.5 * X[:, 1] * np.sqrt(X[:, 0])
+    sr = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
+                           progress=False).fit(X, y2)
+    assert sr.unary_terminals_ == ["sqrt(x1)", "sqrt(x2)"]
+    assert sr.expression_tree_.has_unary
+    assert np.mean((sr.predict(X) - y2) ** 2) <= 1e-20 * np.mean(y2**2)
+    assert str(sr) == "y = 2.5*sqrt(x1)*x2"
+    np.testing.assert_allclose(sr.predict(X), sr.expression_tree_.evaluate(X), rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(sr.to_jax()(X)), sr.predict(X), rtol=1e-14)
+    assert r"\sqrt{x_{1}}" in sr.latex()
+    for expr, loss in zip(sr.equations_["expression"], sr.equations_["loss"], strict=True):
+        # front trees are user trees with their true losses
+        out = Expression.parse(expr).evaluate(X)
+        np.testing.assert_allclose(loss, np.mean((out - y2) ** 2), rtol=1e-9, atol=1e-28)
+    back = SymbolicRegressor.from_dict(json.loads(json.dumps(sr.to_dict())))
+    np.testing.assert_array_equal(back.predict(X), sr.predict(X))
+    # 2*sqrt(x1) + x2: the greedy search is stuck on these data, a beam of 4 finds it
+    wide = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
+                             beam_width=4, progress=False).fit(X, y)
+    assert np.mean((wide.predict(X) - y) ** 2) <= 1e-20 * np.mean(y**2)
+    # a warm start with a unary node over a variable is the terminal itself
+    warm = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
+                             initial_expression="1.5 * sqrt(x1)", max_iterations=1,
+                             progress=False).fit(X, y)
+    assert warm.history_[0]["replaced"] in ("1.5", "`sqrt(x1)`")
+    with pytest.raises(ValueError, match="unary_operators"):
+        SymbolicRegressor(unary_operators=("tanh",)).fit(X, y)
+
+
+def test_default_and_inadmissible_operators_change_nothing():
+    """unary_operators=() and operators that the domain rules exclude everywhere give the
+    paper's fit exactly."""
+    X, y = data()
+    plain = SymbolicRegressor(strategy=1, max_nodes=9, progress=False, max_iterations=3)
+    a = plain.fit(-X, y)
+    b = SymbolicRegressor(strategy=1, max_nodes=9, progress=False, max_iterations=3,
+                          unary_operators=("sqrt", "log")).fit(-X, y)
+    assert b.unary_terminals_ == [] and a.unary_terminals_ == []
+    strip = [{k: v for k, v in h.items() if k != "seconds"} for h in a.history_]
+    assert strip == [{k: v for k, v in h.items() if k != "seconds"} for h in b.history_]
+    assert a.expression_ == b.expression_
