@@ -102,12 +102,15 @@ def run_peers(data_path: str, tools: list[str], unary: list[str], max_time: floa
 
 
 # ------------------------------------------------------------------------------ jaxsr
-def jaxsr_configs(tools, unary, beam_width, max_nodes, max_time) -> dict[str, dict]:
+def jaxsr_configs(tools, unary, beam_width, max_nodes, max_time,
+                  strategy=None) -> dict[str, dict]:
     sys.path.insert(0, str(REPO))
     from jaxsr import SymbolicRegressor
 
     accepted = SymbolicRegressor().get_params()
     base = {"max_nodes": max_nodes, "max_time": max_time, "progress": False}
+    if strategy is not None:
+        base["strategy"] = int(strategy)
     out = {}
     for tool in tools:
         if tool == "jaxsr":
@@ -179,6 +182,7 @@ def main(argv=None) -> None:
     p.add_argument("--max-nodes", type=int, default=30)
     p.add_argument("--unary", default="sqrt,exp,log,sin,cos")
     p.add_argument("--beam-width", type=int, default=16)
+    p.add_argument("--strategy", type=int, default=None, help="jaxsr's (default: its own)")
     p.add_argument("--tools", default="jaxsr,jaxsr-unary,jaxsr-beam,pyoperon,gplearn")
     p.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
     p.add_argument("--parallel-peers", action="store_true",
@@ -221,7 +225,7 @@ def main(argv=None) -> None:
                                  str(a.max_time)])
         if not a.parallel_peers:
             proc.wait()
-    configs = jaxsr_configs(tools, unary, a.beam_width, a.max_nodes, a.max_time)
+    configs = jaxsr_configs(tools, unary, a.beam_width, a.max_nodes, a.max_time, a.strategy)
     for name, (X, y, Xt, yt) in data.items():
         for tool, params in configs.items():
             rec = run_jaxsr(params, X, y, Xt, yt)
@@ -240,7 +244,8 @@ def main(argv=None) -> None:
     shown = [t for t in tools if any(t in r for r in results.values())]
     text = summary(results, shown, rational) + (
         f"\nN = {a.n} training rows (seed 0), {a.n_test} test rows (seed 1); max_time "
-        f"{a.max_time} s; jaxsr max_nodes {a.max_nodes}; unary {','.join(unary)}; beam "
+        f"{a.max_time} s; jaxsr strategy {a.strategy or 'default'}, max_nodes "
+        f"{a.max_nodes}; unary {','.join(unary)}; beam "
         f"{a.beam_width}; {len(names)} equations")
     print(text)
     if a.out:
