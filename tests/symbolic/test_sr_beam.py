@@ -31,7 +31,6 @@ CASES = [
     ("rational", dict(strategy=3, max_nodes=13, max_iterations=12)),
     ("rational", dict(strategy=4, max_nodes=13, max_iterations=12)),
     ("I.12.4", dict(strategy=2, max_nodes=30)),
-    ("I.27.6", dict(strategy=1, max_nodes=30, max_iterations=10)),
 ]
 
 
