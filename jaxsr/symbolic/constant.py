@@ -14,44 +14,88 @@ Closed forms (section 2.1):
 * ``c == k_c != 0`` and ``d == k_d != 0`` constant: ``k = sum(b*g) / sum(a*g)`` with
   ``g = b*k_c - a*k_d`` (34).
 
-General case (any other ``c, d``), the paper's procedure made exact and then refined:
+A closed-form minimum that hits the forbidden set ``S`` is no constant (the paper: "this
+search is unsuccessful").
+
+General case (any other ``c, d``): the paper's procedure, computed exactly but without
+scoring every candidate, then refined:
 
 1. the candidates are all the ``N`` zeros ``z_i = b_i/a_i`` of the terms (``a_i != 0``),
    as in the paper, plus the estimates of equations 29 (over ``d != 0``) and 33 (over
    ``c != 0``);
-2. a candidate within 1% of a pole ``p_j = d_j/c_j`` (``|k - p_j| <= POLE_EXCLUSION *
-   |p_j|``, the reference package's tolerance) is excluded. The test is ``O(N log N)``:
-   the exclusion intervals ``[p - 0.01|p|, p + 0.01|p|]`` have both ends increasing in
-   ``p``, so after sorting the poles a candidate is excluded iff the last pole whose
-   interval starts at or below it has an interval ending at or above it;
-3. every remaining candidate is scored by ``f`` on all the patterns (``f = inf`` where a
-   denominator is zero), in chunks of at most ``SCORE_BUDGET`` elements (``O(N**2)``
-   work, ``O(SCORE_BUDGET)`` memory, one jitted ``lax.map`` over the chunks: this is the
-   batched work accelerators are for), and the best one is kept;
+2. a candidate equal to a value of the forbidden set ``S`` is excluded (step 2 of the
+   paper; ``O((K N + N) log)`` by sorting ``S``), and so is one within 1% of a pole
+   ``p_j = d_j/c_j`` (``|k - p_j| <= POLE_EXCLUSION * |p_j|``, the reference package's
+   tolerance; ``O(N log N)``: the zones ``[p - 0.01|p|, p + 0.01|p|]`` have both ends
+   increasing in ``p``, so after sorting the poles a candidate is excluded iff the last
+   zone starting at or below it ends at or above it);
+3. the admissible candidate with the lowest ``f`` (exact, on all the patterns) is found by
+   **branch and bound** over the sorted candidates (:func:`_branch_and_bound`), which
+   returns the same candidate as scoring them all (:func:`_score_all`, ``O(N**2)``, kept
+   as the test oracle), up to ties within rounding;
 4. it is refined by ``N_NEWTON`` safeguarded Gauss-Newton steps on all the patterns: each
    step is clipped to stay strictly inside the interval between the exclusion zones of
    the nearest poles on either side (it never crosses a pole nor comes within 1% of
-   one) and is only taken if it lowers ``f`` (backtracking ``1, 1/2``).
+   one) and is only taken if it lowers ``f`` (backtracking ``1, 1/2``); a refined ``k``
+   that is forbidden falls back to the candidate.
 
-So ``f(k)`` is never above the paper's choice (the best zero outside the poles' 1%
-zones), and ``k`` is never within 1% of a pole. The forbidden sets ``S`` are checked by
-the caller (:mod:`.searches`) on the final ``k``. All functions are pure, jit- and
-vmap-able.
+So ``f(k)`` is never above the paper's choice (the best non-forbidden zero outside the
+poles' 1% zones), ``k`` is never within 1% of a pole nor forbidden.
+
+The bound (why pruning is exact). Write ``t_i(k) = ((a_i k - b_i)/(c_i k - d_i))**2 =
+g_i(k)**2`` with the Moebius map ``g_i``; ``g_i'(k) = (b_i c_i - a_i d_i)/(c_i k - d_i)**2``
+has one sign, so ``g_i`` is monotone (or constant) on each side of its pole ``d_i/c_i``
+and continuous there. Let ``[lo, hi]`` hold a block of consecutive sorted candidates.
+
+* No pole of term ``i`` in ``[lo, hi]``: ``g_i`` is monotone and continuous on it, so its
+  values fill the interval between ``g_i(lo)`` and ``g_i(hi)``; ``min t_i`` is ``0`` if
+  that interval contains 0, i.e. iff the zero ``z_i`` lies in ``[lo, hi]``, else
+  ``min(t_i(lo), t_i(hi))``.
+* The pole ``p`` inside: on ``[lo, p)`` ``g_i`` is monotone from ``g_i(lo)`` to
+  ``+-inf``: its smallest square there is 0 if ``z_i`` is in ``[lo, p)``, else
+  ``t_i(lo)``; likewise on ``(p, hi]`` with ``t_i(hi)``. The same formula results.
+* ``a_i = 0`` (no zero) or ``b_i c_i = a_i d_i`` (constant ``g_i``): the same formula with
+  "``z_i`` in the interval" false (``z_i = nan``) or harmless.
+
+Hence ``LB = sum_i m_i / N``, ``m_i = 0`` if ``z_i`` is in ``[lo, hi]`` else
+``min(t_i(lo), t_i(hi))``, is at most ``f(k)`` for every ``k`` in ``[lo, hi]`` (off the
+poles), in particular at every candidate of the block. Terms with ``c_i == 0`` are the
+quadratic ``Q(k) = sum((a_i k - b_i)/d_i)**2 = A k**2 - 2 B k + C``; their sum is bounded
+as a whole (tighter than term by term): ``Q(k) >= Q(k_q) + A dist(k_q, [lo, hi])**2``
+with ``k_q = B/A`` and ``Q(k_q)`` evaluated term by term once, less a slack of
+``margin * (C + A max(lo**2, hi**2)) + margin * Q(k_q)`` for the rounding of the
+expanded form. A block is pruned when ``LB >= f_best * (1 + margin)``, ``f_best`` the
+exact ``f`` of the best candidate evaluated so far, ``margin``
+(:func:`_prune_margin`) the relative rounding of a sum of ``N`` terms: a pruned
+candidate cannot beat ``f_best`` by more than rounding, and every candidate is either in
+a pruned block or evaluated exactly. Each bound also gives the exact ``f`` at the block's
+ends (the same ``t_i`` summed), so the incumbent improves at every level.
+
+Cost: sorting plus, per level of the block tree, ``2 * FANOUT`` evaluations of ``N``
+terms per surviving block; in the worst case (nothing pruned) about 3x scoring every
+candidate, typically a small fraction (``benchmarks/bench_constant.py``). Memory: one
+``(batch, 2 * FANOUT, N)`` kernel and ``O(N / FANOUT)`` bounds. All functions are pure,
+jit- and vmap-able, static shapes.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 __all__ = ["optimal_constant", "constant_mse", "N_NEWTON", "POLE_EXCLUSION", "POLE_RTOL",
-           "SCORE_BUDGET", "N_QUANTILES", "N_SUBSAMPLE", "N_POLISH"]
+           "SCORE_BUDGET", "FANOUT", "POINT_BUDGET", "N_QUANTILES", "N_SUBSAMPLE",
+           "N_POLISH"]
 
 N_NEWTON = 8
 POLE_EXCLUSION = 1e-2  # candidates within 1% of a pole are excluded (section 2.1)
 POLE_RTOL = 1e-12  # a closed-form k this close to a pole is invalid
-SCORE_BUDGET = 1 << 22  # elements per chunk when scoring all the zeros (32 MiB in f64)
+SCORE_BUDGET = 1 << 22  # elements per chunk when scoring all the zeros (the oracle)
+FANOUT = 8  # children per block of the branch and bound (leaves: 2 * FANOUT candidates)
+POINT_BUDGET = 1 << 15  # term evaluations per branch-and-bound step (sets the batch)
 # kept for callers of the earlier bounded solver; the general case no longer uses them
 N_QUANTILES = 16
 N_SUBSAMPLE = 256
@@ -140,20 +184,54 @@ def _score_all(a, b, c, d, cands):
     return lax.map(one, ks).reshape(-1)[:r]
 
 
-def _general(a, b, c, d):
-    """All zeros outside the poles' 1% zones, scored exactly, then refined (module
-    docstring). Returns ``(k, f(k))``; ``f = inf`` when no candidate is admissible."""
+
+def _prepare(a, b, c, d, S, n_used):
+    """Candidates (``(N + 2,)``: the zeros, then the seeds of equations 29 and 33), whether
+    each is admissible (finite, not forbidden, not within 1% of a pole) and the sorted
+    pole zones."""
     nz = a != 0
     z = jnp.where(nz, b / jnp.where(nz, a, 1.0), jnp.nan)
     k29, k33, _ = _closed_form_candidates(a, b, c, d)
     cands = jnp.concatenate([z, jnp.stack([k29, k33])])
     lo, hi = _pole_zones(c, d)
     admissible = jnp.isfinite(cands) & ~_near_pole_zone(lo, hi, cands)
-    f = jnp.where(admissible, _score_all(a, b, c, d, cands), jnp.inf)
-    i = jnp.argmin(f)
-    k, fk = cands[i], f[i]
-    step = _gauss_newton_step(a, b, c, d, (1.0, 0.5), k, lo, hi)
-    k, fk = jax.lax.fori_loop(0, N_NEWTON, step, (k, fk))
+    if S is not None:
+        admissible = admissible & ~_forbidden_values(S, n_used, cands)
+    return cands, admissible, lo, hi
+
+
+def _batch(n: int, fanout: int) -> int:
+    """Blocks per branch-and-bound step: about ``POINT_BUDGET`` term evaluations."""
+    return int(max(1, min(16, POINT_BUDGET // (2 * fanout * max(n, 1)))))
+
+
+def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=None):
+    """The admissible candidate of lowest ``f`` (steps 1-3 of the module docstring):
+    ``(k, f(k), n_points)``, ``n_points`` the number of exact evaluations of ``f``;
+    ``(nan, inf, .)`` when none is admissible. ``exhaustive=True`` scores every candidate
+    (:func:`_score_all`, the oracle) instead of the branch and bound."""
+    cands, admissible, _, _ = _prepare(a, b, c, d, S, n_used)
+    if exhaustive:
+        f = jnp.where(admissible, _score_all(a, b, c, d, cands), jnp.inf)
+        i = jnp.argmin(f)
+        return (jnp.where(jnp.isfinite(f[i]), cands[i], jnp.nan), f[i],
+                jnp.sum(admissible, dtype=jnp.int32))
+    fanout = FANOUT if fanout is None else int(fanout)
+    ks = jnp.sort(jnp.where(admissible, cands, jnp.inf))
+    n_adm = jnp.sum(admissible, dtype=jnp.int32)
+    return _branch_and_bound(a, b, c, d, ks, n_adm, fanout, _batch(a.shape[0], fanout))
+
+
+def _general(a, b, c, d, S=None, n_used=None):
+    """The best admissible zero (exact branch and bound), then refined (module
+    docstring). Returns ``(k, f(k))``; ``f = inf`` when no candidate is admissible."""
+    k0, f0, _ = _best_candidate(a, b, c, d, S, n_used)
+    lo, hi = _pole_zones(c, d)
+    step = _gauss_newton_step(a, b, c, d, (1.0, 0.5), k0, lo, hi)
+    k, fk = jax.lax.fori_loop(0, N_NEWTON, step, (k0, f0))
+    if S is not None:  # a refined k on a forbidden value: keep the candidate
+        hit = _forbidden_values(S, n_used, k)
+        k, fk = jnp.where(hit, k0, k), jnp.where(hit, f0, fk)
     # no admissible candidate (e.g. every zero within 1% of a pole): no constant, as in
     # the paper
     return jnp.where(jnp.isfinite(fk), k, jnp.nan), fk
@@ -190,13 +268,163 @@ def _gauss_newton_step(a, b, c, d, steps, k_start, lo_zone, hi_zone):
     return step
 
 
-def _solve(a, b, c, d, general: bool):
+# ---------------------------------------------------------------------------------------
+# General case: the best admissible zero by branch and bound (exact, module docstring)
+# ---------------------------------------------------------------------------------------
+
+class _Level(NamedTuple):
+    """State of one level of the branch and bound (a ``lax.while_loop``)."""
+
+    pos: jax.Array  # () int32, next position in this level's blocks sorted by bound
+    best_f: jax.Array  # () exact f of the incumbent (inf: none yet)
+    best_k: jax.Array  # () the incumbent candidate
+    child_lb: jax.Array  # (n_children,) lower bounds of the next level's blocks
+    n_points: jax.Array  # () int32, exact evaluations of f so far
+
+
+def _forbidden_values(S, n_used, k):
+    """True where ``k`` (any shape) equals a value of a used slot of ``S`` ``(K, N)``, or
+    everywhere if a used slot holds ``nan`` (as :func:`~.equations.is_forbidden`). Sorts
+    the ``K*N`` values once: ``O((K*N + R) log(K*N))``."""
+    K = S.shape[0]
+    used = (jnp.arange(K) < n_used)[:, None]
+    any_nan = jnp.any(jnp.isnan(S) & used)
+    vals = jnp.sort(jnp.where(used & ~jnp.isnan(S), S, jnp.inf).reshape(-1))
+    i = jnp.clip(jnp.searchsorted(vals, k, side="left"), 0, vals.shape[0] - 1)
+    return any_nan | (vals[i] == k)
+
+
+def _prune_margin(n: int, dtype) -> float:
+    """Relative slack of the pruning test (a static float): bounds and exact values are
+    sums of ``n`` rounded terms; a block is pruned only if its bound exceeds the
+    incumbent by more than their rounding, so no pruned candidate can beat the incumbent
+    by more than rounding."""
+    eps = float(jnp.finfo(dtype).eps)
+    return min(4.0 * n * eps, 1e-4) + 16.0 * eps
+
+
+def _terms(a, b, c, d, k):
+    """``t_i(k) = ((a_i k - b_i)/(c_i k - d_i))**2`` at points ``k`` ``(..., 1)``, ->
+    ``(..., N)``, with the exact ``f`` at each point (``inf`` where a denominator is zero
+    or ``f`` is not finite, as :func:`_score_all`) and the terms made safe for a bound
+    (non-finite -> 0)."""
+    den = c * k - d
+    t = ((a * k - b) / den) ** 2
+    f = jnp.mean(t, axis=-1)
+    bad = jnp.any(den == 0, axis=-1) | ~jnp.isfinite(f) | ~jnp.isfinite(k[..., 0])
+    return jnp.where(bad, jnp.inf, f), jnp.where(jnp.isfinite(t), t, 0.0)
+
+
+def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch):
+    """Best ``f`` over the sorted admissible candidates ``ks[:n_adm]`` (``ks`` ``(R,)``,
+    ``+inf`` after them): ``(k, f(k), n_points)``; ``(nan, inf, .)`` when ``n_adm == 0``.
+
+    Blocks of consecutive candidates form an ``fanout``-ary tree over positions: leaves of
+    ``2*fanout`` candidates, level sizes ``2*fanout * fanout**(T - l)``. Each level is a
+    ``lax.while_loop`` over its surviving blocks in increasing order of their bound,
+    ``batch`` blocks per step; a step evaluates ``2*fanout`` points per block on all
+    ``N`` terms (a ``(batch, 2*fanout, N)`` kernel): the two ends of each child (exact
+    ``f`` there, and the child's bound) or, at the leaves, every candidate. The loop of a
+    level stops at the first block whose bound is at least the incumbent (they are
+    sorted): every later block is pruned too.
+    """
+    n, dt = a.shape[0], a.dtype
+    R = ks.shape[0]
+    L = 2 * fanout
+    T = 0
+    while L * fanout**T < R:
+        T += 1
+    margin = _prune_margin(n, dt)
+    z = jnp.where(a != 0, b / jnp.where(a != 0, a, 1.0), jnp.nan)  # zero of each term
+    gen = c != 0
+    # c == 0 terms: Q(k) = sum(((a k - b)/d)**2) = A k^2 - 2 B k + C, bounded on an interval
+    # by its value at the vertex plus A * distance^2, made safe for the cancellation of the
+    # expanded form (module docstring, "bound")
+    dq = jnp.where(gen | (d == 0), 1.0, d)
+    aq = jnp.where(gen, 0.0, a / dq)
+    bq = jnp.where(gen, 0.0, b / dq)
+    qa, qb, qc = jnp.sum(aq * aq), jnp.sum(aq * bq), jnp.sum(bq * bq)
+    kq = jnp.where(qa > 0, qb / jnp.where(qa > 0, qa, 1.0), 0.0)
+    q0 = jnp.sum((aq * kq - bq) ** 2)
+
+    def quad_bound(lo, hi):
+        dist = jnp.maximum(jnp.maximum(lo - kq, kq - hi), 0.0)
+        scale = qc + qa * jnp.maximum(lo * lo, hi * hi)
+        lb = (1 - margin) * (q0 + qa * dist * dist) - margin * scale
+        return jnp.where(jnp.isfinite(lb), jnp.maximum(lb, 0.0), 0.0)
+
+    def take(f_pts, k_pts, best_f, best_k):
+        f_pts, k_pts = f_pts.reshape(-1), k_pts.reshape(-1)
+        i = jnp.argmin(f_pts)
+        better = f_pts[i] < best_f
+        return jnp.where(better, f_pts[i], best_f), jnp.where(better, k_pts[i], best_k)
+
+    best_f = jnp.asarray(jnp.inf, dt)
+    best_k = jnp.asarray(jnp.nan, dt)
+    n_points = jnp.asarray(0, jnp.int32)
+    lb = jnp.full((1,), -jnp.inf, dt)  # the root block, never pruned
+    for level in range(T + 1):
+        size = L * fanout ** (T - level)  # candidates per block at this level
+        n_blocks = lb.shape[0]
+        leaf = level == T
+        csize = size // fanout
+        n_children = 1 if leaf else -(-R // csize)
+        order = jnp.argsort(lb)
+        lb_sorted = lb[order]
+        child_lb0 = jnp.full((n_children,), jnp.inf, dt)
+
+        def cond(s, lb_sorted=lb_sorted, n_blocks=n_blocks):
+            p = jnp.minimum(s.pos, n_blocks - 1)
+            return (s.pos < n_blocks) & (lb_sorted[p] < s.best_f * (1 + margin))
+
+        def body(s, order=order, lb_sorted=lb_sorted, n_blocks=n_blocks, size=size,
+                 csize=csize, leaf=leaf, n_children=n_children):
+            slot = s.pos + jnp.arange(batch)
+            blk = order[jnp.minimum(slot, n_blocks - 1)]
+            # a block past the stopping point of this level (or past its end) does nothing
+            live = (slot < n_blocks) & (lb_sorted[jnp.minimum(slot, n_blocks - 1)]
+                                        < s.best_f * (1 + margin))
+            if leaf:
+                idx = blk[:, None] * size + jnp.arange(size)[None, :]  # (batch, L)
+                valid = live[:, None] & (idx < n_adm)
+                kp = jnp.where(valid, ks[jnp.minimum(idx, R - 1)], jnp.nan)
+                f_pts, _ = _terms(a, b, c, d, kp[..., None])
+                best_f, best_k = take(jnp.where(valid, f_pts, jnp.inf), kp, s.best_f,
+                                      s.best_k)
+                return _Level(s.pos + batch, best_f, best_k, s.child_lb,
+                              s.n_points + jnp.sum(valid, dtype=jnp.int32))
+            child = blk[:, None] * fanout + jnp.arange(fanout)[None, :]  # (batch, F)
+            start = child * csize
+            valid = live[:, None] & (start < n_adm)
+            end = jnp.minimum(start + csize, n_adm) - 1
+            ends = jnp.stack([start, end], axis=-1)  # (batch, F, 2)
+            kp = jnp.where(valid[..., None], ks[jnp.clip(ends, 0, R - 1)], jnp.nan)
+            f_pts, t = _terms(a, b, c, d, kp[..., None])  # (batch, F, 2), (batch, F, 2, N)
+            lo, hi = kp[..., 0], kp[..., 1]
+            inside = (z >= lo[..., None]) & (z <= hi[..., None])  # the term's zero in it
+            tmin = jnp.where(gen & ~inside, jnp.minimum(t[..., 0, :], t[..., 1, :]), 0.0)
+            bound = (jnp.sum(tmin, axis=-1) + quad_bound(lo, hi)) / n
+            bound = jnp.where(valid, bound, jnp.inf)
+            best_f, best_k = take(jnp.where(valid[..., None], f_pts, jnp.inf), kp,
+                                  s.best_f, s.best_k)
+            target = jnp.where(live[:, None], child, n_children)  # dropped if not live
+            child_lb = s.child_lb.at[target.reshape(-1)].set(bound.reshape(-1), mode="drop")
+            return _Level(s.pos + batch, best_f, best_k, child_lb,
+                          s.n_points + 2 * jnp.sum(valid, dtype=jnp.int32))
+
+        s = lax.while_loop(cond, body, _Level(jnp.asarray(0, jnp.int32), best_f, best_k,
+                                             child_lb0, n_points))
+        best_f, best_k, n_points, lb = s.best_f, s.best_k, s.n_points, s.child_lb
+    return best_k, best_f, n_points
+
+
+def _solve(a, b, c, d, S, n_used, general: bool):
     """``(k, f(k), ok)``; ``general=False`` assumes ``c == 0`` everywhere (eq. 29 only)."""
     if general:
         cz, case33, case34, undefined = _case_flags(a, b, c, d)
         k = jax.lax.cond(cz | case33 | case34,
                          lambda: _closed_form(a, b, c, d, cz, case33),
-                         lambda: _general(a, b, c, d)[0])
+                         lambda: _general(a, b, c, d, S, n_used)[0])
         f = jnp.mean(((a * k - b) / (c * k - d)) ** 2)
         ok = ~undefined & jnp.isfinite(k) & jnp.isfinite(f) & ~_near_pole(c, d, k)
     else:  # c == 0: f(k) = mean(((a*k - b)/d)**2), eq. 29
@@ -204,27 +432,38 @@ def _solve(a, b, c, d, general: bool):
         k = _safe_ratio(jnp.sum(a * b * w), jnp.sum(a * a * w))
         f = jnp.mean(((a * k - b) / d) ** 2)
         ok = jnp.all(d != 0) & jnp.any(a != 0) & jnp.isfinite(k) & jnp.isfinite(f)
+    if S is not None:
+        ok = ok & ~_forbidden_values(S, n_used, k)
     return k, jnp.where(ok, f, jnp.inf), ok
 
 
 @jax.jit
-def optimal_constant(a, b, c, d):
+def optimal_constant(a, b, c, d, S=None, n_used=None):
     """Constant ``k`` minimising equation 27 for one node equation.
 
     Args:
-      a, b, c, d: ``(N,)`` float arrays, a node equation (e.g. one row of
-        :func:`~jaxsr.symbolic.node_equations`, or one transformed by
-        :func:`~jaxsr.symbolic.child_equation` for ``k op x``).
+      a, b, c, d: ``(N,)`` float arrays (float64 or float32), a node equation (e.g. one
+        row of :func:`~jaxsr.symbolic.node_equations`, or one transformed by
+        :func:`~jaxsr.symbolic.child_equation` for ``k op x``). Sample weights are
+        already folded in (``a = sqrt(w)``, ``b = sqrt(w) t`` at the root).
+      S: optional ``(K, N)`` forbidden values of the equation's node (e.g.
+        :func:`~jaxsr.symbolic.child_forbidden` of a node's forbidden set); ``None``: no
+        forbidden values.
+      n_used: int scalar, the slots of ``S`` in use (the first ``n_used`` rows); a used
+        slot holding ``nan`` forbids every constant (as
+        :func:`~jaxsr.symbolic.equations.is_forbidden`). Required with ``S``.
 
     Returns:
       ``(k, mse, valid)``: scalar constant, the MSE ``f(k)`` it gives (``inf`` if invalid)
       and a bool, False where no minimum exists (``a == c == 0``), the equation is
-      undefined (``c_i == d_i == 0``) or ``k`` is not finite / on a pole.
+      undefined (``c_i == d_i == 0``), ``k`` is not finite / on a pole, or ``k`` is
+      forbidden.
 
-    Uses the closed forms (29, 33, 34) where they apply, else all the zeros ``b_i/a_i``
-    outside the poles' 1% zones scored exactly (``O(N**2)`` work in chunks of
-    ``SCORE_BUDGET``), then safeguarded Gauss-Newton refinement (module docstring): never
-    worse than the paper's procedure. Jit- and vmap-able.
+    Uses the closed forms (29, 33, 34) where they apply (a forbidden closed-form minimum
+    is invalid, as the paper), else the best non-forbidden zero ``b_i/a_i`` outside the
+    poles' 1% zones, found exactly by branch and bound, then safeguarded Gauss-Newton
+    refinement (module docstring): never worse than the paper's procedure. Jit- and
+    vmap-able.
 
     Example:
       >>> import jax.numpy as jnp
@@ -233,8 +472,10 @@ def optimal_constant(a, b, c, d):
       >>> float(k), bool(ok)   # equation 30: the mean of the target
       (3.3333333333333335, True)
     """
+    if (S is None) != (n_used is None):
+        raise ValueError("optimal_constant: pass S and n_used together (or neither).")
     return jax.lax.cond(
         jnp.all(c == 0),
-        lambda: _solve(a, b, c, d, general=False),
-        lambda: _solve(a, b, c, d, general=True),
+        lambda: _solve(a, b, c, d, S, n_used, general=False),
+        lambda: _solve(a, b, c, d, S, n_used, general=True),
     )
