@@ -71,10 +71,26 @@ candidate cannot beat ``f_best`` by more than rounding, and every candidate is e
 a pruned block or evaluated exactly. Each bound also gives the exact ``f`` at the block's
 ends (the same ``t_i`` summed), so the incumbent improves at every level.
 
+At the leaf blocks (``2 * FANOUT`` candidates) each candidate ``k_j`` gets its own, much
+tighter bound: ``f`` is dominated by the few terms whose pole (or zero) is near ``k_j``,
+and those are what the block bound drops. With a window ``W = [w_lo, w_hi]`` holding the
+block (and ``LEAF_REACH`` neighbouring candidates on each side when their terms fit the
+gather size, else just the block), the "near" terms, whose zero or pole lies in ``W``,
+are found as two contiguous runs of the zeros and poles sorted once (at most
+``_near_cap(N)`` each; a run that does not fit is not gathered) and evaluated exactly at
+``k_j``; every other term has neither its zero nor its pole in ``[lo, hi]`` and enters
+with ``min(t_i(lo), t_i(hi))`` (or 0 if its zero is in the block), its minimum over the
+block by the argument above. A term whose zero and pole are both in ``W`` is counted once.
+So ``LB_j <= f(k_j)``, and only candidates with ``LB_j`` below the incumbent are
+evaluated exactly, in increasing order of ``LB_j``.
+
 Cost: sorting plus, per level of the block tree, ``2 * FANOUT`` evaluations of ``N``
-terms per surviving block; in the worst case (nothing pruned) about 3x scoring every
-candidate, typically a small fraction (``benchmarks/bench_constant.py``). Memory: one
-``(batch, 2 * FANOUT, N)`` kernel and ``O(N / FANOUT)`` bounds. All functions are pure,
+terms per surviving inner block, 2 per surviving leaf block (plus the near terms at its
+candidates), then one per surviving candidate; in the worst case (nothing pruned) about
+1.3x scoring every candidate, typically a small fraction: at ``N = 1e4`` with poles among
+the data about 40x faster (``benchmarks/bench_constant.py``). Memory: one
+``(batch, 2 * FANOUT, N)`` kernel (``batch * 2 * FANOUT * N <= POINT_BUDGET`` unless
+``N`` alone exceeds it) and ``O(N)`` bounds. All functions are pure,
 jit- and vmap-able, static shapes.
 """
 
@@ -87,8 +103,9 @@ import jax.numpy as jnp
 from jax import lax
 
 __all__ = ["optimal_constant", "constant_mse", "N_NEWTON", "POLE_EXCLUSION", "POLE_RTOL",
-           "SCORE_BUDGET", "FANOUT", "POINT_BUDGET", "N_QUANTILES", "N_SUBSAMPLE",
-           "N_POLISH"]
+           "SCORE_BUDGET", "FANOUT", "POINT_BUDGET", "LEAF_REACH", "LEAF_DIVISOR",
+           "NEAR_FACTOR", "NEAR_CAP",
+           "N_QUANTILES", "N_SUBSAMPLE", "N_POLISH"]
 
 N_NEWTON = 8
 POLE_EXCLUSION = 1e-2  # candidates within 1% of a pole are excluded (section 2.1)
@@ -96,6 +113,10 @@ POLE_RTOL = 1e-12  # a closed-form k this close to a pole is invalid
 SCORE_BUDGET = 1 << 22  # elements per chunk when scoring all the zeros (the oracle)
 FANOUT = 8  # children per block of the branch and bound (leaves: 2 * FANOUT candidates)
 POINT_BUDGET = 1 << 15  # term evaluations per branch-and-bound step (sets the batch)
+LEAF_REACH = 8  # a leaf block's near terms: zero or pole within this many neighbours
+LEAF_DIVISOR = 4  # leaf blocks hold about sqrt(N) / LEAF_DIVISOR candidates
+NEAR_FACTOR = 8  # zeros (and poles) gathered per leaf block: NEAR_FACTOR * leaf size
+NEAR_CAP = 4096  # at most this many
 # kept for callers of the earlier bounded solver; the general case no longer uses them
 N_QUANTILES = 16
 N_SUBSAMPLE = 256
@@ -205,7 +226,8 @@ def _batch(n: int, fanout: int) -> int:
     return int(max(1, min(16, POINT_BUDGET // (2 * fanout * max(n, 1)))))
 
 
-def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=None):
+def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=None,
+                    leaf_size=None, near_cap=None):
     """The admissible candidate of lowest ``f`` (steps 1-3 of the module docstring):
     ``(k, f(k), n_points)``, ``n_points`` the number of exact evaluations of ``f``;
     ``(nan, inf, .)`` when none is admissible. ``exhaustive=True`` scores every candidate
@@ -219,13 +241,15 @@ def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=No
     fanout = FANOUT if fanout is None else int(fanout)
     ks = jnp.sort(jnp.where(admissible, cands, jnp.inf))
     n_adm = jnp.sum(admissible, dtype=jnp.int32)
-    return _branch_and_bound(a, b, c, d, ks, n_adm, fanout, _batch(a.shape[0], fanout))
+    return _branch_and_bound(a, b, c, d, ks, n_adm, fanout, _batch(a.shape[0], fanout),
+                             leaf_size, near_cap)
 
 
-def _general(a, b, c, d, S=None, n_used=None):
-    """The best admissible zero (exact branch and bound), then refined (module
-    docstring). Returns ``(k, f(k))``; ``f = inf`` when no candidate is admissible."""
-    k0, f0, _ = _best_candidate(a, b, c, d, S, n_used)
+def _general(a, b, c, d, S=None, n_used=None, exhaustive=False):
+    """The best admissible zero (exact branch and bound; ``exhaustive=True``: every
+    candidate scored, the earlier solver), then refined (module docstring). Returns
+    ``(k, f(k))``; ``f = inf`` when no candidate is admissible."""
+    k0, f0, _ = _best_candidate(a, b, c, d, S, n_used, exhaustive=exhaustive)
     lo, hi = _pole_zones(c, d)
     step = _gauss_newton_step(a, b, c, d, (1.0, 0.5), k0, lo, hi)
     k, fk = jax.lax.fori_loop(0, N_NEWTON, step, (k0, f0))
@@ -294,6 +318,23 @@ def _forbidden_values(S, n_used, k):
     return any_nan | (vals[i] == k)
 
 
+def _leaf_size(n: int) -> int:
+    """Candidates per leaf block (a static int): ``sqrt(N) / LEAF_DIVISOR`` rounded up to a
+    power of two, at least 16. A leaf costs 2 evaluations of ``N`` terms plus its
+    candidates times the near terms (about ``leaf**2`` when zeros are dense), so about
+    ``sqrt(N)`` balances the two: ``O(N**1.5)`` for all the leaves."""
+    g = 16
+    while g < n**0.5 / LEAF_DIVISOR:
+        g *= 2
+    return g
+
+
+def _near_cap(leaf: int) -> int:
+    """Zeros (and as many poles) gathered per leaf block: ``NEAR_FACTOR * leaf``, at most
+    :data:`NEAR_CAP` (a static int)."""
+    return int(min(NEAR_CAP, NEAR_FACTOR * leaf))
+
+
 def _prune_margin(n: int, dtype) -> float:
     """Relative slack of the pruning test (a static float): bounds and exact values are
     sums of ``n`` rounded terms; a block is pruned only if its bound exceeds the
@@ -315,28 +356,44 @@ def _terms(a, b, c, d, k):
     return jnp.where(bad, jnp.inf, f), jnp.where(jnp.isfinite(t), t, 0.0)
 
 
-def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch):
+def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near_cap=None):
     """Best ``f`` over the sorted admissible candidates ``ks[:n_adm]`` (``ks`` ``(R,)``,
-    ``+inf`` after them): ``(k, f(k), n_points)``; ``(nan, inf, .)`` when ``n_adm == 0``.
+    ``+inf`` after them): ``(k, f(k), n_points)``, ``n_points`` the number of exact
+    evaluations of ``f`` (``N`` terms each); ``(nan, inf, .)`` when ``n_adm == 0``.
 
-    Blocks of consecutive candidates form an ``fanout``-ary tree over positions: leaves of
-    ``2*fanout`` candidates, level sizes ``2*fanout * fanout**(T - l)``. Each level is a
-    ``lax.while_loop`` over its surviving blocks in increasing order of their bound,
-    ``batch`` blocks per step; a step evaluates ``2*fanout`` points per block on all
-    ``N`` terms (a ``(batch, 2*fanout, N)`` kernel): the two ends of each child (exact
-    ``f`` there, and the child's bound) or, at the leaves, every candidate. The loop of a
-    level stops at the first block whose bound is at least the incumbent (they are
-    sorted): every later block is pruned too.
+    Blocks of consecutive candidates form a ``fanout``-ary tree over positions: leaf
+    blocks of ``2*fanout`` candidates, level sizes ``2*fanout * fanout**(T - l)``. Each
+    level is a ``lax.while_loop`` over its surviving blocks in increasing order of their
+    bound, ``batch`` blocks per step, and stops at the first block whose bound is at
+    least the incumbent (they are sorted, so every later block is pruned too):
+
+    * an inner block: the two ends of each child are evaluated on all ``N`` terms (a
+      ``(batch, 2*fanout, N)`` kernel), giving their exact ``f`` (incumbent) and the
+      child's bound;
+    * a leaf block: its two ends are evaluated, and every candidate ``k_j`` in it gets
+      its own bound: the terms whose zero or pole lies in the window of the block and
+      ``LEAF_REACH`` neighbours on each side (at most ``NEAR_CAP`` of each, found in the
+      sorted zeros and poles) are evaluated exactly at ``k_j``, the other terms have
+      neither in the block and enter with their minimum over it;
+    * last, the candidates whose own bound is below the incumbent are evaluated exactly,
+      in increasing order of that bound, ``POINT_BUDGET // N`` at a time.
     """
     n, dt = a.shape[0], a.dtype
     R = ks.shape[0]
-    L = 2 * fanout
+    L = _leaf_size(n) if leaf_size is None else int(leaf_size)
     T = 0
     while L * fanout**T < R:
         T += 1
     margin = _prune_margin(n, dt)
     z = jnp.where(a != 0, b / jnp.where(a != 0, a, 1.0), jnp.nan)  # zero of each term
     gen = c != 0
+    # zeros and poles of the c != 0 terms, sorted (the near terms of a leaf block)
+    zg = jnp.where(gen & jnp.isfinite(z), z, jnp.inf)
+    pg = jnp.where(gen, d / jnp.where(gen, c, 1.0), jnp.inf)
+    pg = jnp.where(jnp.isfinite(pg), pg, jnp.inf)
+    perm_z, perm_p = jnp.argsort(zg), jnp.argsort(pg)
+    zs, ps = zg[perm_z], pg[perm_p]
+    G = _near_cap(L) if near_cap is None else int(near_cap)
     # c == 0 terms: Q(k) = sum(((a k - b)/d)**2) = A k^2 - 2 B k + C, bounded on an interval
     # by its value at the vertex plus A * distance^2, made safe for the cancellation of the
     # expanded form (module docstring, "bound")
@@ -359,62 +416,130 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch):
         better = f_pts[i] < best_f
         return jnp.where(better, f_pts[i], best_f), jnp.where(better, k_pts[i], best_k)
 
+    def at(idx):
+        return ks[jnp.clip(idx, 0, R - 1)]
+
+    def inner(s, blk, live, size, n_children):
+        csize = size // fanout
+        child = blk[:, None] * fanout + jnp.arange(fanout)[None, :]  # (batch, F)
+        start = child * csize
+        valid = live[:, None] & (start < n_adm)
+        end = jnp.minimum(start + csize, n_adm) - 1
+        kp = jnp.where(valid[..., None], at(jnp.stack([start, end], axis=-1)), jnp.nan)
+        f_pts, t = _terms(a, b, c, d, kp[..., None])  # (batch, F, 2), (batch, F, 2, N)
+        lo, hi = kp[..., 0], kp[..., 1]
+        inside = (z >= lo[..., None]) & (z <= hi[..., None])  # the term's zero in it
+        tmin = jnp.where(gen & ~inside, jnp.minimum(t[..., 0, :], t[..., 1, :]), 0.0)
+        bound = (jnp.sum(tmin, axis=-1) + quad_bound(lo, hi)) / n
+        bound = jnp.where(valid, bound, jnp.inf)
+        best_f, best_k = take(jnp.where(valid[..., None], f_pts, jnp.inf), kp,
+                              s.best_f, s.best_k)
+        target = jnp.where(live[:, None], child, n_children)  # dropped if not live
+        child_lb = s.child_lb.at[target.reshape(-1)].set(bound.reshape(-1), mode="drop")
+        return best_f, best_k, child_lb, 2 * jnp.sum(valid, dtype=jnp.int32)
+
+    def leaf(s, blk, live, size):
+        start = blk * size  # (batch,)
+        valid = live & (start < n_adm)
+        end = jnp.minimum(start + size, n_adm) - 1
+        kp = jnp.where(valid[:, None], at(jnp.stack([start, end], axis=-1)), jnp.nan)
+        f_pts, t = _terms(a, b, c, d, kp[..., None])  # (batch, 2), (batch, 2, N)
+        best_f, best_k = take(jnp.where(valid[:, None], f_pts, jnp.inf), kp, s.best_f,
+                              s.best_k)
+        lo, hi = kp[:, 0:1], kp[:, 1:2]
+
+        def counts(wl, wh):
+            z0 = jnp.searchsorted(zs, wl, side="left")
+            p0 = jnp.searchsorted(ps, wl, side="left")
+            return (z0, jnp.searchsorted(zs, wh, side="right") - z0,
+                    p0, jnp.searchsorted(ps, wh, side="right") - p0)
+
+        # the near terms: zero or pole in a window [wlo, whi] around [lo, hi], the block
+        # and LEAF_REACH neighbours on each side if their terms fit G, else the block
+        wide = counts(at(jnp.maximum(start - LEAF_REACH, 0)),
+                      at(jnp.minimum(end + LEAF_REACH, n_adm - 1)))
+        tight = counts(lo[:, 0], hi[:, 0])
+        use_wide = (wide[1] <= G) & (wide[3] <= G)
+        z0, nzw, p0, npw = (jnp.where(use_wide, w, t) for w, t in zip(wide, tight,
+                                                                       strict=True))
+        wlo = jnp.where(use_wide, at(jnp.maximum(start - LEAF_REACH, 0)), lo[:, 0])[:, None]
+        whi = jnp.where(use_wide, at(jnp.minimum(end + LEAF_REACH, n_adm - 1)),
+                        hi[:, 0])[:, None]
+        capz, capp = (nzw <= G)[:, None], (npw <= G)[:, None]  # all of them gathered
+        zin_w = (zg >= wlo) & (zg <= whi)
+        pin_w = (pg >= wlo) & (pg <= whi)
+        near = gen & ((capz & zin_w) | (capp & pin_w))
+        inside = (z >= lo) & (z <= hi)
+        far = jnp.where(gen & ~near & ~inside, jnp.minimum(t[:, 0, :], t[:, 1, :]), 0.0)
+        far = jnp.sum(far, axis=-1) + quad_bound(lo[:, 0], hi[:, 0])  # (batch,)
+        g = jnp.arange(G)
+        zi = perm_z[jnp.clip(z0[:, None] + g, 0, n - 1)]
+        pi = perm_p[jnp.clip(p0[:, None] + g, 0, n - 1)]
+        zm = capz & (g < nzw[:, None])
+        # a term with its zero in the window is counted once, with the zeros if gathered
+        pm = capp & (g < npw[:, None]) & ~(capz & (zg[pi] >= wlo) & (zg[pi] <= whi))
+        idx = jnp.concatenate([zi, pi], axis=1)  # (batch, 2G)
+        m = jnp.concatenate([zm, pm], axis=1)
+        pos = start[:, None] + jnp.arange(size)[None, :]  # (batch, L)
+        kj = at(pos)[..., None]
+        tn = ((a[idx][:, None, :] * kj - b[idx][:, None, :])
+              / (c[idx][:, None, :] * kj - d[idx][:, None, :])) ** 2  # (batch, L, 2G)
+        tn = jnp.where(m[:, None, :] & jnp.isfinite(tn), tn, 0.0)
+        lb_j = (far[:, None] + jnp.sum(tn, axis=-1)) / n
+        todo = (valid[:, None] & (pos < n_adm) & (pos != start[:, None])
+                & (pos != end[:, None]))  # the ends are evaluated already
+        target = jnp.where(todo, pos, R)
+        cand_lb = s.child_lb.at[target.reshape(-1)].set(lb_j.reshape(-1), mode="drop")
+        return best_f, best_k, cand_lb, 2 * jnp.sum(valid, dtype=jnp.int32)
+
+    def run_level(lb, best_f, best_k, n_points, n_out, process, per_step):
+        order = jnp.argsort(lb)
+        lb_sorted = lb[order]
+        n_in = lb.shape[0]
+
+        def cond(s):
+            p = jnp.minimum(s.pos, n_in - 1)
+            return (s.pos < n_in) & (lb_sorted[p] < s.best_f * (1 + margin))
+
+        def body(s):
+            slot = s.pos + jnp.arange(per_step)
+            blk = order[jnp.minimum(slot, n_in - 1)]
+            # a block past the stopping point of this level (or its end) does nothing
+            live = (slot < n_in) & (lb_sorted[jnp.minimum(slot, n_in - 1)]
+                                    < s.best_f * (1 + margin))
+            bf, bk, out, used = process(s, blk, live)
+            return _Level(s.pos + per_step, bf, bk, out, s.n_points + used)
+
+        s = lax.while_loop(cond, body, _Level(jnp.asarray(0, jnp.int32), best_f, best_k,
+                                             jnp.full((n_out,), jnp.inf, dt), n_points))
+        return s.child_lb, s.best_f, s.best_k, s.n_points
+
     best_f = jnp.asarray(jnp.inf, dt)
     best_k = jnp.asarray(jnp.nan, dt)
     n_points = jnp.asarray(0, jnp.int32)
     lb = jnp.full((1,), -jnp.inf, dt)  # the root block, never pruned
-    for level in range(T + 1):
-        size = L * fanout ** (T - level)  # candidates per block at this level
-        n_blocks = lb.shape[0]
-        leaf = level == T
-        csize = size // fanout
-        n_children = 1 if leaf else -(-R // csize)
-        order = jnp.argsort(lb)
-        lb_sorted = lb[order]
-        child_lb0 = jnp.full((n_children,), jnp.inf, dt)
+    for level in range(T):
+        size = L * fanout ** (T - level)
+        n_children = -(-R // (size // fanout))
+        lb, best_f, best_k, n_points = run_level(
+            lb, best_f, best_k, n_points, n_children,
+            lambda s, blk, live, size=size, nc=n_children: inner(s, blk, live, size, nc),
+            batch)
+    leaf_batch = int(max(1, min(16, POINT_BUDGET // (2 * max(n, 1)))))
+    lb, best_f, best_k, n_points = run_level(
+        lb, best_f, best_k, n_points, R,
+        lambda s, blk, live: leaf(s, blk, live, L), leaf_batch)
 
-        def cond(s, lb_sorted=lb_sorted, n_blocks=n_blocks):
-            p = jnp.minimum(s.pos, n_blocks - 1)
-            return (s.pos < n_blocks) & (lb_sorted[p] < s.best_f * (1 + margin))
+    point_batch = int(max(1, min(64, POINT_BUDGET // max(n, 1))))
 
-        def body(s, order=order, lb_sorted=lb_sorted, n_blocks=n_blocks, size=size,
-                 csize=csize, leaf=leaf, n_children=n_children):
-            slot = s.pos + jnp.arange(batch)
-            blk = order[jnp.minimum(slot, n_blocks - 1)]
-            # a block past the stopping point of this level (or past its end) does nothing
-            live = (slot < n_blocks) & (lb_sorted[jnp.minimum(slot, n_blocks - 1)]
-                                        < s.best_f * (1 + margin))
-            if leaf:
-                idx = blk[:, None] * size + jnp.arange(size)[None, :]  # (batch, L)
-                valid = live[:, None] & (idx < n_adm)
-                kp = jnp.where(valid, ks[jnp.minimum(idx, R - 1)], jnp.nan)
-                f_pts, _ = _terms(a, b, c, d, kp[..., None])
-                best_f, best_k = take(jnp.where(valid, f_pts, jnp.inf), kp, s.best_f,
-                                      s.best_k)
-                return _Level(s.pos + batch, best_f, best_k, s.child_lb,
-                              s.n_points + jnp.sum(valid, dtype=jnp.int32))
-            child = blk[:, None] * fanout + jnp.arange(fanout)[None, :]  # (batch, F)
-            start = child * csize
-            valid = live[:, None] & (start < n_adm)
-            end = jnp.minimum(start + csize, n_adm) - 1
-            ends = jnp.stack([start, end], axis=-1)  # (batch, F, 2)
-            kp = jnp.where(valid[..., None], ks[jnp.clip(ends, 0, R - 1)], jnp.nan)
-            f_pts, t = _terms(a, b, c, d, kp[..., None])  # (batch, F, 2), (batch, F, 2, N)
-            lo, hi = kp[..., 0], kp[..., 1]
-            inside = (z >= lo[..., None]) & (z <= hi[..., None])  # the term's zero in it
-            tmin = jnp.where(gen & ~inside, jnp.minimum(t[..., 0, :], t[..., 1, :]), 0.0)
-            bound = (jnp.sum(tmin, axis=-1) + quad_bound(lo, hi)) / n
-            bound = jnp.where(valid, bound, jnp.inf)
-            best_f, best_k = take(jnp.where(valid[..., None], f_pts, jnp.inf), kp,
-                                  s.best_f, s.best_k)
-            target = jnp.where(live[:, None], child, n_children)  # dropped if not live
-            child_lb = s.child_lb.at[target.reshape(-1)].set(bound.reshape(-1), mode="drop")
-            return _Level(s.pos + batch, best_f, best_k, child_lb,
-                          s.n_points + 2 * jnp.sum(valid, dtype=jnp.int32))
+    def exact(s, idx, live):
+        kp = jnp.where(live, at(idx), jnp.nan)
+        f_pts, _ = _terms(a, b, c, d, kp[:, None])
+        bf, bk = take(jnp.where(live, f_pts, jnp.inf), kp, s.best_f, s.best_k)
+        return bf, bk, s.child_lb, jnp.sum(live, dtype=jnp.int32)
 
-        s = lax.while_loop(cond, body, _Level(jnp.asarray(0, jnp.int32), best_f, best_k,
-                                             child_lb0, n_points))
-        best_f, best_k, n_points, lb = s.best_f, s.best_k, s.n_points, s.child_lb
+    _, best_f, best_k, n_points = run_level(lb, best_f, best_k, n_points, 1, exact,
+                                            point_batch)
     return best_k, best_f, n_points
 
 
