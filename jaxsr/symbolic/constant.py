@@ -353,7 +353,7 @@ def _terms(a, b, c, d, k):
     t = ((a * k - b) / den) ** 2
     f = jnp.mean(t, axis=-1)
     bad = jnp.any(den == 0, axis=-1) | ~jnp.isfinite(f) | ~jnp.isfinite(k[..., 0])
-    return jnp.where(bad, jnp.inf, f), jnp.where(jnp.isfinite(t), t, 0.0)
+    return jnp.where(bad, jnp.inf, f), jnp.where(jnp.isfinite(t), t, 0.0), t
 
 
 def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near_cap=None):
@@ -394,6 +394,8 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     perm_z, perm_p = jnp.argsort(zg), jnp.argsort(pg)
     zs, ps = zg[perm_z], pg[perm_p]
     G = _near_cap(L) if near_cap is None else int(near_cap)
+    # g_i(k) = a_i/c_i + beta_i / (k - p_i): the curvature of the smooth far terms
+    beta = jnp.abs(jnp.where(gen, (a * d - b * c) / jnp.where(gen, c * c, 1.0), 0.0))
     # c == 0 terms: Q(k) = sum(((a k - b)/d)**2) = A k^2 - 2 B k + C, bounded on an interval
     # by its value at the vertex plus A * distance^2, made safe for the cancellation of the
     # expanded form (module docstring, "bound")
@@ -419,6 +421,29 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     def at(idx):
         return ks[jnp.clip(idx, 0, R - 1)]
 
+    def far_sums(t, t_raw, lo, hi, terms):
+        """Sums over ``terms`` (bool ``(..., N)``) on the blocks ``[lo, hi]`` (``(..., 1)``)
+        from their ends' terms ``t`` (``(..., 2, N)``, made safe) and ``t_raw``:
+        ``rough_sum``: the terms with a zero or pole in the block, by their minimum;
+        over the "smooth" others (neither in the block): the sum of minima, the sums at
+        the two ends and a bound on the curvature of their sum (module docstring)."""
+        inside = (z >= lo) & (z <= hi)
+        pin = (pg >= lo) & (pg <= hi)
+        tlo, thi = t[..., 0, :], t[..., 1, :]
+        tmin = jnp.minimum(tlo, thi)
+        rough = terms & (inside | pin)
+        smooth = terms & ~inside & ~pin
+        rough_sum = jnp.sum(jnp.where(rough & ~inside, tmin, 0.0), axis=-1)
+        min_sum = jnp.sum(jnp.where(smooth, tmin, 0.0), axis=-1)
+        f_lo = jnp.sum(jnp.where(smooth, tlo, 0.0), axis=-1)
+        f_hi = jnp.sum(jnp.where(smooth, thi, 0.0), axis=-1)
+        r = jnp.maximum(lo - pg, pg - hi)  # > 0: the pole is off the block
+        g_max = jnp.sqrt(jnp.maximum(t_raw[..., 0, :], t_raw[..., 1, :]))
+        curv = 2 * (beta**2 / r**4 + 2 * g_max * beta / r**3)  # >= |t_i''| on the block
+        curv = jnp.sum(jnp.where(smooth, curv, 0.0), axis=-1) * (1 + margin)
+        curv = jnp.where(jnp.isfinite(curv), curv, jnp.inf)
+        return rough_sum, min_sum, f_lo, f_hi, curv
+
     def inner(s, blk, live, size, n_children):
         csize = size // fanout
         child = blk[:, None] * fanout + jnp.arange(fanout)[None, :]  # (batch, F)
@@ -426,11 +451,18 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         valid = live[:, None] & (start < n_adm)
         end = jnp.minimum(start + csize, n_adm) - 1
         kp = jnp.where(valid[..., None], at(jnp.stack([start, end], axis=-1)), jnp.nan)
-        f_pts, t = _terms(a, b, c, d, kp[..., None])  # (batch, F, 2), (batch, F, 2, N)
+        f_pts, t, t_raw = _terms(a, b, c, d, kp[..., None])  # (batch, F, 2), (.., 2, N)
         lo, hi = kp[..., 0], kp[..., 1]
-        inside = (z >= lo[..., None]) & (z <= hi[..., None])  # the term's zero in it
-        tmin = jnp.where(gen & ~inside, jnp.minimum(t[..., 0, :], t[..., 1, :]), 0.0)
-        bound = (jnp.sum(tmin, axis=-1) + quad_bound(lo, hi)) / n
+        rough_sum, min_sum, f_lo, f_hi, curv = far_sums(t, t_raw, lo[..., None],
+                                                        hi[..., None], gen)
+        # min over [lo, hi] of the interpolation less the curvature term, a convex
+        # quadratic q(k) = f_lo + slope (k - lo) + curv/2 (k - lo)(k - hi)
+        width = hi - lo
+        slope = jnp.where(width > 0, (f_hi - f_lo) / jnp.where(width > 0, width, 1.0), 0.0)
+        kv = jnp.clip(0.5 * (lo + hi) - slope / jnp.where(curv > 0, curv, jnp.inf), lo, hi)
+        q = f_lo + slope * (kv - lo) + 0.5 * curv * (kv - lo) * (kv - hi)
+        q = jnp.where(jnp.isnan(q), -jnp.inf, q)
+        bound = (rough_sum + jnp.maximum(min_sum, q) + quad_bound(lo, hi)) / n
         bound = jnp.where(valid, bound, jnp.inf)
         best_f, best_k = take(jnp.where(valid[..., None], f_pts, jnp.inf), kp,
                               s.best_f, s.best_k)
@@ -443,7 +475,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         valid = live & (start < n_adm)
         end = jnp.minimum(start + size, n_adm) - 1
         kp = jnp.where(valid[:, None], at(jnp.stack([start, end], axis=-1)), jnp.nan)
-        f_pts, t = _terms(a, b, c, d, kp[..., None])  # (batch, 2), (batch, 2, N)
+        f_pts, t, t_raw = _terms(a, b, c, d, kp[..., None])  # (batch, 2), (batch, 2, N)
         best_f, best_k = take(jnp.where(valid[:, None], f_pts, jnp.inf), kp, s.best_f,
                               s.best_k)
         lo, hi = kp[:, 0:1], kp[:, 1:2]
@@ -469,9 +501,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         zin_w = (zg >= wlo) & (zg <= whi)
         pin_w = (pg >= wlo) & (pg <= whi)
         near = gen & ((capz & zin_w) | (capp & pin_w))
-        inside = (z >= lo) & (z <= hi)
-        far = jnp.where(gen & ~near & ~inside, jnp.minimum(t[:, 0, :], t[:, 1, :]), 0.0)
-        far = jnp.sum(far, axis=-1) + quad_bound(lo[:, 0], hi[:, 0])  # (batch,)
+        rough_sum, min_sum, f_lo, f_hi, curv = far_sums(t, t_raw, lo, hi, gen & ~near)
         g = jnp.arange(G)
         zi = perm_z[jnp.clip(z0[:, None] + g, 0, n - 1)]
         pi = perm_p[jnp.clip(p0[:, None] + g, 0, n - 1)]
@@ -485,7 +515,14 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         tn = ((a[idx][:, None, :] * kj - b[idx][:, None, :])
               / (c[idx][:, None, :] * kj - d[idx][:, None, :])) ** 2  # (batch, L, 2G)
         tn = jnp.where(m[:, None, :] & jnp.isfinite(tn), tn, 0.0)
-        lb_j = (far[:, None] + jnp.sum(tn, axis=-1)) / n
+        width = hi - lo
+        u = jnp.where(width > 0, (kj[..., 0] - lo) / jnp.where(width > 0, width, 1.0), 0.0)
+        interp = (f_lo[:, None] * (1 - u) + f_hi[:, None] * u
+                  - 0.5 * curv[:, None] * (kj[..., 0] - lo) * (hi - kj[..., 0]))
+        interp = jnp.where(jnp.isnan(interp), -jnp.inf, interp)
+        smooth_j = jnp.maximum(min_sum[:, None], interp)
+        lb_j = (rough_sum[:, None] + smooth_j + quad_bound(kj[..., 0], kj[..., 0])
+                + jnp.sum(tn, axis=-1)) / n
         todo = (valid[:, None] & (pos < n_adm) & (pos != start[:, None])
                 & (pos != end[:, None]))  # the ends are evaluated already
         target = jnp.where(todo, pos, R)
@@ -534,7 +571,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
 
     def exact(s, idx, live):
         kp = jnp.where(live, at(idx), jnp.nan)
-        f_pts, _ = _terms(a, b, c, d, kp[:, None])
+        f_pts, _, _ = _terms(a, b, c, d, kp[:, None])
         bf, bk = take(jnp.where(live, f_pts, jnp.inf), kp, s.best_f, s.best_k)
         return bf, bk, s.child_lb, jnp.sum(live, dtype=jnp.int32)
 
