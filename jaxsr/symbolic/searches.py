@@ -439,9 +439,9 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
         kd, op, m = kind[rr], row_op[rr], row_var[rr]
         w = jnp.where(kd == _K_CE, sem[j], jnp.where(kd == _K_CV, XT[m], zero))
         a2, b2, c2, d2 = child_equation(op, True, eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], w)
-        kk, ff, okk = optimal_constant(a2, b2, c2, d2)
         S2 = child_forbidden(op, True, S[j], w[None, :])
-        okk = okk & ~is_forbidden(S2, tree.n_slots[j], kk[None])
+        # the solver drops forbidden zeros before choosing (section 2.1, step 2)
+        kk, ff, okk = optimal_constant(a2, b2, c2, d2, S2, tree.n_slots[j])
         return kk, jnp.where(okk, ff, jnp.inf), okk
 
     by_row = general[:, None] | (~want_product & closed[:, None]

@@ -21,11 +21,11 @@ def _rows(a, b, c, d, S, n_used, W, ops):
 
     def one(w, op):
         a2, b2, c2, d2 = child_equation(op, True, a, b, c, d, w)
-        k, f, ok = optimal_constant(a2, b2, c2, d2)
         S2 = child_forbidden(op, True, S, w[None])
+        k, f, ok = optimal_constant(a2, b2, c2, d2, S2, n_used)
         used = jnp.arange(S.shape[0]) < n_used
         hit = jnp.any((jnp.isnan(S2) | (S2 == k)) & used[:, None])
-        return k, f, ok & ~hit
+        return k, f, ok & ~hit  # the solver already excludes forbidden values
 
     return jax.vmap(one)(W, ops)
 

@@ -241,25 +241,28 @@ def test_branch_and_bound_float32():
 
 def test_forbidden_best_zero_gives_the_next_admissible_one():
     """Paper, section 2.1 step 2: a zero equal to a forbidden value is dropped before
-    choosing, so a forbidden best zero yields the best of the others (not no constant)."""
+    choosing, so a forbidden best zero yields the best of the others (not no constant).
+    N = 3000 > EXHAUSTIVE_MAX: the solver's branch and bound path."""
     rng = np.random.default_rng(13)
-    a, b, c, d = (rng.normal(size=300) for _ in range(4))
-    args = [_pad_to(v, f, jnp.float64) for v, f in ((a, 0), (b, 0), (c, 0), (d, 1))]
-    k_best, f_best = (float(v) for v in _ex(*args))
-    S = np.full((2, _M), np.inf)  # two slots, nothing forbidden yet
-    k0, f0, ok0 = optimal_constant(*args, jnp.asarray(S), 2)
-    assert bool(ok0) and float(f0) <= f_best
-    S[1, 7] = k_best  # the best candidate is forbidden (slot 1)
-    k1, f1, ok1 = optimal_constant(*args, jnp.asarray(S), 2)
+    n = 2000
+    a, b, c, d = (rng.normal(size=n) for _ in range(4))
+    k_best, f_best = paper_constant(a, b, c, d)
+    args = [_padded(a, 0.0), _padded(b, 0.0), _padded(c, 0.0), _padded(d, 1.0)]
+    solve = jax.jit(optimal_constant)
+    S = np.full((2, _N_PAD), np.inf)  # two slots, nothing forbidden yet
+    k0, f0, ok0 = solve(*args, jnp.asarray(S), 2)
+    scale = n / _N_PAD  # the padded mean
+    assert bool(ok0) and float(f0) <= f_best * scale * (1 + 1e-12)
+    S[1, 7] = k_best  # the paper's best zero is forbidden (slot 1)
+    k1, f1, ok1 = solve(*args, jnp.asarray(S), 2)
     assert bool(ok1) and float(k1) != k_best and float(f1) > float(f0)
-    # never worse than the paper's procedure with that value forbidden (numpy, unpadded)
+    # never worse than the paper's procedure with that value forbidden
     _, f_paper = paper_constant(a, b, c, d, forbidden=[k_best])
-    f_paper *= 300 / _M  # the padded mean
-    assert np.isfinite(f_paper) and float(f1) <= f_paper * (1 + 1e-12)
+    assert np.isfinite(f_paper) and float(f1) <= f_paper * scale * (1 + 1e-12)
     # the slot unused: as if nothing were forbidden; a used slot holding nan forbids all
-    k2, f2, _ = optimal_constant(*args, jnp.asarray(S), 1)
+    k2, f2, _ = solve(*args, jnp.asarray(S), 1)
     assert float(k2) == float(k0) and float(f2) == float(f0)
     S[0, 3] = np.nan
-    assert not bool(optimal_constant(*args, jnp.asarray(S), 1)[2])
+    assert not bool(solve(*args, jnp.asarray(S), 1)[2])
     with pytest.raises(ValueError, match="together"):
         optimal_constant(*args, jnp.asarray(S))
