@@ -114,7 +114,7 @@ N_NEWTON = 8
 POLE_EXCLUSION = 1e-2  # candidates within 1% of a pole are excluded (section 2.1)
 POLE_RTOL = 1e-12  # a closed-form k this close to a pole is invalid
 SCORE_BUDGET = 1 << 22  # elements per chunk when scoring all the zeros (the oracle)
-FANOUT = 8  # children per block of the branch and bound (leaves: 2 * FANOUT candidates)
+FANOUT = 4  # children per block of the branch and bound (leaves: 2 * FANOUT candidates)
 POINT_BUDGET = 1 << 15  # term evaluations per branch-and-bound step (sets the batch)
 EXHAUSTIVE_MAX = 1024  # up to this N every candidate is scored (cheaper to compile)
 LEAF_REACH = 8  # a leaf block's near terms: zero or pole within this many neighbours
@@ -560,14 +560,20 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     best_f = jnp.asarray(jnp.inf, dt)
     best_k = jnp.asarray(jnp.nan, dt)
     n_points = jnp.asarray(0, jnp.int32)
-    lb = jnp.full((1,), -jnp.inf, dt)  # the root block, never pruned
-    for level in range(T):
-        size = L * fanout ** (T - level)
-        n_children = -(-R // (size // fanout))
-        lb, best_f, best_k, n_points = run_level(
-            lb, best_f, best_k, n_points, n_children,
-            lambda s, blk, live, size=size, nc=n_children: inner(s, blk, live, size, nc),
-            batch)
+    # the bounds of one level's blocks, in a buffer of the leaf level's size (the widest);
+    # all inner levels run in one loop (one compiled body)
+    n_leaves = -(-R // L)
+    lb = jnp.full((n_leaves,), jnp.inf, dt).at[0].set(-jnp.inf)  # the root, never pruned
+    if T > 0:
+        sizes = jnp.asarray([L * fanout ** (T - lv) for lv in range(T)], jnp.int32)
+
+        def level_body(level, carry):
+            size = sizes[level]
+            return run_level(*carry, n_leaves,
+                             lambda s, blk, live: inner(s, blk, live, size, n_leaves), batch)
+
+        lb, best_f, best_k, n_points = lax.fori_loop(0, T, level_body,
+                                                     (lb, best_f, best_k, n_points))
     leaf_batch = int(max(1, min(16, POINT_BUDGET // (2 * max(n, 1)))))
     lb, best_f, best_k, n_points = run_level(
         lb, best_f, best_k, n_points, R,
