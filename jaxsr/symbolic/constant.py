@@ -74,17 +74,29 @@ candidate cannot beat ``f_best`` by more than rounding, and every candidate is e
 a pruned block or evaluated exactly. Each bound also gives the exact ``f`` at the block's
 ends (the same ``t_i`` summed), so the incumbent improves at every level.
 
-At the leaf blocks (``2 * FANOUT`` candidates) each candidate ``k_j`` gets its own, much
-tighter bound: ``f`` is dominated by the few terms whose pole (or zero) is near ``k_j``,
-and those are what the block bound drops. With a window ``W = [w_lo, w_hi]`` holding the
-block (and ``LEAF_REACH`` neighbouring candidates on each side when their terms fit the
-gather size, else just the block), the "near" terms, whose zero or pole lies in ``W``,
-are found as two contiguous runs of the zeros and poles sorted once (at most
-``_near_cap(N)`` each; a run that does not fit is not gathered) and evaluated exactly at
-``k_j``; every other term has neither its zero nor its pole in ``[lo, hi]`` and enters
-with ``min(t_i(lo), t_i(hi))`` (or 0 if its zero is in the block), its minimum over the
-block by the argument above. A term whose zero and pole are both in ``W`` is counted once.
-So ``LB_j <= f(k_j)``, and only candidates with ``LB_j`` below the incumbent are
+Smooth terms (neither zero nor pole in ``[lo, hi]``) are bounded a second way, and the
+larger bound is used: their sum ``F`` is twice differentiable there, with
+``g_i = a_i/c_i + beta_i/(k - p_i)``, ``beta_i = (a_i d_i - b_i c_i)/c_i**2``,
+``|t_i''| = |2 g_i'**2 + 2 g_i g_i''| <= 2 beta_i**2/r_i**4 + 4 G_i |beta_i|/r_i**3``
+(``r_i`` the distance of the pole to the block, ``G_i = max(|g_i(lo)|, |g_i(hi)|)``, as
+``g_i`` is monotone there), so with ``M`` the sum of these, ``F(k) >= F(lo) (1 - u) +
+F(hi) u - M/2 (k - lo)(hi - k)`` (the interpolation error of a ``C**2`` function,
+``u = (k - lo)/(hi - lo)``); for a block its minimum over ``[lo, hi]`` (a convex
+quadratic) is used. This is what prunes near a smooth minimum, where the minima of the
+terms are loose.
+
+At the leaf blocks (about ``sqrt(N)/4`` candidates, :func:`_leaf_size`) each candidate
+``k_j`` gets its own, much tighter bound: ``f`` is dominated by the few terms whose pole
+(or zero) is near ``k_j``, and those are what a block bound drops. With a window
+``W = [w_lo, w_hi]`` holding the block (and ``LEAF_REACH`` neighbouring candidates on
+each side when their terms fit the gather size, else just the block), the "near" terms,
+whose zero or pole lies in ``W``, are found as two contiguous runs of the zeros and
+poles sorted once (at most :func:`_near_cap` each; a run that does not fit is not
+gathered) and evaluated exactly at ``k_j``; every other term has neither its zero nor its
+pole in ``W`` (or is bounded by the block rule if not gathered) and enters with its
+bound at ``k_j`` (the smooth interpolation above, or the minimum over the block; the
+``c == 0`` quadratic at ``k_j``). A term whose zero and pole are both in ``W`` is counted
+once. So ``LB_j <= f(k_j)``, and only candidates with ``LB_j`` below the incumbent are
 evaluated exactly, in increasing order of ``LB_j``.
 
 Cost: sorting plus, per level of the block tree, ``2 * FANOUT`` evaluations of ``N``
@@ -114,7 +126,7 @@ N_NEWTON = 8
 POLE_EXCLUSION = 1e-2  # candidates within 1% of a pole are excluded (section 2.1)
 POLE_RTOL = 1e-12  # a closed-form k this close to a pole is invalid
 SCORE_BUDGET = 1 << 22  # elements per chunk when scoring all the zeros (the oracle)
-FANOUT = 4  # children per block of the branch and bound (leaves: 2 * FANOUT candidates)
+FANOUT = 4  # children per block of the branch and bound
 POINT_BUDGET = 1 << 15  # term evaluations per branch-and-bound step (sets the batch)
 EXHAUSTIVE_MAX = 1024  # up to this N every candidate is scored (cheaper to compile)
 LEAF_REACH = 8  # a leaf block's near terms: zero or pole within this many neighbours
@@ -367,10 +379,11 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     evaluations of ``f`` (``N`` terms each); ``(nan, inf, .)`` when ``n_adm == 0``.
 
     Blocks of consecutive candidates form a ``fanout``-ary tree over positions: leaf
-    blocks of ``2*fanout`` candidates, level sizes ``2*fanout * fanout**(T - l)``. Each
-    level is a ``lax.while_loop`` over its surviving blocks in increasing order of their
-    bound, ``batch`` blocks per step, and stops at the first block whose bound is at
-    least the incumbent (they are sorted, so every later block is pruned too):
+    blocks of ``L = leaf_size`` candidates (default :func:`_leaf_size`), level sizes
+    ``L * fanout**(T - l)``. Each level is a ``lax.while_loop`` over its surviving
+    blocks in increasing order of their bound, ``batch`` blocks per step, and stops at
+    the first block whose bound is at least the incumbent (they are sorted, so every
+    later block is pruned too):
 
     * an inner block: the two ends of each child are evaluated on all ``N`` terms (a
       ``(batch, 2*fanout, N)`` kernel), giving their exact ``f`` (incumbent) and the
@@ -379,13 +392,14 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
       its own bound: the terms whose zero or pole lies in the window of the block and
       ``LEAF_REACH`` neighbours on each side (at most ``NEAR_CAP`` of each, found in the
       sorted zeros and poles) are evaluated exactly at ``k_j``, the other terms have
-      neither in the block and enter with their minimum over it;
+      neither in the block and enter with their minimum over it or, if larger, the
+      interpolation between the ends less the curvature bound;
     * last, the candidates whose own bound is below the incumbent are evaluated exactly,
       in increasing order of that bound, ``POINT_BUDGET // N`` at a time.
     """
     n, dt = a.shape[0], a.dtype
     R = ks.shape[0]
-    L = _leaf_size(n) if leaf_size is None else int(leaf_size)
+    L = _leaf_size(n) if leaf_size is None else max(1, int(leaf_size))
     T = 0
     while L * fanout**T < R:
         T += 1
