@@ -261,11 +261,13 @@ def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=No
                              leaf_size, near_cap)
 
 
-def _general(a, b, c, d, S=None, n_used=None, exhaustive=False):
+def _general(a, b, c, d, S=None, n_used=None, exhaustive=None):
     """The best admissible zero (exact branch and bound; ``exhaustive=True``: every
-    candidate scored, the earlier solver), then refined (module docstring). Returns
+    candidate scored, the earlier solver; ``None``: by the shape, up to
+    :data:`EXHAUSTIVE_MAX` patterns), then refined (module docstring). Returns
     ``(k, f(k))``; ``f = inf`` when no candidate is admissible."""
-    exhaustive = exhaustive or a.shape[0] <= EXHAUSTIVE_MAX  # static: by the shape
+    if exhaustive is None:  # static: by the shape
+        exhaustive = a.shape[0] <= EXHAUSTIVE_MAX
     k0, f0, _ = _best_candidate(a, b, c, d, S, n_used, exhaustive=exhaustive)
     lo, hi = _pole_zones(c, d)
     step = _gauss_newton_step(a, b, c, d, (1.0, 0.5), k0, lo, hi)
