@@ -630,7 +630,10 @@ class OptimalTreeSearch:
         leaf = self._leaf_cost(mask, tot)
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
-        blas = _blas_single_thread()
+        # one shallow-kernel call (d <= kl + 1) is a few products: not worth the ~0.2 s
+        # threadpoolctl takes to find the libraries on the first fit of a process
+        blas = (_blas_single_thread() if not (self.kl and d <= self.kl + 1)
+                else contextlib.nullcontext())
         blas.__enter__()
         self.deadline = None if self.time_limit is None else t0 + float(self.time_limit)
         try:
