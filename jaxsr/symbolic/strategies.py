@@ -35,21 +35,35 @@ import functools
 import itertools
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from .equations import forbidden_sets, node_equations
+from .constant import optimal_constant
+from .equations import (
+    child_equation,
+    child_forbidden,
+    equation_mse,
+    forbidden_sets,
+    is_forbidden,
+    node_equations,
+)
 from .expression import ADD, CONST, DIV, MUL, SUB, VAR, Expression, capacity_bucket
 from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all
-from .semantics import node_semantics, tree_mse
+from .semantics import combine, node_semantics, tree_mse
 
 __all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "ROUNDING_ULPS", "slot_bucket",
-           "scale_output"]
+           "scale_output", "ConstantPasses", "constant_passes", "Polish", "polish_steps"]
 
 SEARCH_NAMES = ("constant", "variable", "constant-variable", "constant-expression")
 MAX_TRIES = 8
+START_CAPACITY_MAX = 64
+"""A fit with ``max_nodes`` up to this runs at the capacity bucket of ``max_nodes`` from
+its first iteration (one compilation per kernel); larger or unlimited trees start at 16
+and move up a bucket as they grow."""
 ROUNDING_ULPS = 1024
 """The acceptance floor: errors of up to this many units in the last place of the
 target's scale are rounding (see :class:`DomeSearch`). The constants come from ratios of
@@ -160,6 +174,236 @@ def _joint_constant_step(tree, XT, y, lam, weights=None):
     return tree.value + jnp.where(is_const & jnp.isfinite(delta), delta, 0.0)
 
 
+# ------------------------------------------------------------------ section 2.6 on device
+# Status of a run of :func:`constant_passes` / :func:`polish_steps`.
+RUNNING, CONVERGED, AT_FLOOR, CAPPED = 0, 1, 2, 3
+
+
+class ConstantPasses(NamedTuple):
+    """State of the cyclic constant optimisation (section 2.6), carried between calls of
+    :func:`constant_passes` (all scalars but ``value``)."""
+
+    value: jax.Array  # (capacity,) the tree's constants (other entries unchanged)
+    mse: jax.Array  # () true MSE of the tree with these constants
+    pos: jax.Array  # int32 (): position (in the list of constant nodes) of the next visit
+    passes: jax.Array  # int32 (): passes begun
+    changed: jax.Array  # bool (): the current pass changed a constant
+    changes: jax.Array  # int32 (): constants changed so far
+    status: jax.Array  # int32 (): RUNNING, CONVERGED (a pass changed nothing), AT_FLOOR
+    #                    (MSE at the rounding floor), CAPPED (max_passes passes ended)
+
+
+def _path(tree, j):
+    """Pre-order indices from the root to node ``j``: ``(capacity,)`` int32, entries
+    ``0 .. depth[j]`` used (``path[0] = 0``, ``path[depth[j]] = j``)."""
+    dj = tree.depth[j]
+
+    def up(t, carry):
+        node, path = carry
+        return tree.parent[node], path.at[dj - t].set(node)
+
+    return lax.fori_loop(0, dj, up, (j, jnp.zeros_like(tree.op)))[1], dj
+
+
+def _equation_at(tree, sem, y, weights, path, dj):
+    """The node equation ``a, b, c, d`` (each ``(N,)``) of ``path[dj]``, top-down along
+    the path: the same rules, in the same order, as :func:`node_equations` (equations
+    7-20), without the other nodes."""
+    n, dt = sem.shape[1], sem.dtype
+    sw = jnp.ones((n,), dt) if weights is None else jnp.sqrt(weights.astype(dt))
+    root = (sw, sw * y.astype(dt), jnp.zeros((n,), dt), jnp.full((n,), -1.0, dt))
+
+    def down(t, e):
+        p, ch = path[t], path[t + 1]
+        first = tree.left[p] == ch
+        other = jnp.where(first, sem[tree.right[p]], sem[tree.left[p]])
+        return child_equation(tree.op[p], first, *e, other)
+
+    return lax.fori_loop(0, dj, down, root)
+
+
+def _forbidden_at(tree, sem, path, dj, n_slots):
+    """Forbidden set ``S`` ``(n_slots, N)`` of ``path[dj]`` (the rules of
+    :func:`forbidden_sets` along the path); all ``+inf`` (unused) when it has none."""
+    n, dt = sem.shape[1], sem.dtype
+    slot = jnp.arange(n_slots)[:, None]
+    S0 = jnp.full((n_slots, n), jnp.inf, dt)
+
+    def down(t, S):
+        p, ch = path[t], path[t + 1]
+        first = tree.left[p] == ch
+        op = tree.op[p]
+        other = jnp.where(first, sem[tree.right[p]], sem[tree.left[p]])
+        new = child_forbidden(op, first, S, other[None, :])
+        cp = tree.n_slots[p]
+        new = jnp.where(slot < cp, new, jnp.inf)
+        return jnp.where((op == DIV) & ~first & (slot == cp), 0.0, new)
+
+    j = path[dj]
+    return lax.cond(tree.n_slots[j] > 0, lambda: lax.fori_loop(0, dj, down, S0), lambda: S0)
+
+
+def _path_rows(tree, sem, path, dj, k):
+    """The path's semantics when the constant ``path[dj]`` becomes ``k``, bottom-up (the
+    same :func:`combine` as :func:`node_semantics`): the new root row ``(N,)``, whether
+    every new row is finite, and whether a division's denominator on the path becomes
+    zero or changes sign (the tests of :func:`_check` for the rows that change; the other
+    rows are those of the current tree, which passed them)."""
+    row = jnp.full((sem.shape[1],), k, sem.dtype)
+
+    def up(t, carry):
+        row, fin, bad = carry
+        ch, p = path[dj - t], path[dj - 1 - t]
+        first = tree.left[p] == ch
+        is_den = (tree.op[p] == DIV) & ~first
+        bad = bad | (is_den & (jnp.any(row == 0) | (jnp.any(row > 0) & jnp.any(row < 0))))
+        left = jnp.where(first, row, sem[tree.left[p]])
+        right = jnp.where(first, sem[tree.right[p]], row)
+        row = combine(tree.op[p], left, right)
+        return row, fin & jnp.all(jnp.isfinite(row)), bad
+
+    return lax.fori_loop(0, dj, up, (row, jnp.all(jnp.isfinite(row)), jnp.zeros((), bool)))
+
+
+def _write_path(tree, sem, path, dj, k, accept):
+    """``sem`` with the path's new rows (as :func:`_path_rows`) written in, if ``accept``
+    (else a loop of no step: nothing is computed or copied)."""
+    j = path[dj]
+    row = jnp.full((sem.shape[1],), k, sem.dtype)
+    sem = lax.dynamic_update_index_in_dim(sem, jnp.where(accept, row, sem[j]), j, 0)
+
+    def up(t, sem):
+        p = path[dj - 1 - t]
+        row = combine(tree.op[p], sem[tree.left[p]], sem[tree.right[p]])
+        return lax.dynamic_update_index_in_dim(sem, row, p, 0)
+
+    return lax.fori_loop(0, jnp.where(accept, dj, 0), up, sem)
+
+
+@functools.partial(jax.jit, static_argnames=("n_slots",))
+def constant_passes(tree, XT, y, weights, const_idx, n_const, state: ConstantPasses,
+                    min_improvement, floor, max_passes, max_visits, n_slots):
+    """The paper's constant optimisation (section 2.6) in one jitted loop.
+
+    Visits the constant nodes ``const_idx[:n_const]`` in turn (passes over them until one
+    changes nothing): at each, the node equation is rebuilt along the path from the root
+    (:func:`_equation_at`, the forbidden set likewise), the constant search of section 2.1
+    gives ``k`` and its reduction (exactly as :func:`~jaxsr.symbolic.search_all`'s
+    constant row), and when that exceeds ``thr = max(min_improvement * MSE, floor)`` the
+    new tree is checked as :meth:`DomeSearch.accepts` does (true MSE below
+    ``MSE - thr``, nothing non-finite, no zero denominator, no pole in the training range)
+    from the semantics of the path only, the rows that change. Accepted changes update the
+    semantics in place. So a visit costs ``O(depth * N)`` (plus the constant solver), not
+    an analysis of the whole tree and a host round trip.
+
+    Args:
+      tree: :class:`TreeArrays` (its ``value`` is ignored: ``state.value`` is used).
+      XT: ``(M, N)``; y: ``(N,)``; weights: ``(N,)`` of mean 1 or ``None``.
+      const_idx: int32 ``(capacity,)``, pre-order indices of the constant nodes first.
+      n_const: int32 (), how many (``>= 1``).
+      state: :class:`ConstantPasses` to continue from (``status == RUNNING``).
+      min_improvement, floor: the acceptance rule's relative and absolute thresholds.
+      max_passes: int32 (), cap on the passes (``2**31 - 1``: none).
+      max_visits: int32 (), visits made by this call at most (the host checks its time
+        budget between calls).
+      n_slots: static, slots of the forbidden sets (as :func:`forbidden_sets`).
+
+    Returns:
+      the new :class:`ConstantPasses`; ``status != RUNNING`` when the optimisation ended.
+    """
+    dt = XT.dtype
+    tree = tree._replace(value=state.value)
+    sem0 = node_semantics(tree, XT)
+    zero = jnp.zeros((XT.shape[1],), dt)
+
+    def cond(carry):
+        s, _, visits = carry
+        return (s.status == RUNNING) & (visits < max_visits)
+
+    def body(carry):
+        s, sem, visits = carry
+        at_floor = s.mse <= floor
+        j = const_idx[s.pos]
+        thr = jnp.maximum(min_improvement * s.mse, floor)
+        path, dj = _path(tree, j)
+        a, b, c, d = _equation_at(tree, sem, y, weights, path, dj)
+        S = _forbidden_at(tree, sem, path, dj, n_slots)
+        base = equation_mse(a, b, c, d, sem[j])
+        a2, b2, c2, d2 = child_equation(ADD, True, a, b, c, d, zero)
+        k, f, ok = optimal_constant(a2, b2, c2, d2)
+        ok = ok & ~is_forbidden(child_forbidden(ADD, True, S, zero[None, :]),
+                                tree.n_slots[j], k[None])
+        red = base - jnp.where(ok, f, jnp.inf)
+        found = ok & jnp.isfinite(red) & (red > thr) & ~at_floor
+        k = jnp.where(found, k, s.value[j])
+        root, fin, bad = _path_rows(tree, sem, path, dj, k)
+        r2 = (root - y) ** 2
+        mse = jnp.mean(r2 if weights is None else weights * r2)
+        accept = found & fin & ~bad & jnp.isfinite(mse) & (mse < s.mse - thr)
+        sem = _write_path(tree, sem, path, dj, k, accept)
+        value = s.value.at[j].set(jnp.where(accept, k, s.value[j]))
+        changed = s.changed | accept
+        pos = s.pos + 1
+        end = pos >= n_const
+        capped = end & changed & (s.passes >= max_passes)
+        again = end & changed & ~capped
+        status = jnp.where(at_floor, AT_FLOOR, jnp.where(
+            end & ~changed, CONVERGED, jnp.where(capped, CAPPED, RUNNING)))
+        new = ConstantPasses(
+            value=value, mse=jnp.where(accept, mse, s.mse),
+            pos=jnp.where(end, 0, pos).astype(jnp.int32),
+            passes=(s.passes + again).astype(jnp.int32),
+            changed=changed & ~again, changes=(s.changes + accept).astype(jnp.int32),
+            status=status.astype(jnp.int32))
+        # at the floor nothing moves (the old code returned before the visit)
+        new = jax.tree.map(lambda n_, o_: jnp.where(at_floor, o_, n_), new,
+                           s._replace(status=jnp.int32(AT_FLOOR)))
+        return new, sem, visits + 1
+
+    out, _, _ = lax.while_loop(cond, body, (state, sem0, jnp.int32(0)))
+    return out
+
+
+class Polish(NamedTuple):
+    """State of :func:`polish_steps` (the joint Levenberg-Marquardt polish)."""
+
+    value: jax.Array  # (capacity,) constants
+    mse: jax.Array  # () true MSE
+    lam: jax.Array  # () damping
+    kept: jax.Array  # int32 (): steps kept
+    steps: jax.Array  # int32 (): steps tried
+    status: jax.Array  # int32 (): RUNNING or CONVERGED (ended)
+
+
+@jax.jit
+def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_calls):
+    """Up to ``max_calls`` steps (of ``max_steps`` in all) of the joint constant polish
+    of :meth:`DomeSearch.polish_constants` in one jitted loop: a damped Gauss-Newton step
+    (:func:`_joint_constant_step`) is kept when the new tree is valid and its true MSE
+    lower (then ``lam / 10``, at least ``1e-12``, and the loop ends at the floor), else
+    ``lam * 100`` (ends above ``1e6``)."""
+
+    def cond(carry):
+        s, calls = carry
+        return (s.status == RUNNING) & (s.steps < max_steps) & (calls < max_calls)
+
+    def body(carry):
+        s, calls = carry
+        t = tree._replace(value=s.value)
+        v = _joint_constant_step(t, XT, y, s.lam, weights)
+        mse, ok = _check(t._replace(value=v), XT, y, weights)
+        good = ok & (mse < s.mse)
+        lam = jnp.where(good, jnp.maximum(s.lam / 10, 1e-12), s.lam * 100)
+        done = jnp.where(good, mse <= floor, lam > 1e6)
+        steps = s.steps + 1
+        return Polish(value=jnp.where(good, v, s.value), mse=jnp.where(good, mse, s.mse),
+                      lam=lam, kept=(s.kept + good).astype(jnp.int32),
+                      steps=steps.astype(jnp.int32),
+                      status=jnp.where(done, CONVERGED, RUNNING).astype(jnp.int32)), calls + 1
+
+    return lax.while_loop(cond, body, (state, jnp.int32(0)))[0]
+
+
 @dataclass
 class Candidate:
     reduction: float
@@ -213,7 +457,10 @@ class DomeSearch:
         self.stop = False  # set by another thread to end the fit at the next check
         self.expr = Expression.constant(float(
             np.mean(y64) if w64 is None else np.sum(w64 * y64) / np.sum(w64)))
-        self.capacity = capacity_bucket(3)
+        # a fit whose max_nodes fits a moderate bucket uses that bucket from the start, so
+        # each kernel compiles once per fit, not once per bucket the tree grows through
+        self.capacity = capacity_bucket(
+            self.max_nodes if self.max_nodes <= START_CAPACITY_MAX else 3)
         self.n_slots = 2
         self._cache = None
         self.mse = self._true_mse(self.expr)[0]
@@ -382,33 +629,42 @@ class DomeSearch:
     def optimise_constants(self) -> tuple[int, bool]:
         """Cyclic constant optimisation (section 2.6): ``(constants changed, capped)``;
         ``capped`` is True when ``max_constant_passes`` ended it before a pass changed
-        nothing."""
-        changes, passes = 0, 0
+        nothing. Runs on the device in one call (:func:`constant_passes`); with a time
+        budget, in calls of a bounded number of visits with the clock checked between."""
+        const_nodes = np.flatnonzero(self.expr.op == CONST).astype(np.int32)
+        if self.max_constant_passes is not None and self.max_constant_passes <= 0:
+            return 0, True
+        if const_nodes.size == 0:
+            return 0, False
+        if self.mse <= self.floor or self.timed_out():
+            return 0, False
+        self._fit_capacity(self.expr)
+        tree = self._tree(self.expr)
+        cap = tree.op.shape[0]
+        idx = np.zeros(cap, np.int32)
+        idx[: const_nodes.size] = const_nodes
+        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
+        state = ConstantPasses(
+            value=jnp.asarray(tree.value), mse=jnp.asarray(self.mse, self.dtype), pos=i32(0),
+            passes=i32(1), changed=jnp.asarray(False), changes=i32(0), status=i32(RUNNING))
+        max_passes = i32(2**31 - 1 if self.max_constant_passes is None
+                         else self.max_constant_passes)
+        n = int(self.XT.shape[1])
+        timed = self.deadline is not None
+        visits = i32(max(1, min(1024, 2**17 // max(n, 1))) if timed else 2**31 - 1)
         while True:
-            if self.max_constant_passes is not None and passes >= self.max_constant_passes:
-                self.n_const_updates += changes
-                return changes, True
-            passes += 1
-            changed = False
-            const_nodes = np.flatnonzero(self.expr.op == CONST)
-            for j in const_nodes:
-                if self.mse <= self.floor or self.timed_out():
-                    self.n_const_updates += changes
-                    return changes, False
-                mask = np.zeros(self.expr.n_nodes, bool)
-                mask[j] = True
-                (cand,) = self.candidates([("constant", mask)]) or (None,)
-                if cand is not None:
-                    new = self.expr.with_constant(int(j), cand.constant)
-                    mse, ok = self._true_mse(new)
-                    if self.accepts(mse, ok):
-                        self.expr, self.mse, self._cache = new, mse, None
-                        changed = True
-                        changes += 1
-            if not changed:
+            state = constant_passes(tree, self.XT, self.y, self.weights, jnp.asarray(idx),
+                                    i32(const_nodes.size), state, self.min_improvement,
+                                    self.floor, max_passes, visits, self.n_slots)
+            status, changes = (int(v) for v in jax.device_get((state.status, state.changes)))
+            if status != RUNNING or self.timed_out():
                 break
+        if changes:
+            value = np.asarray(state.value, np.float64)[: self.expr.n_nodes]
+            self.expr = Expression(self.expr.op, value, self.expr.feature)
+            self.mse, self._cache = float(state.mse), None
         self.n_const_updates += changes
-        return changes, False
+        return changes, status == CAPPED
 
     def polish_constants(self, max_steps: int = 20) -> int:
         """After the cyclic optimisation, move all the constants together (damped
@@ -416,29 +672,28 @@ class DomeSearch:
         changing several constants at once): the cyclic passes crawl along valleys such
         as ``k1 * (k2*x1 + x2)``, leaving the constants of an exact structure some 1e-12
         off, and the searches would then grow terms that only absorb that error. Each
-        step is kept only if it lowers the true MSE; returns the steps kept."""
-        if self.mse <= 0 or not np.any(self.expr.op == CONST):
+        step is kept only if it lowers the true MSE; returns the steps kept. One device
+        call (:func:`polish_steps`); with a time budget, one call per step."""
+        if self.mse <= 0 or not np.any(self.expr.op == CONST) or self.timed_out():
             return 0
-        kept, lam = 0, 1e-3
-        for _ in range(max_steps):
-            if self.timed_out():
+        cap = max(self.capacity, capacity_bucket(self.expr.n_nodes))
+        tree = self.expr.padded(cap, self.dtype)
+        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
+        state = Polish(value=jnp.asarray(tree.value), mse=jnp.asarray(self.mse, self.dtype),
+                       lam=jnp.asarray(1e-3, self.dtype), kept=i32(0), steps=i32(0),
+                       status=i32(RUNNING))
+        calls = i32(1 if self.deadline is not None else max_steps)
+        while True:
+            state = polish_steps(tree, self.XT, self.y, self.weights, state, self.floor,
+                                 i32(max_steps), calls)
+            status, steps = (int(v) for v in jax.device_get((state.status, state.steps)))
+            if status != RUNNING or steps >= max_steps or self.timed_out():
                 break
-            cap = max(self.capacity, capacity_bucket(self.expr.n_nodes))
-            tree = self.expr.padded(cap, self.dtype)
-            v = np.asarray(_joint_constant_step(tree, self.XT, self.y, lam, self.weights),
-                           np.float64)
-            new = Expression(self.expr.op, v[: self.expr.n_nodes], self.expr.feature)
-            mse, ok = self._true_mse(new)
-            if ok and mse < self.mse:
-                self.expr, self.mse, self._cache = new, mse, None
-                kept += 1
-                lam = max(lam / 10, 1e-12)
-                if self.mse <= self.floor:
-                    break
-            else:
-                lam *= 100
-                if lam > 1e6:
-                    break
+        kept = int(state.kept)
+        if kept:
+            value = np.asarray(state.value, np.float64)[: self.expr.n_nodes]
+            self.expr = Expression(self.expr.op, value, self.expr.feature)
+            self.mse, self._cache = float(state.mse), None
         return kept
 
     def _optimise_into(self, rec):

@@ -346,3 +346,98 @@ def test_enable_compilation_cache_is_opt_in_and_sets_the_folder(tmp_path, monkey
     import os
     if not os.access(tmp_path / "ro", os.W_OK):  # (root can write anywhere)
         assert jaxsr.enable_compilation_cache(tmp_path / "ro") is None
+
+
+def _host_constant_optimisation(eng):
+    """Section 2.6 on the host, one constant search and one check per visit (the engine's
+    procedure before it ran on the device): the oracle of the device pass."""
+    changes = 0
+    while True:
+        changed = False
+        for j in np.flatnonzero(eng.expr.op == CONST):
+            if eng.mse <= eng.floor:
+                return changes
+            mask = np.zeros(eng.expr.n_nodes, bool)
+            mask[j] = True
+            (cand,) = eng.candidates([("constant", mask)]) or (None,)
+            if cand is not None:
+                new = eng.expr.with_constant(int(j), cand.constant)
+                mse, ok = eng._true_mse(new)
+                if eng.accepts(mse, ok):
+                    eng.expr, eng.mse, eng._cache = new, mse, None
+                    changed, changes = True, changes + 1
+        if not changed:
+            return changes
+
+
+def _host_polish(eng, max_steps=20):
+    from jaxsr.symbolic.strategies import _joint_constant_step
+
+    kept, lam = 0, 1e-3
+    for _ in range(max_steps):
+        tree = eng.expr.padded(eng.capacity, eng.dtype)
+        v = np.asarray(_joint_constant_step(tree, eng.XT, eng.y, lam, eng.weights))
+        new = Expression(eng.expr.op, v[: eng.expr.n_nodes], eng.expr.feature)
+        mse, ok = eng._true_mse(new)
+        if ok and mse < eng.mse:
+            eng.expr, eng.mse, kept, lam = new, mse, kept + 1, max(lam / 10, 1e-12)
+            if eng.mse <= eng.floor:
+                break
+        else:
+            lam *= 100
+            if lam > 1e6:
+                break
+    return kept
+
+
+def test_device_constant_optimisation_equals_the_host_procedure():
+    """One jitted call per constant optimisation (strategies.constant_passes: the node
+    equation and the check rebuilt along the path of each constant) makes the same
+    changes, in the same order, as a constant search and a true-MSE check per visit:
+    same constants to the last bit, same MSE, same count; the same for the polish. On
+    random trees with divisions (general-case constants, forbidden sets), with weights
+    and a timed run (the device loop in calls of a few visits)."""
+    from jaxsr.symbolic.strategies import DomeSearch
+
+    rng = np.random.default_rng(21)
+    n_checked = n_general = n_changed = 0
+    for trial in range(24):
+        X, _ = _grow_data(40, 100 + trial)
+        e = random_tree(rng, 2)
+        if not np.any(e.op == CONST) or np.max(e.forbidden_slot_counts()) > 2:
+            continue
+        y = e.evaluate(X) * 1.3 + 0.5 * X[:, 0] + rng.normal(size=40) * 0.05
+        w = rng.uniform(0.5, 2.0, size=40) if trial % 2 else np.ones(40)
+        w = w / np.mean(w)
+        XT, yj, wj = jnp.asarray(X.T), jnp.asarray(y), jnp.asarray(w)
+        engines = []
+        for timed in (False, False, True):
+            eng = DomeSearch(XT, yj, np.ones(2, bool), max_nodes=None, max_height=None,
+                             min_improvement=1e-6, feature_names=None, weights=wj,
+                             deadline=1e30 if timed else None)
+            mse, ok = eng._true_mse(e)
+            if not ok:
+                break
+            eng.expr, eng.mse, eng._cache = e, mse, None
+            engines.append(eng)
+        if len(engines) < 3:
+            continue
+        ref, dev, timed = engines
+        n_ref = _host_constant_optimisation(ref)
+        n_dev, capped = dev.optimise_constants()
+        assert timed.optimise_constants() == (n_dev, False)
+        assert (n_dev, capped) == (n_ref, False)
+        for got in (dev, timed):
+            np.testing.assert_allclose(got.expr.value, ref.expr.value, rtol=1e-13)
+            assert got.mse == pytest.approx(ref.mse, rel=1e-12)
+        for got in (dev, timed):  # the polish from the same constants
+            got.expr, got.mse, got._cache = ref.expr, ref.mse, None
+        assert dev.polish_constants() == _host_polish(ref) == timed.polish_constants()
+        for got in (dev, timed):
+            np.testing.assert_allclose(got.expr.value, ref.expr.value, rtol=1e-13)
+            assert got.mse == pytest.approx(ref.mse, rel=1e-12)
+        n_checked += 1
+        n_changed += n_ref > 0
+        n_general += int(np.any(e.forbidden_slot_counts()[e.op == CONST] > 0))
+    assert n_checked >= 8 and n_general >= 3 and n_changed >= 6, (n_checked, n_general,
+                                                                   n_changed)
