@@ -9,8 +9,9 @@ Parts (any combination; default ``--table``):
   ratio of the two, the peak memory of the process (RSS; and the device's peak where JAX
   reports it) and the compile + first iteration time. Each (N, nodes) runs in its own
   subprocess, so the peak memory is that configuration's.
-* ``--feynman``: strategy 3 on the 17 built-in Feynman equations (N = 1000, 30 nodes):
-  median warm fit (the second fit of the same shapes), wall and CPU seconds.
+* ``--feynman``: strategies 3 and 1 (``--strategies``) on the 17 built-in Feynman equations
+  (N = 1000, 30 nodes): median warm fit (the second fit of the same shapes), wall and CPU
+  seconds, per equation, and on how many strategy 3 is at most strategy 1's time.
 * ``--cold``: the first fit in a fresh process (N = 1000, 5 variables, max 20 nodes,
   strategy 3), compilation included, with no persistent compilation cache.
 
@@ -137,39 +138,52 @@ def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10) -> dict
     return out
 
 
-def feynman(n_samples=1000, max_nodes=30) -> dict:
+def feynman(n_samples=1000, max_nodes=30, strategies=(3, 1)) -> dict:
+    """Median warm fit (the second fit of the same shapes) per strategy on the 17 built-in
+    Feynman equations; strategy 3 is the default and the paper's faster one."""
     from jaxsr import SymbolicRegressor
     from jaxsr.datasets import feynman_equation, feynman_equation_names
 
-    rows = []
-    for name in feynman_equation_names():
-        X, y = feynman_equation(name, n_samples, seed=0)
-        params = dict(strategy=3, max_nodes=max_nodes, progress=False)
-        SymbolicRegressor(**params).fit(X, y)  # compile these shapes
-        t0, c0 = time.perf_counter(), time.process_time()
-        sr = SymbolicRegressor(**params).fit(X, y)
-        rows.append({"equation": name, "wall_s": time.perf_counter() - t0,
-                     "cpu_s": time.process_time() - c0, "iterations": sr.n_iterations_,
-                     "mse": sr.mse_, "stop": sr.stop_reason_})
-        print(f"  feynman {name}: {rows[-1]['wall_s']:.3f} s ({rows[-1]['cpu_s']:.3f} CPU-s), "
-              f"{sr.n_iterations_} iterations", file=sys.stderr, flush=True)
-    return {"median_wall_s": statistics.median(r["wall_s"] for r in rows),
+    out = {}
+    for strategy in strategies:
+        rows = []
+        for name in feynman_equation_names():
+            X, y = feynman_equation(name, n_samples, seed=0)
+            params = dict(strategy=strategy, max_nodes=max_nodes, progress=False)
+            SymbolicRegressor(**params).fit(X, y)  # compile these shapes
+            t0, c0 = time.perf_counter(), time.process_time()
+            sr = SymbolicRegressor(**params).fit(X, y)
+            rows.append({"equation": name, "wall_s": time.perf_counter() - t0,
+                         "cpu_s": time.process_time() - c0, "iterations": sr.n_iterations_,
+                         "n_nodes": sr.n_nodes_, "mse": sr.mse_, "stop": sr.stop_reason_})
+            print(f"  feynman s{strategy} {name}: {rows[-1]['wall_s']:.3f} s "
+                  f"({rows[-1]['cpu_s']:.3f} CPU-s), {sr.n_iterations_} iterations",
+                  file=sys.stderr, flush=True)
+        out[f"strategy{strategy}"] = {
+            "median_wall_s": statistics.median(r["wall_s"] for r in rows),
             "median_cpu_s": statistics.median(r["cpu_s"] for r in rows), "fits": rows}
+    return out
 
 
 _COLD = """
 import time, resource
 t0 = time.perf_counter()
+import jax
 import numpy as np
 from jaxsr import SymbolicRegressor
+compiles = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, d, **kw: compiles.append(d)
+    if event == "/jax/core/compile/backend_compile_duration" else None)
 rng = np.random.default_rng(0)
 X = rng.uniform(1.0, 2.0, size=(1000, 5))
 y = 2.0 * X[:, 0] * X[:, 1] / X[:, 2] + X[:, 3] - 0.5 * X[:, 4]
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 sr = SymbolicRegressor(max_nodes=20, strategy=3, progress=False).fit(X, y)
-t2 = time.perf_counter()
-user = resource.getrusage(resource.RUSAGE_SELF).ru_utime
-print(f"{t2 - t1:.3f} {t2 - t0:.3f} {sr.n_iterations_} {user:.3f}")
+t2, c2 = time.perf_counter(), time.process_time()
+big = sorted(compiles)[-5:]
+print(f"{t2 - t1:.3f} {t2 - t0:.3f} {sr.n_iterations_} {c2 - c1:.3f} {len(compiles)} "
+      f"{sum(compiles):.3f} " + ",".join(f"{v:.2f}" for v in big))
 """
 
 
@@ -178,9 +192,11 @@ def cold() -> dict:
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     res = subprocess.run([sys.executable, "-c", _COLD], capture_output=True, text=True,
                          env=env, check=True)
-    fit_s, total_s, iters, user_s = res.stdout.split()
+    fit_s, total_s, iters, cpu_s, n_comp, comp_s, big = res.stdout.split()
     return {"first_fit_s": float(fit_s), "with_imports_s": float(total_s),
-            "iterations": int(iters), "process_user_cpu_s": float(user_s)}
+            "iterations": int(iters), "fit_cpu_s": float(cpu_s),
+            "xla_compilations": int(n_comp), "xla_compile_wall_s": float(comp_s),
+            "largest_compiles_s": [float(v) for v in big.split(",")]}
 
 
 def _fmt_bytes(b):
@@ -195,6 +211,7 @@ def main(argv=None) -> None:
     p.add_argument("--nodes", default="11,51,101", help="comma-separated tree sizes (odd)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--feynman", action="store_true")
+    p.add_argument("--strategies", default="3,1", help="strategies of --feynman")
     p.add_argument("--cold", action="store_true")
     p.add_argument("--out", default="", help="write OUT.json and OUT.txt")
     p.add_argument("--one", nargs=2, type=int, metavar=("N", "NODES"), help=argparse.SUPPRESS)
@@ -246,10 +263,23 @@ def main(argv=None) -> None:
                          "general = nodes below a division's denominator (c != 0)")
     _save(a.out, result, lines)  # after each part: a timeout keeps what was measured
     if a.feynman:
-        f = feynman()
-        result["feynman_strategy3"] = f
-        lines.append(f"\nFeynman (17 built-in, N=1000, 30 nodes), strategy 3, warm fit: median "
-                     f"{f['median_wall_s']:.3f} s wall, {f['median_cpu_s']:.3f} CPU-s")
+        f = feynman(strategies=tuple(int(v) for v in a.strategies.split(",")))
+        result["feynman"] = f
+        for key, v in f.items():
+            lines.append(f"\nFeynman (17 built-in, N=1000, 30 nodes), {key}, warm fit: median "
+                         f"{v['median_wall_s']:.3f} s wall, {v['median_cpu_s']:.3f} CPU-s")
+        if "strategy3" in f and "strategy1" in f:
+            pairs = list(zip(f["strategy3"]["fits"], f["strategy1"]["fits"], strict=True))
+            faster = sum(a3["cpu_s"] <= a1["cpu_s"] for a3, a1 in pairs)
+            lines.append(f"strategy 3 at most strategy 1's CPU time on {faster}/{len(pairs)} "
+                         "equations")
+            lines.append("\n| equation | s3 CPU s | s3 iterations | s3 MSE | s1 CPU s | "
+                         "s1 iterations | s1 MSE |")
+            lines.append("|---|---|---|---|---|---|---|")
+            for a3, a1 in pairs:
+                lines.append(f"| {a3['equation']} | {a3['cpu_s']:.3f} | {a3['iterations']} | "
+                             f"{a3['mse']:.3g} | {a1['cpu_s']:.3f} | {a1['iterations']} | "
+                             f"{a1['mse']:.3g} |")
         _save(a.out, result, lines)
     if a.cold:
         c = cold()
@@ -257,7 +287,9 @@ def main(argv=None) -> None:
         lines.append(f"\ncold first fit (fresh process, no compilation cache; N=1000, 5 vars, "
                      f"max 20 nodes, strategy 3): {c['first_fit_s']:.2f} s "
                      f"({c['with_imports_s']:.2f} s with imports, {c['iterations']} iterations, "
-                     f"{c['process_user_cpu_s']:.2f} user CPU-s)")
+                     f"{c['fit_cpu_s']:.2f} CPU-s of the fit); {c['xla_compilations']} XLA "
+                     f"compilations, {c['xla_compile_wall_s']:.2f} s wall in all, largest "
+                     f"{c['largest_compiles_s']} s")
     lines.append(f"load average after: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print("\n".join(lines))
     _save(a.out, result, lines)
