@@ -48,7 +48,6 @@ from .equations import (
     child_forbidden,
     equation_mse,
     forbidden_sets,
-    is_forbidden,
     node_equations,
 )
 from .expression import ADD, CONST, DIV, MUL, SUB, VAR, Expression, capacity_bucket
@@ -330,9 +329,10 @@ def constant_passes(tree, XT, y, weights, const_idx, n_const, state: ConstantPas
         S = _forbidden_at(tree, sem, path, dj, n_slots)
         base = equation_mse(a, b, c, d, sem[j])
         a2, b2, c2, d2 = child_equation(ADD, True, a, b, c, d, zero)
-        k, f, ok = optimal_constant(a2, b2, c2, d2)
-        ok = ok & ~is_forbidden(child_forbidden(ADD, True, S, zero[None, :]),
-                                tree.n_slots[j], k[None])
+        # the forbidden set goes into the solver, as in search_all's constant row
+        k, f, ok = optimal_constant(a2, b2, c2, d2,
+                                    child_forbidden(ADD, True, S, zero[None, :]),
+                                    tree.n_slots[j])
         red = base - jnp.where(ok, f, jnp.inf)
         found = ok & jnp.isfinite(red) & (red > thr) & ~at_floor
         k = jnp.where(found, k, s.value[j])
