@@ -901,7 +901,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("not a saved jaxsr.SymbolicRegressor (missing 'format' key)")
         if d.get("version") != _VERSION:
             raise ValueError(f"unsupported SymbolicRegressor format version {d.get('version')}")
-        est = cls(**d["params"])
+        params = dict(d["params"])
+        if isinstance(params.get("unary_operators"), list):  # JSON has no tuples
+            params["unary_operators"] = tuple(params["unary_operators"])
+        est = cls(**params)
         est.expression_tree_ = Expression.from_dict(d["tree"])
         names = d.get("feature_names", d.get("feature_names_in_"))
         est.expression_ = est.expression_tree_.to_string(names)
