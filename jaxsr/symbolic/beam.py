@@ -257,16 +257,11 @@ def _children(engine: DomeSearch, member: BeamMember, cands: list[Candidate], wi
     """
     _load(engine, member.expression, member.mse)
     if width == 1:  # DomeSearch.try_apply, without changing the engine's tree
-        for c in cands[:MAX_TRIES]:
-            sub = engine.subtree_of(c)
-            new = engine.expr.replace(c.node, sub)
-            if new.n_nodes > engine.max_nodes and c.search in ("constant-variable",
-                                                               "constant-expression"):
-                continue
-            mse, ok = engine._true_mse(new)
-            if engine.accepts(mse, ok):
-                return [(BeamMember(new, mse, _record(engine, c, sub)), None)]
-        return []
+        found = engine.first_accepted(cands)
+        if found is None:
+            return []
+        c, sub, new, mse = found
+        return [(BeamMember(new, mse, _record(engine, c, sub)), None)]
     trials = []
     for c in cands[: width + MAX_TRIES - 1]:
         sub = engine.subtree_of(c)

@@ -598,8 +598,10 @@ class DomeSearch:
         return Expression.binary(c.op, Expression.constant(c.constant),
                                  self.expr.subtree(c.node))
 
-    def try_apply(self, cands: list[Candidate]):
-        """Apply the first candidate that :meth:`accepts`; return a record or None."""
+    def first_accepted(self, cands: list[Candidate]):
+        """The first of ``cands[:MAX_TRIES]`` whose tree :meth:`accepts` (a size-limited
+        ``k op x`` / ``k op p`` over ``max_nodes`` is skipped): ``(candidate, new subtree,
+        new tree, true MSE)`` or ``None``. The engine's tree is not changed."""
         for c in cands[:MAX_TRIES]:
             new_sub = self.subtree_of(c)
             new = self.expr.replace(c.node, new_sub)
@@ -608,16 +610,24 @@ class DomeSearch:
                 continue
             mse, ok = self._true_mse(new)
             if self.accepts(mse, ok):
-                old = self.expr.subtree(c.node).to_string(self.names)
-                self.expr, self.mse, self._cache = new, mse, None
-                return {
-                    "search": c.search,
-                    "node": c.node,
-                    "replaced": old,
-                    "subtree": new_sub.to_string(self.names),
-                    "predicted_reduction": c.reduction,
-                }
+                return c, new_sub, new, mse
         return None
+
+    def try_apply(self, cands: list[Candidate]):
+        """Apply the first candidate that :meth:`accepts`; return a record or None."""
+        found = self.first_accepted(cands)
+        if found is None:
+            return None
+        c, new_sub, new, mse = found
+        old = self.expr.subtree(c.node).to_string(self.names)
+        self.expr, self.mse, self._cache = new, mse, None
+        return {
+            "search": c.search,
+            "node": c.node,
+            "replaced": old,
+            "subtree": new_sub.to_string(self.names),
+            "predicted_reduction": c.reduction,
+        }
 
     def search_and_apply(self, specs):
         return self.try_apply(self.candidates(specs))
