@@ -97,6 +97,11 @@ _KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
 _ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
 _UNTRIED = -2  # Entry.klev: the shallow-kernel upper bound is still to be computed
 _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
+# the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.6 s CPU once per
+# process (import and load): a search switches to them after this many seconds (at once
+# once they are loaded), so small fits keep the numpy kernels
+_NATIVE_AFTER = 0.3
+_NATIVE_LOADED = [False]
 
 
 @dataclass
@@ -183,11 +188,15 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.device`).
       greedy: start from the greedy CART tree (pruned at ``lambda``) as the incumbent:
         the tree returned under a limit is never worse than it.
+      native: host kernels (shallow subtrees, k-means) compiled by numba
+        (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None (numpy until the search
+        has run ``_NATIVE_AFTER`` seconds or once they are loaded in the process). The
+        optimum is the same.
     """
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
-                 time_limit=None, verbose=False, backend="numpy", greedy=True):
+                 time_limit=None, verbose=False, backend="numpy", greedy=True, native=None):
         self.l1 = loss == "absolute_error"
         self.lam = float(regularization)
         self.m1 = max(1, int(min_samples_leaf))
@@ -200,6 +209,9 @@ class OptimalTreeSearch:
         self.time_limit = time_limit
         self.verbose = verbose
         self.greedy = bool(greedy)
+        self._native_mode = native
+        self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0])
+        self._t0 = time.perf_counter()
         X = np.asarray(X, dtype=bool)
         y = np.asarray(y, dtype=np.float64)
         w = np.asarray(w, dtype=np.float64)
@@ -235,6 +247,8 @@ class OptimalTreeSearch:
             st[:, STAT_E] = E
             self.Xsamp = self.Xc_bool[self.cls_s]  # (n, M) in y order
         self.stats = st
+        self._Wc = np.ascontiguousarray(st[:, STAT_W])
+        self._Ec = np.ascontiguousarray(st[:, STAT_E])
         self.st4 = np.ascontiguousarray(st[:, [STAT_W, STAT_S, STAT_Q, STAT_N]])
 
         # normaliser (internal units); a constant target has no loss: one leaf is optimal
@@ -295,6 +309,14 @@ class OptimalTreeSearch:
             return 2
         return 1
 
+    def _native(self) -> bool:
+        """Whether the host kernels run compiled now (see ``native``)."""
+        if self._native_on:
+            return True
+        if self._native_mode is None and time.perf_counter() - self._t0 > _NATIVE_AFTER:
+            self._native_on = _NATIVE_LOADED[0] = True
+        return self._native_on
+
     # ------------------------------------------------------------------ leaf costs
     def _leaf_l1(self, mask):
         sm = mask[self.cls_s]
@@ -311,6 +333,10 @@ class OptimalTreeSearch:
         """Objective of one leaf on ``mask`` (``tot``: unused, kept for the callers)."""
         if self.l1:
             loss = self._leaf_l1(mask)
+        elif self._native():
+            from .compiled import support_leaf_loss
+
+            loss = support_leaf_loss(mask, self._Wc, self.cls_mean, self._Ec)
         else:
             loss = float(stats_loss(self._sub_stats(np.flatnonzero(mask)).sum(0)))
         return loss / self.norm + self.lam
@@ -370,6 +396,14 @@ class OptimalTreeSearch:
             if vals.size > _KMEDIANS_MAX_VALUES:
                 return b, deep
             losses = kmedians_losses_np(vals, wts, cmax, stop)
+        elif self._native():
+            from .compiled import support_kmeans_losses
+
+            sel = self.korder[mask[self.korder]]
+            losses = np.empty(max(1, min(cmax, sel.size)))
+            k = support_kmeans_losses(sel, self._Wc, self.cls_mean, self._Ec, cmax, stop,
+                                      True, losses)
+            losses = losses[:k]
         else:
             sel = self.korder[mask[self.korder]]
             s = self._sub_stats(sel)
@@ -468,7 +502,7 @@ class OptimalTreeSearch:
         if self.kl and d <= self.kl + 1:
             idx = np.flatnonzero(mask)
             c, f = best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], d - 1,
-                                   self.lam, self.norm, self.m1)
+                                   self.lam, self.norm, self.m1, self._native())
             self.n_kernel += 1
             e = memo[key] = Entry(c, c, f, True, -1, np.inf)
             return e, None
@@ -483,7 +517,7 @@ class OptimalTreeSearch:
                 return self._expansion(key, mask, cap, is_root)
             t_k = time.perf_counter()
             c, f = best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], self.kl,
-                                   self.lam, self.norm, self.m1)
+                                   self.lam, self.norm, self.m1, self._native())
             self._kernel_rate = max(self._kernel_rate, (time.perf_counter() - t_k)
                                     / self._kernel_work(idx.size, self.kl))
             self.n_kernel += 1
@@ -624,7 +658,7 @@ class OptimalTreeSearch:
     # ------------------------------------------------------------------ driver
     def run(self, max_steps=None) -> SearchResult:
         """Solve (:mod:`jaxsr.trees.solver`: init, step until terminate, build the tree)."""
-        t0 = time.perf_counter()
+        t0 = self._t0 = time.perf_counter()
         mask = np.ones(self.U, dtype=bool)
         tot = self.stats.sum(0)
         leaf = self._leaf_cost(mask, tot)
@@ -697,7 +731,7 @@ class OptimalTreeSearch:
             idx = np.flatnonzero(mask)
             st = self._sub_stats(idx)
             f = best_subtree_np(self.Xc[idx], st[:, _ST4], d - 1, self.lam, self.norm,
-                                self.m1)[1]
+                                self.m1, self._native())[1]
             return f, d - 1, False
         # never reached: a leaf can only be optimal here if it was pruned as such
         return -1, 0, False

@@ -158,7 +158,7 @@ def optimal_subtree_cost(class_features, class_stats, mask, regularization, norm
                         max(1, min_samples_leaf))
 
 
-def best_subtree_np(Xs, st, levels, lam, norm, m1):
+def best_subtree_np(Xs, st, levels, lam, norm, m1, native=False):
     """Host (numpy) version of :func:`optimal_subtree_cost` on the support's own rows.
 
     Same optimum as :func:`best_subtree` with ``numpy``, computed with fewer passes:
@@ -178,16 +178,36 @@ def best_subtree_np(Xs, st, levels, lam, norm, m1):
     Args:
       Xs: ``(U, M)`` float 0/1 rows of the support's classes; st: ``(U, 4)`` ``W, S, Q, N``.
       levels: 1, 2 or 3 split levels; lam, norm, m1: as in :func:`best_depth1`.
+      native: use the compiled solver (:mod:`jaxsr.trees.compiled`, numba: about 10x
+        faster per call, after a one-off ~0.6 s import and load per process) instead of
+        the numpy products. Same optimum; the search switches to it once it has run long
+        enough to repay the load.
 
     Returns:
       ``(cost, feature)``: python float and int (``-1``: a leaf).
     """
     Xs = np.asarray(Xs, dtype=np.float64)
     keep = distinct_splits(Xs > 0.5)
-    with np.errstate(over="ignore"):
-        c, f = _best_np(np.ascontiguousarray(Xs[:, keep]), np.asarray(st, dtype=np.float64),
-                        levels, lam, norm, m1)
+    st = np.asarray(st, dtype=np.float64)
+    if native:
+        c, f = _best_compiled(Xs[:, keep], st, levels, lam, norm, m1)
+    else:
+        with np.errstate(over="ignore"):
+            c, f = _best_np(np.ascontiguousarray(Xs[:, keep]), st, levels, lam, norm, m1)
     return c, (int(keep[f]) if f >= 0 else -1)
+
+
+def _best_compiled(Xs, st, levels, lam, norm, m1):
+    """:func:`_best_np` by the compiled solver (:func:`jaxsr.trees.compiled.subtree_splits`:
+    per root feature and side, the pair statistics of that side and the best depth-2 tree
+    from them; STreeD's depth-two solver one level deeper), same tie-breaking."""
+    from .compiled import subtree_splits
+
+    split = np.empty(Xs.shape[1])
+    leaf = subtree_splits(np.ascontiguousarray(Xs > 0.5, dtype=np.uint8),
+                          np.ascontiguousarray(st), int(levels), float(lam) * float(norm),
+                          float(max(1, m1)), split)
+    return _tie_break(split, leaf, norm)
 
 
 def distinct_splits(Xb):
@@ -214,8 +234,10 @@ def distinct_splits(Xb):
     if nonconst.size <= 1:
         return nonconst
     packed = np.packbits(canon[:, nonconst].T, axis=1)
-    _, first = np.unique(packed, axis=0, return_index=True)
-    return nonconst[np.sort(first)]
+    first = {}
+    for i, row in enumerate(packed):  # first column of each distinct split (a dict: no
+        first.setdefault(row.tobytes(), i)  # sort, and np.unique(axis=0) costs ~0.3 ms)
+    return nonconst[np.fromiter(first.values(), dtype=np.int64, count=len(first))]
 
 
 def _best_np(Xs, st, levels, lam, norm, m1):
@@ -284,11 +306,17 @@ def _best_np(Xs, st, levels, lam, norm, m1):
             sF = np.where((nTF.T >= m1) & (nFF >= m1), sF, np.inf)
         split = (np.minimum(LaT + lamn, np.min(sT, axis=1))
                  + np.minimum(LaF + lamn, np.min(sF, axis=1)))
-    split = np.where(ok_root, split, np.inf)
+    return _tie_break(np.where(ok_root, split, np.inf), leaf_root, norm)
+
+
+def _tie_break(split, leaf_root, norm):
+    """``(cost, feature)`` from the costs of the root splits and of the leaf (loss units).
+
+    Near-ties (1e-12 relative: rounding) go to the leaf, then to the lowest feature, so the
+    tree does not depend on rounding (e.g. a rescaling of the sample weights).
+    """
     if split.size == 0:
         return float(leaf_root / norm), -1
-    # near-ties (1e-12 relative: rounding) go to the leaf, then to the lowest feature, so
-    # the tree does not depend on rounding (e.g. a rescaling of the sample weights)
     best = float(np.min(split))
     if best < leaf_root * (1.0 - 1e-12):
         f = int(np.flatnonzero(split <= best + 1e-12 * abs(best))[0])

@@ -266,6 +266,11 @@ def test_deep_budget_with_shallow_kernels_equals_oracle(depth):
                                          exact_levels=el).fit(X, y, sample_weight=w)
                 assert m.objective_ == pytest.approx(ref, rel=1e-9), (seed, lam, el)
                 assert m.optimal_
+                # the compiled host kernels (numba) give the same certified optimum
+                r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
+                                      exact_levels=el, native=True).run()
+                assert r.objective == pytest.approx(ref, rel=1e-9), (seed, lam, el)
+                assert r.lower_bound == pytest.approx(ref, rel=1e-9), (seed, lam, el)
                 assert m.depth_ <= depth
                 assert _objective_of_tree(m, X, y, w, "squared_error") == pytest.approx(
                     ref, rel=1e-9)
@@ -302,7 +307,8 @@ def test_memo_oracle_equals_exhaustive():
 @pytest.mark.parametrize("levels,msl", [(1, 2), (2, 2), (3, 2), (2, 1), (3, 1), (3, 3)])
 def test_subtree_kernels_numpy_jax_vmap(levels, msl):
     """The matrix-product kernels: the host kernel (symmetric triple statistics, octants by
-    transposition, no inner masks for min_samples_leaf 1), jitted JAX and vmapped JAX agree
+    transposition, no inner masks for min_samples_leaf 1), the compiled host solver (pair
+    statistics per root side), jitted JAX and vmapped JAX agree
     with the oracle; some classes have zero weight. Columns 5-7 repeat column 3,
     complement column 1 and are constant: the host kernel drops them (one feature per
     distinct split), the oracle and the JAX kernel do not."""
@@ -322,6 +328,10 @@ def test_subtree_kernels_numpy_jax_vmap(levels, msl):
         jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(masks), lam, norm, levels, msl)
     for b, m in enumerate(masks):
         c_np, f_np = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl)
+        # the compiled solver (numba): the same cost and the same root (same tie-breaking)
+        c_nb, f_nb = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl, native=True)
+        assert c_nb == pytest.approx(c_np, rel=1e-12)
+        assert f_nb == f_np
         c_jx, f_jx = optimal_subtree_cost(jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(m),
                                           lam, norm, levels=levels, min_samples_leaf=msl)
         assert float(c_jx) == pytest.approx(c_np, rel=1e-12)

@@ -1,0 +1,439 @@
+"""Compiled (numba) host kernels of the search: the shallow-subtree solver and k-means.
+
+The search (:mod:`jaxsr.trees.search`) visits thousands of small subproblems; in numpy
+each costs a few dozen array operations (0.2-1.5 ms, mostly call overhead and temporaries),
+against microseconds of work. These are the same two ideas as loops compiled once per
+process (``cache=True``: later processes load them from disk):
+
+* :func:`subtree_splits` -- the exact best trees with 1 to 3 levels of splits of one
+  support, squared loss, per root feature (STreeD / MurTree's specialised depth-two solver,
+  one level deeper): for each root feature and side, the pair statistics of that side
+  (``O(U k^2)``, ``k`` features set per class) and then the best depth-2 tree from them in
+  ``O(M^2)``. Called by :func:`jaxsr.trees.subtrees.best_subtree_np`.
+* :func:`kmeans_losses` -- the constrained 1-D k-means losses with the early stop of
+  Theorem 3.7 (OSRT Algorithm 1), each DP row by divide and conquer over the monotone split
+  points. Called by :func:`jaxsr.trees.kmeans.kmeans_losses_np`.
+
+This module imports numba; the others import it only when a host search needs it, so
+``import jaxsr`` does not pay for it. Losses are in loss units (``loss + lambda *
+normaliser * leaves``); the callers divide by the normaliser.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["subtree_splits", "kmeans_losses"]
+
+_TINY = np.finfo(np.float64).tiny
+_NB = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
+
+
+@numba.njit(inline="always", **_NB)
+def _sse(w, s, q):
+    """:func:`jaxsr.trees.stats.sse` of one set (``max(Q - S^2 / W, 0)``)."""
+    v = q - s * s / max(w, _TINY)
+    return v if v > 0.0 else 0.0
+
+
+@numba.njit(**_NB)
+def _pairs(ones, nones, st, sub, nsub, M, a, P, tot):
+    """Statistics of a support ``sub[:nsub]``: total ``tot (4,)``, singles ``a (M, 4)``
+    and pairs ``P[g, h] (g <= h)`` over the features set in each class (``ones``)."""
+    for c in range(4):
+        tot[c] = 0.0
+    for g in range(M):
+        for c in range(4):
+            a[g, c] = 0.0
+        for h in range(g, M):
+            for c in range(4):
+                P[g, h, c] = 0.0
+    for t in range(nsub):
+        u = sub[t]
+        s0, s1, s2, s3 = st[u, 0], st[u, 1], st[u, 2], st[u, 3]
+        tot[0] += s0
+        tot[1] += s1
+        tot[2] += s2
+        tot[3] += s3
+        k = nones[u]
+        for x in range(k):
+            g = ones[u, x]
+            a[g, 0] += s0
+            a[g, 1] += s1
+            a[g, 2] += s2
+            a[g, 3] += s3
+            for z in range(x, k):
+                h = ones[u, z]
+                P[g, h, 0] += s0
+                P[g, h, 1] += s1
+                P[g, h, 2] += s2
+                P[g, h, 3] += s3
+
+
+@numba.njit(**_NB)
+def _depth1_children(M, a, P, tot, lamn, m1, c1T, c1F):
+    """Best trees with at most one split of ``S & x_g`` (``c1T[g]``) and ``S & ~x_g``
+    (``c1F[g]``) for every ``g``, from the statistics of ``S`` (:func:`_pairs`)."""
+    for g in range(M):
+        c1T[g] = _sse(a[g, 0], a[g, 1], a[g, 2]) + lamn
+        c1F[g] = _sse(tot[0] - a[g, 0], tot[1] - a[g, 1], tot[2] - a[g, 2]) + lamn
+    for g in range(M):
+        for h in range(g + 1, M):
+            # the four quadrants of (g, h): TT, TF (g set, h not), FT, FF
+            tw, ts, tq, tn = P[g, h, 0], P[g, h, 1], P[g, h, 2], P[g, h, 3]
+            fw, fs, fq, fn = a[g, 0] - tw, a[g, 1] - ts, a[g, 2] - tq, a[g, 3] - tn
+            ew, es, eq, en = a[h, 0] - tw, a[h, 1] - ts, a[h, 2] - tq, a[h, 3] - tn
+            zw = tot[0] - a[g, 0] - ew
+            zs = tot[1] - a[g, 1] - es
+            zq = tot[2] - a[g, 2] - eq
+            zn = tot[3] - a[g, 3] - en
+            LTT = _sse(tw, ts, tq)
+            LTF = _sse(fw, fs, fq)
+            LFT = _sse(ew, es, eq)
+            LFF = _sse(zw, zs, zq)
+            okTT, okTF, okFT, okFF = tn >= m1, fn >= m1, en >= m1, zn >= m1
+            if okTT and okTF:  # S & g split on h
+                v = LTT + LTF + 2.0 * lamn
+                if v < c1T[g]:
+                    c1T[g] = v
+            if okFT and okFF:  # S & ~g split on h
+                v = LFT + LFF + 2.0 * lamn
+                if v < c1F[g]:
+                    c1F[g] = v
+            if okTT and okFT:  # S & h split on g
+                v = LTT + LFT + 2.0 * lamn
+                if v < c1T[h]:
+                    c1T[h] = v
+            if okTF and okFF:  # S & ~h split on g
+                v = LTF + LFF + 2.0 * lamn
+                if v < c1F[h]:
+                    c1F[h] = v
+
+
+@numba.njit(**_NB)
+def subtree_splits(X, st, levels, lamn, m1, split):
+    """Best tree of a support with at most ``levels`` split levels, per root feature.
+
+    Args:
+      X: ``(U, M)`` uint8 0/1 rows of the support's classes (the distinct splits).
+      st: ``(U, 4)`` float64 ``W, S, Q, N`` per class.
+      levels: 1, 2 or 3. lamn: ``lambda * normaliser``. m1: least samples per leaf.
+      split: ``(M,)`` float64 out: the cost (loss units) of the best tree whose root
+        splits on feature ``f``, ``inf`` where a side has fewer than ``m1`` samples.
+
+    Returns:
+      float, the cost of a single leaf (loss units).
+    """
+    U, M = X.shape
+    ones = np.empty((U, M), dtype=np.int64)
+    nones = np.zeros(U, dtype=np.int64)
+    for u in range(U):
+        k = 0
+        for g in range(M):
+            if X[u, g]:
+                ones[u, k] = g
+                k += 1
+        nones[u] = k
+    a = np.empty((M, 4))
+    P = np.empty((M, M, 4))
+    tot = np.empty(4)
+    c1T = np.empty(M)
+    c1F = np.empty(M)
+    sub = np.arange(U)
+    if levels <= 1:
+        for c in range(4):
+            tot[c] = 0.0
+            for f in range(M):
+                a[f, c] = 0.0
+        for u in range(U):
+            for c in range(4):
+                tot[c] += st[u, c]
+            for x in range(nones[u]):
+                g = ones[u, x]
+                for c in range(4):
+                    a[g, c] += st[u, c]
+        for f in range(M):
+            if a[f, 3] >= m1 and tot[3] - a[f, 3] >= m1:
+                split[f] = (_sse(a[f, 0], a[f, 1], a[f, 2])
+                            + _sse(tot[0] - a[f, 0], tot[1] - a[f, 1], tot[2] - a[f, 2])
+                            + 2.0 * lamn)
+            else:
+                split[f] = np.inf
+        return _sse(tot[0], tot[1], tot[2]) + lamn
+    _pairs(ones, nones, st, sub, U, M, a, P, tot)
+    leaf = _sse(tot[0], tot[1], tot[2]) + lamn
+    if levels == 2:
+        _depth1_children(M, a, P, tot, lamn, m1, c1T, c1F)
+        for f in range(M):
+            if a[f, 3] >= m1 and tot[3] - a[f, 3] >= m1:
+                split[f] = c1T[f] + c1F[f]
+            else:
+                split[f] = np.inf
+        return leaf
+    _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split)
+    return leaf
+
+
+@numba.njit(**_NB)
+def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
+    """``split[r]``: the best tree with three split levels whose root splits on ``r``.
+
+    Every set met below the root is ``S & (+-x_f) & (+-x_g) & (+-x_h)`` for one unordered
+    triple ``f < g < h``; its statistics are one inclusion-exclusion of the triple, pair
+    and single sums, so each of the ``8 C(M, 3)`` octant losses is computed once (not once
+    per order of the three splits). ``c1[i, j, si, sj]`` (``i < j``) is the best tree with
+    at most one split of the quadrant ``x_i = si, x_j = sj``: a leaf, or a split on a third
+    feature (taken over every triple containing ``i, j``). The depth-2 tree of a root side
+    ``x_r = sr`` then splits on ``p`` into two such quadrants.
+    """
+    c1 = np.empty((M, M, 2, 2))
+    oc = np.empty((8, 4))
+    L = np.empty(8)
+    for i in range(M):
+        for j in range(i + 1, M):
+            tw, ts, tq = P[i, j, 0], P[i, j, 1], P[i, j, 2]
+            c1[i, j, 1, 1] = _sse(tw, ts, tq) + lamn
+            c1[i, j, 1, 0] = _sse(a[i, 0] - tw, a[i, 1] - ts, a[i, 2] - tq) + lamn
+            c1[i, j, 0, 1] = _sse(a[j, 0] - tw, a[j, 1] - ts, a[j, 2] - tq) + lamn
+            c1[i, j, 0, 0] = _sse(tot[0] - a[i, 0] - a[j, 0] + tw,
+                                  tot[1] - a[i, 1] - a[j, 1] + ts,
+                                  tot[2] - a[i, 2] - a[j, 2] + tq) + lamn
+    T = np.empty((M, M, 4))  # T[g, h] for g < h: sums over the classes with f, g, h set
+    two = 2.0 * lamn
+    for f in range(M):
+        for g in range(f + 1, M):
+            for h in range(g + 1, M):
+                for c in range(4):
+                    T[g, h, c] = 0.0
+        for u in range(U):
+            k = nones[u]
+            has = False
+            x0 = 0
+            for x in range(k):
+                if ones[u, x] == f:
+                    has = True
+                    x0 = x + 1
+                    break
+            if not has:
+                continue
+            s0, s1, s2, s3 = st[u, 0], st[u, 1], st[u, 2], st[u, 3]
+            for x in range(x0, k):
+                g = ones[u, x]
+                for z in range(x + 1, k):
+                    h = ones[u, z]
+                    T[g, h, 0] += s0
+                    T[g, h, 1] += s1
+                    T[g, h, 2] += s2
+                    T[g, h, 3] += s3
+        for g in range(f + 1, M):
+            for h in range(g + 1, M):
+                # octants o = 4 sf + 2 sg + sh (1: the feature is set)
+                for c in range(4):
+                    t = T[g, h, c]
+                    pfg, pfh, pgh = P[f, g, c], P[f, h, c], P[g, h, c]
+                    oc[7, c] = t
+                    oc[6, c] = pfg - t
+                    oc[5, c] = pfh - t
+                    oc[3, c] = pgh - t
+                    oc[4, c] = a[f, c] - pfg - pfh + t
+                    oc[2, c] = a[g, c] - pfg - pgh + t
+                    oc[1, c] = a[h, c] - pfh - pgh + t
+                    oc[0, c] = tot[c] - a[f, c] - a[g, c] - a[h, c] + pfg + pfh + pgh - t
+                for o in range(8):
+                    L[o] = _sse(oc[o, 0], oc[o, 1], oc[o, 2])
+                for sa in range(2):
+                    for sb in range(2):
+                        # quadrant (f, g) = (sa, sb) split on h
+                        o1, o0 = 4 * sa + 2 * sb + 1, 4 * sa + 2 * sb
+                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
+                            v = L[o1] + L[o0] + two
+                            if v < c1[f, g, sa, sb]:
+                                c1[f, g, sa, sb] = v
+                        # quadrant (f, h) = (sa, sb) split on g
+                        o1, o0 = 4 * sa + 2 + sb, 4 * sa + sb
+                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
+                            v = L[o1] + L[o0] + two
+                            if v < c1[f, h, sa, sb]:
+                                c1[f, h, sa, sb] = v
+                        # quadrant (g, h) = (sa, sb) split on f
+                        o1, o0 = 4 + 2 * sa + sb, 2 * sa + sb
+                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
+                            v = L[o1] + L[o0] + two
+                            if v < c1[g, h, sa, sb]:
+                                c1[g, h, sa, sb] = v
+    for r in range(M):
+        if not (a[r, 3] >= m1 and tot[3] - a[r, 3] >= m1):
+            split[r] = np.inf
+            continue
+        cost = 0.0
+        for sr in range(2):
+            if sr == 1:
+                best = _sse(a[r, 0], a[r, 1], a[r, 2]) + lamn
+            else:
+                best = _sse(tot[0] - a[r, 0], tot[1] - a[r, 1], tot[2] - a[r, 2]) + lamn
+            nr = a[r, 3] if sr == 1 else tot[3] - a[r, 3]
+            for p in range(M):
+                if p == r:
+                    continue
+                i, j = (r, p) if r < p else (p, r)
+                # counts of the quadrants (x_r = sr, x_p = 1) and (x_r = sr, x_p = 0)
+                pn = P[i, j, 3]
+                n1 = pn if sr == 1 else a[p, 3] - pn
+                n0 = nr - n1
+                if n1 >= m1 and n0 >= m1:
+                    if r < p:
+                        v = c1[i, j, sr, 1] + c1[i, j, sr, 0]
+                    else:
+                        v = c1[i, j, 1, sr] + c1[i, j, 0, sr]
+                    if v < best:
+                        best = v
+            cost += best
+        split[r] = cost
+
+
+@numba.njit(inline="always", **_NB)
+def _cost(PW, PS, PQ, j, i):
+    """k-means cost of the sorted items ``j..i`` (:func:`_sse` of their sums)."""
+    return _sse(PW[i + 1] - PW[j], PS[i + 1] - PS[j], PQ[i + 1] - PQ[j])
+
+
+@numba.njit(**_NB)
+def _dc_row(prev, PW, PS, PQ, n, D, opt, stack):
+    """``D[i] = min_{0 <= j <= i} prev[j] + cost(j, i)``, leftmost minimiser monotone in
+    ``i`` (quadrangle inequality): divide and conquer with an explicit stack."""
+    top = 0
+    stack[0, 0], stack[0, 1], stack[0, 2], stack[0, 3] = 0, n - 1, 0, n - 1
+    top = 1
+    while top > 0:
+        top -= 1
+        lo, hi, olo, ohi = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
+        if lo > hi:
+            continue
+        mid = (lo + hi) // 2
+        best = np.inf
+        bj = olo
+        for j in range(olo, min(mid, ohi) + 1):
+            v = prev[j] + _cost(PW, PS, PQ, j, mid)
+            if v < best:
+                best = v
+                bj = j
+        D[mid] = best
+        opt[mid] = bj
+        stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3] = lo, mid - 1, olo, bj
+        top += 1
+        stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3] = mid + 1, hi, bj, ohi
+        top += 1
+
+
+@numba.njit(**_NB)
+def kmeans_losses(W, S, Q, max_clusters, stop_gain, use_stop, out):
+    """Constrained k-means losses ``D_k[n - 1]``, ``k = 1, 2, ...`` (items sorted by mean).
+
+    Args:
+      W, S, Q: ``(n,)`` float64 class statistics, sorted by mean ``S / W``.
+      max_clusters: most clusters. stop_gain, use_stop: stop after the first ``k`` whose
+        gain ``D_{k-1} - D_k`` is at most ``stop_gain`` (Theorem 3.7) when ``use_stop``.
+      out: ``(>= min(max_clusters, n),)`` float64, the losses written here.
+
+    Returns:
+      int, how many losses were written (at least 1).
+    """
+    n = W.shape[0]
+    if n == 0:
+        out[0] = 0.0
+        return 1
+    PW = np.zeros(n + 1)
+    PS = np.zeros(n + 1)
+    PQ = np.zeros(n + 1)
+    for i in range(n):
+        PW[i + 1] = PW[i] + W[i]
+        PS[i + 1] = PS[i] + S[i]
+        PQ[i + 1] = PQ[i] + Q[i]
+    kmax = min(max_clusters, n)
+    D = np.empty(n)
+    for i in range(n):
+        D[i] = _cost(PW, PS, PQ, 0, i)
+    out[0] = D[n - 1]
+    if kmax <= 1:
+        return 1
+    prev = np.empty(n)
+    opt = np.empty(n, dtype=np.int64)
+    depth = 2
+    while (1 << depth) < n + 2:
+        depth += 1
+    stack = np.empty((2 * depth + 4, 4), dtype=np.int64)
+    k = 1
+    while True:
+        prev[0] = 0.0
+        for i in range(1, n):
+            prev[i] = D[i - 1]
+        last = np.inf
+        for j in range(n):
+            v = prev[j] + _cost(PW, PS, PQ, j, n - 1)
+            if v < last:
+                last = v
+        out[k] = last
+        k += 1
+        if k >= kmax:
+            break
+        if use_stop and out[k - 2] - out[k - 1] <= stop_gain:
+            break
+        _dc_row(prev, PW, PS, PQ, n, D, opt, stack)
+    return k
+
+
+@numba.njit(**_NB)
+def support_kmeans_losses(sel, W, mean, E, max_clusters, stop_gain, use_stop, out):
+    """:func:`kmeans_losses` of a support's classes ``sel`` (sorted by mean), re-centred.
+
+    The class statistics are re-centred on the support's own weighted mean ``mu``
+    (:func:`jaxsr.trees.stats.recentre`: ``S = W (m - mu)``, ``Q = E + W (m - mu)^2``), so
+    every loss rounds relative to the support's spread. ``out[0]`` is the loss of one
+    cluster, i.e. of a leaf on the support.
+
+    Args:
+      sel: ``(n,)`` int64 class indices, in increasing class mean.
+      W, mean, E: ``(U,)`` float64 weight, mean target and internal loss of every class.
+      max_clusters, stop_gain, use_stop, out: as in :func:`kmeans_losses`.
+
+    Returns:
+      int, how many losses were written.
+    """
+    n = sel.shape[0]
+    Wt = 0.0
+    St = 0.0
+    for t in range(n):
+        Wt += W[sel[t]]
+        St += W[sel[t]] * mean[sel[t]]
+    mu = St / Wt if Wt > 0.0 else 0.0
+    w = np.empty(n)
+    s = np.empty(n)
+    q = np.empty(n)
+    for t in range(n):
+        u = sel[t]
+        dm = mean[u] - mu
+        w[t] = W[u]
+        s[t] = W[u] * dm
+        q[t] = E[u] + W[u] * dm * dm
+    return kmeans_losses(w, s, q, max_clusters, stop_gain, use_stop, out)
+
+
+@numba.njit(**_NB)
+def support_leaf_loss(mask, W, mean, E):
+    """Squared loss of one leaf on the classes of a ``(U,)`` bool support ``mask``,
+    around the support's own weighted mean (the same number as :func:`_sse` of the
+    re-centred sums): ``sum E + sum W (m - mu)^2``."""
+    Wt = 0.0
+    St = 0.0
+    for u in range(mask.shape[0]):
+        if mask[u]:
+            Wt += W[u]
+            St += W[u] * mean[u]
+    mu = St / Wt if Wt > 0.0 else 0.0
+    loss = 0.0
+    for u in range(mask.shape[0]):
+        if mask[u]:
+            dm = mean[u] - mu
+            loss += E[u] + W[u] * dm * dm
+    return loss
