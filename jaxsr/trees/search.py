@@ -188,10 +188,11 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.device`).
       greedy: start from the greedy CART tree (pruned at ``lambda``) as the incumbent:
         the tree returned under a limit is never worse than it.
-      native: host kernels (shallow subtrees, k-means) compiled by numba
-        (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None (numpy until the search
-        has run ``_NATIVE_AFTER`` seconds or once they are loaded in the process). The
-        optimum is the same.
+      native: host kernels (shallow subtrees, k-means, leaf losses) compiled by numba
+        (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None (compiled when the
+        root is more than two levels above the kernels, once they are loaded in the
+        process, or after the search has run ``_NATIVE_AFTER`` seconds; numpy before).
+        The optimum is the same.
     """
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
@@ -664,6 +665,8 @@ class OptimalTreeSearch:
         leaf = self._leaf_cost(mask, tot)
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
+        if self._native_mode is None and not self.l1 and d > self.kl + 2:
+            self._native_on = True  # a search several levels above the kernels: compiled
         # one shallow-kernel call (d <= kl + 1) is a few products: not worth the ~0.2 s
         # threadpoolctl takes to find the libraries on the first fit of a process
         blas = (_blas_single_thread() if not (self.kl and d <= self.kl + 1)
