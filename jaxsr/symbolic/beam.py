@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .expression import ADD, CONST, MUL, VAR, Expression, capacity_bucket
+from .expression import ADD, CONST, MUL, UNARY_NAMES, VAR, Expression, capacity_bucket
 from .front import FrontModel
 from .searches import search_all
 from .semantics import node_semantics, tree_output
@@ -142,6 +142,8 @@ def canonical_text(expr: Expression) -> str:
             return repr(float(expr.value[i]))
         if code == VAR:
             return f"x{int(expr.feature[i]) + 1}"
+        if code in UNARY_NAMES:
+            return f"{UNARY_NAMES[code]}({rec(int(expr.left[i]))})"
         a, b = rec(int(expr.left[i])), rec(int(expr.right[i]))
         if code in (ADD, MUL) and b < a:
             a, b = b, a
@@ -160,13 +162,16 @@ def _search_batch(trees, XT, y, weights, masks, var_mask, max_nodes, max_height,
     return jax.vmap(one)(trees, masks)
 
 
-@jax.jit
-def _check_batch(trees, XT, y, weights):
+@functools.partial(jax.jit, static_argnames=("vmap",))
+def _check_batch(trees, XT, y, weights, vmap=True):
     def one(tree):
         mse, ok = _check(tree, XT, y, weights)
         return mse, ok, node_semantics(tree, XT)[0]
 
-    return jax.vmap(one)(trees)
+    # the semantics kernel branches on unary nodes (lax.cond); jax.vmap would turn that
+    # into a select evaluating every unary function at every node, so on a CPU the trees
+    # go one after the other (lax.map: the branches stay branches)
+    return jax.vmap(one)(trees) if vmap else jax.lax.map(one, trees)
 
 
 def _stack(trees):
@@ -213,7 +218,10 @@ def search_many(engine: DomeSearch, exprs, mses, specs) -> list[list[Candidate]]
                                        n_slots=engine.n_slots))
     for i, (e, m) in enumerate(zip(exprs, mses, strict=True)):
         _load(engine, e, m)
-        out.append(engine.collect(jax.tree_util.tree_map(lambda a, i=i: a[i], res), specs))
+        found = engine.collect(jax.tree_util.tree_map(lambda a, i=i: a[i], res), specs)
+        if engine.unary_search is not None:  # the move p -> u(p) (unary.py), per tree
+            found = engine.unary_search.merge(engine, found, masks[i], engine.analyse())
+        out.append(found)
     return out
 
 
@@ -228,7 +236,7 @@ def check_many(engine: DomeSearch, trees):
         part = trees[i:i + CHECK_CHUNK]
         part = part + [part[-1]] * (CHECK_CHUNK - len(part))
         res.append(jax.device_get(_check_batch(_stack(part), engine.XT, engine.y,
-                                               engine.weights)))
+                                               engine.weights, vmap=_use_batch())))
     return tuple(np.concatenate([r[k] for r in res])[:T] for k in range(3))
 
 
@@ -267,7 +275,7 @@ def _children(engine: DomeSearch, member: BeamMember, cands: list[Candidate], wi
         sub = engine.subtree_of(c)
         new = engine.expr.replace(c.node, sub)
         if new.n_nodes > engine.max_nodes and c.search in ("constant-variable",
-                                                           "constant-expression"):
+                                                           "constant-expression", "unary"):
             continue
         trials.append((c, sub, new))
     if not trials:

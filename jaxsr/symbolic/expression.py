@@ -45,9 +45,9 @@ __all__ = [
 # Operator codes (int32). PAD marks unused slots of a padded tree.
 PAD, CONST, VAR, ADD, SUB, MUL, DIV = 0, 1, 2, 3, 4, 5, 6
 OP_SYMBOLS = {ADD: "+", SUB: "-", MUL: "*", DIV: "/"}
-# Unary operators (issue 12, beyond the paper; one child, the ``left`` one). The search
-# kernels take trees of + - * / only; unary nodes appear in the trees a fit returns (see
-# :mod:`jaxsr.symbolic.unary`), which print, evaluate and export like any other.
+# Unary operators (issue 12, beyond the paper; one child, the ``left`` one, ``right`` is 0
+# in :class:`TreeArrays`). The semantics kernel evaluates them; the node equations hold
+# down to a unary node but not below it (see :mod:`jaxsr.symbolic.unary`).
 SQRT, EXP, LOG, SIN, COS = 7, 8, 9, 10, 11
 UNARY_NAMES = {SQRT: "sqrt", EXP: "exp", LOG: "log", SIN: "sin", COS: "cos"}
 _UNARY_CODES = {v: k for k, v in UNARY_NAMES.items()}
@@ -71,9 +71,9 @@ class TreeArrays(NamedTuple):
     ``right`` are 0 and for the root ``parent`` is 0 (use ``op`` / the index to mask).
     """
 
-    op: np.ndarray  # int32 (capacity,): PAD, CONST, VAR, ADD, SUB, MUL, DIV
+    op: np.ndarray  # int32 (capacity,): PAD, CONST, VAR, ADD, SUB, MUL, DIV, SQRT..COS
     left: np.ndarray  # int32 (capacity,): index of the first child (0 for leaves)
-    right: np.ndarray  # int32 (capacity,): index of the second child (0 for leaves)
+    right: np.ndarray  # int32 (capacity,): index of the second child (0 for leaves, unary)
     parent: np.ndarray  # int32 (capacity,): index of the parent (0 for the root)
     value: np.ndarray  # float (capacity,): constant of CONST nodes (0 elsewhere)
     feature: np.ndarray  # int32 (capacity,): column of VAR nodes (0 elsewhere)
@@ -141,8 +141,18 @@ class Expression:
 
     @property
     def has_unary(self) -> bool:
-        """True if the tree has a unary node (then :meth:`padded` refuses it)."""
+        """True if the tree has a unary node."""
         return bool(np.any(self.op >= SQRT))
+
+    def below_unary(self) -> np.ndarray:
+        """bool ``(n_nodes,)``: True at the nodes strictly below a unary node. There the
+        tree's MSE as a function of the node's output is not of equation 6's form, so the
+        searches skip these nodes (:mod:`jaxsr.symbolic.unary`)."""
+        out = np.zeros(self.n_nodes, bool)
+        for i in range(1, self.n_nodes):
+            p = self._parent[i]
+            out[i] = out[p] or self.op[p] >= SQRT
+        return out
 
     @classmethod
     def parse(cls, text: str, feature_names: list[str] | None = None) -> Expression:
@@ -226,6 +236,10 @@ class Expression:
     def depths(self) -> np.ndarray:
         return self._depth
 
+    def subtree_heights(self) -> np.ndarray:
+        """Height of the subtree rooted at each node (leaf = 1), ``(n_nodes,)`` int32."""
+        return self._height
+
     @property
     def height(self) -> int:
         return int(self._depth.max()) + 1
@@ -263,9 +277,6 @@ class Expression:
     def padded(self, capacity: int | None = None, dtype=np.float64) -> TreeArrays:
         """The tree padded to ``capacity`` (default: its bucket) as :class:`TreeArrays`."""
         n = self.n_nodes
-        if self.has_unary:
-            raise ValueError("the search kernels take trees of + - * / only; a tree with "
-                             "unary operators is evaluated by evaluate() / to_jax()")
         cap = capacity_bucket(n) if capacity is None else int(capacity)
         if cap < n:
             raise ValueError(f"capacity {cap} is smaller than the tree ({n} nodes)")

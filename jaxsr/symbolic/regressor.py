@@ -212,7 +212,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         the paper's ``+ - * /`` only). Each variable transformed by each operator is
         offered to the searches as an extra terminal, wherever the domain rules admit it
         on the training data (``sqrt``/``log`` of positive columns only, no overflow of
-        ``exp``); see :mod:`jaxsr.symbolic.unary` for what is and is not searched.
+        ``exp``), and the move ``p -> u(p)`` on every non-terminal subtree ``p`` is scored
+        on ``p``'s node equation with the same domain rules (no search runs below a unary
+        node); see :mod:`jaxsr.symbolic.unary` for what is and is not searched.
         ``unary_terminals_`` lists the terminals offered.
       mesh: run every pass sharded over the samples: ``None`` (default, one device),
         ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
@@ -494,6 +496,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     deadline=deadline, max_constant_passes=self.max_constant_passes,
                     weights=wj,
                 )
+                if self.unary_operators:  # issue 12: the move p -> u(p) (unary.py)
+                    engine.unary_search = _unary.UnarySearch(self.unary_operators)
                 if initial_tree is not None:
                     start_tree = (initial_tree if y_scale == 1.0
                                   else scale_output(initial_tree, 1.0 / y_scale))

@@ -3,7 +3,8 @@
 The semantic of a node is the vector of its outputs on the ``N`` patterns: a point of the
 N-dimensional semantic space. Constants evaluate to ``(k, ..., k)`` and variables to their
 column. Nodes are visited from the last pre-order index to the first, so both children of
-a node are known when it is reached.
+a node are known when it is reached. A unary node (``sqrt, exp, log, sin, cos``; issue 12,
+beyond the paper) is the function of its first child's semantic.
 """
 
 from __future__ import annotations
@@ -12,18 +13,42 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .expression import ADD, CONST, MUL, SUB, VAR, TreeArrays
+from .expression import ADD, CONST, EXP, LOG, MUL, SIN, SQRT, SUB, VAR, TreeArrays
 
-__all__ = ["node_semantics", "combine", "tree_mse", "tree_output"]
+__all__ = ["node_semantics", "combine", "unary", "tree_mse", "tree_output"]
 
-def combine(op, x, y):
-    """``x op y`` element-wise for an operator code ``op`` (scalar int, traced or not).
 
-    IEEE rules: a zero denominator gives ``inf`` or ``nan`` (the searches never accept one).
-    """
+def _binary(op, x, y):
     return jnp.where(
         op == ADD, x + y, jnp.where(op == SUB, x - y, jnp.where(op == MUL, x * y, x / y))
     )
+
+
+def unary(op, x):
+    """``u(x)`` element-wise for a unary operator code ``op`` (``SQRT, EXP, LOG, SIN,
+    COS``; scalar int, traced or not). IEEE rules: ``sqrt``/``log`` of a negative value
+    give ``nan``, ``log(0) = -inf``, ``exp`` overflows to ``inf`` (no tree with a
+    non-finite semantic is ever accepted). Each function gets a safe argument where it is
+    not the one chosen (no ``nan`` in a derivative through an unchosen branch)."""
+    one = jnp.ones_like(x)
+    return jnp.where(
+        op == SQRT, jnp.sqrt(jnp.where(op == SQRT, x, one)), jnp.where(
+            op == EXP, jnp.exp(jnp.where(op == EXP, x, 0.0 * one)), jnp.where(
+                op == LOG, jnp.log(jnp.where(op == LOG, x, one)),
+                jnp.where(op == SIN, jnp.sin(x), jnp.cos(x)))))
+
+
+def combine(op, x, y):
+    """``x op y`` element-wise for an operator code ``op`` (scalar int, traced or not);
+    ``op(x)`` for a unary code (issue 12: :func:`unary`, its one child ``x``; ``y`` is
+    ignored), evaluated in a ``lax.cond`` branch, so a binary node computes exactly the
+    four-way choice it always did and no transcendental function.
+
+    IEEE rules: a zero denominator gives ``inf`` or ``nan`` (the searches never accept one).
+    """
+    op = jnp.asarray(op)
+    return lax.cond(op >= SQRT, lambda: unary(op, x).astype(x.dtype),
+                    lambda: _binary(op, x, y).astype(x.dtype))
 
 
 @jax.jit
@@ -45,17 +70,24 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
     cap = tree.op.shape[0]
     sem0 = jnp.zeros((cap, XT.shape[1]), XT.dtype)
 
-    def body(k, sem):
-        i = cap - 1 - k
-        op = tree.op[i]
-        x = sem[tree.left[i]]
-        y = sem[tree.right[i]]
-        inner = combine(op, x, y)
-        leaf = jnp.where(op == CONST, tree.value[i].astype(XT.dtype), XT[tree.feature[i]])
-        row = jnp.where(op >= ADD, inner, jnp.where((op == CONST) | (op == VAR), leaf, 0.0))
-        return lax.dynamic_update_slice(sem, row[None, :], (i, 0))
+    def loop(with_unary):
+        def body(k, sem):
+            i = cap - 1 - k
+            op = tree.op[i]
+            x = sem[tree.left[i]]
+            y = sem[tree.right[i]]
+            inner = combine(op, x, y) if with_unary else _binary(op, x, y)
+            leaf = jnp.where(op == CONST, tree.value[i].astype(XT.dtype), XT[tree.feature[i]])
+            # op >= ADD: binary (or unary, issue 12: u of the first child) node
+            row = jnp.where(op >= ADD, inner,
+                            jnp.where((op == CONST) | (op == VAR), leaf, 0.0))
+            return lax.dynamic_update_slice(sem, row[None, :], (i, 0))
 
-    return lax.fori_loop(0, cap, body, sem0)
+        return lax.fori_loop(0, cap, body, sem0)
+
+    # a tree of + - * / runs the paper's loop as it was (no branch per node); only a tree
+    # with a unary node (issue 12) runs the loop that branches on each node's arity
+    return lax.cond(jnp.any(tree.op >= SQRT), lambda: loop(True), lambda: loop(False))
 
 
 @jax.jit

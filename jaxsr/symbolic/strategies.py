@@ -50,7 +50,7 @@ from .equations import (
     forbidden_sets,
     node_equations,
 )
-from .expression import ADD, CONST, DIV, MUL, SUB, VAR, Expression, capacity_bucket
+from .expression import ADD, CONST, DIV, MUL, SQRT, SUB, VAR, Expression, capacity_bucket
 from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all
 from .semantics import combine, node_semantics, tree_mse
 
@@ -96,7 +96,7 @@ def scale_output(expr: Expression, s: float) -> Expression:
             op = int(expr.op[i])
             if op == CONST:
                 memo[key] = 0
-            elif op == VAR:
+            elif op == VAR or op >= SQRT:  # a unary node (issue 12) is scaled as a leaf
                 memo[key] = 2
             else:
                 left, right = int(expr.left[i]), int(expr.right[i])
@@ -113,7 +113,7 @@ def scale_output(expr: Expression, s: float) -> Expression:
         f = 1.0 / s if inv else s
         if op == CONST:
             return Expression.constant(float(expr.value[i]) * f)
-        if op == VAR:
+        if op == VAR or op >= SQRT:
             return Expression.binary(MUL, Expression.constant(f), expr.subtree(i))
         left, right = int(expr.left[i]), int(expr.right[i])
         if op in (ADD, SUB):
@@ -465,6 +465,7 @@ class DomeSearch:
         self._cache = None
         self.mse = self._true_mse(self.expr)[0]
         self.n_const_updates = 0
+        self.unary_search = None  # issue 12: a unary.UnarySearch adds the move p -> u(p)
 
     # ---------------------------------------------------------------- numeric passes
     def _fit_capacity(self, expr: Expression) -> None:
@@ -502,6 +503,9 @@ class DomeSearch:
         op = np.zeros(cap, np.int32)
         op[: self.expr.n_nodes] = self.expr.op
         real = np.arange(cap) < self.expr.n_nodes
+        if self.expr.has_unary:  # issue 12: no search below a unary node (unary.py)
+            real[: self.expr.n_nodes] &= ~self.expr.below_unary()
+            op[~real] = 0
         return {
             "all": real,
             "const": op == CONST,
@@ -531,7 +535,10 @@ class DomeSearch:
         masks = self.search_masks(specs, cap)
         res = jax.device_get(search_all(tree, sem, eqs, S, self.XT, jnp.asarray(masks),
                                         self.var_mask, mn, mh))
-        return self.collect(res, specs)
+        found = self.collect(res, specs)
+        if self.unary_search is not None:  # issue 12: p -> u(p), where k op p is searched
+            found = self.unary_search.merge(self, found, masks, (tree, sem, eqs, S))
+        return found
 
     def limits(self):
         """``(max_nodes, max_height)`` as the int32 scalars :func:`search_all` takes."""
@@ -595,6 +602,8 @@ class DomeSearch:
         if c.search == "constant-variable":
             return Expression.binary(c.op, Expression.constant(c.constant),
                                      Expression.variable(c.variable))
+        if c.search == "unary":  # issue 12: u(p)
+            return Expression.unary(c.op, self.expr.subtree(c.node))
         return Expression.binary(c.op, Expression.constant(c.constant),
                                  self.expr.subtree(c.node))
 
@@ -606,7 +615,7 @@ class DomeSearch:
             new_sub = self.subtree_of(c)
             new = self.expr.replace(c.node, new_sub)
             if new.n_nodes > self.max_nodes and c.search in ("constant-variable",
-                                                             "constant-expression"):
+                                                             "constant-expression", "unary"):
                 continue
             mse, ok = self._true_mse(new)
             if self.accepts(mse, ok):
@@ -641,7 +650,10 @@ class DomeSearch:
         ``capped`` is True when ``max_constant_passes`` ended it before a pass changed
         nothing. Runs on the device in one call (:func:`constant_passes`); with a time
         budget, in calls of a bounded number of visits with the clock checked between."""
-        const_nodes = np.flatnonzero(self.expr.op == CONST).astype(np.int32)
+        is_const = self.expr.op == CONST
+        if self.expr.has_unary:  # issue 12: no node equation below a unary node
+            is_const &= ~self.expr.below_unary()
+        const_nodes = np.flatnonzero(is_const).astype(np.int32)
         if self.max_constant_passes is not None and self.max_constant_passes <= 0:
             return 0, True
         if const_nodes.size == 0:
@@ -815,7 +827,9 @@ class DomeSearch:
             for j in range(self.expr.n_nodes):
                 if self.expr.op[j] < ADD:
                     continue
-                for child in (int(self.expr.right[j]), int(self.expr.left[j])):
+                kids = ((int(self.expr.left[j]),) if self.expr.op[j] >= SQRT  # unary
+                        else (int(self.expr.right[j]), int(self.expr.left[j])))
+                for child in kids:
                     new = self.expr.replace(j, self.expr.subtree(child))
                     mse, ok = self._true_mse(new)
                     if ok and mse <= start_mse + self.floor:

@@ -1,5 +1,6 @@
 """Unary operators (issue 12): transformed variables as terminals, their domain rules,
-the searches' scores against substitute-and-re-evaluate, and the export of unary nodes.
+the move p -> u(p) on subtrees, the searches' scores against substitute-and-re-evaluate,
+no search below a unary node, and the export of unary nodes.
 
 One data shape (100 rows, 2 positive variables; with sqrt 4 search columns) for all fits.
 """
@@ -10,12 +11,18 @@ import numpy as np
 import pytest
 
 from jaxsr import SymbolicRegressor
-from jaxsr.symbolic.expression import COS, EXP, LOG, SIN, SQRT, Expression
+from jaxsr.symbolic.expression import ADD, COS, DIV, EXP, LOG, SIN, SQRT, Expression
 from jaxsr.symbolic.unary import (
+    UnarySearch,
     contract_terminals,
     expand_terminals,
     transformed_terminals,
+    unary_moves,
 )
+
+ALL = (SQRT, EXP, LOG, SIN, COS)
+STRATEGY_1 = [("constant", "all"), ("variable", "all"), ("constant-variable", "all"),
+              ("constant-expression", "nonterminal")]
 
 
 def data():
@@ -45,8 +52,14 @@ def test_expression_unary_nodes_match_numpy_and_export():
         assert word in latex
     assert Expression.from_dict(json.loads(json.dumps(e.to_dict()))) == e
     assert e.has_unary and e.n_nodes == 16 and e.subtree_sizes[0] == 16
-    with pytest.raises(ValueError, match="unary"):
-        e.padded()
+    # the semantics kernel evaluates unary interior nodes: every node's row = numpy
+    from jaxsr.symbolic.semantics import node_semantics
+
+    with jax.enable_x64(True):
+        sem = np.asarray(node_semantics(e.padded(), jax.numpy.asarray(X.T)))
+    for i in range(e.n_nodes):
+        np.testing.assert_allclose(sem[i], e.subtree(i).evaluate(X), rtol=1e-15)
+    assert list(np.flatnonzero(e.below_unary())) == [4, 8, 9, 10, 12, 14, 15]
     with pytest.raises(ValueError, match="unknown unary"):
         Expression.unary("tanh", Expression.variable(0))
 
@@ -79,8 +92,9 @@ def test_expand_and_contract_are_inverse():
     user = expand_terminals(search_tree, 2, terms)
     assert user.to_string() == "((2.0 * sqrt(x1)) + (x2 / sqrt(x2)))"
     assert contract_terminals(user, 2, terms) == search_tree
-    with pytest.raises(ValueError, match="not an offered terminal"):
-        contract_terminals(Expression.parse("sqrt(x1 + 1.0)"), 2, terms)
+    # a unary node that is not an offered terminal stays a unary interior node
+    inner = Expression.parse("sqrt(x1 + 1.0) * sqrt(x2)")
+    assert contract_terminals(inner, 2, terms) == Expression.parse("sqrt(x1 + 1.0) * x4")
 
 
 def test_searches_on_transformed_terminals_match_substitute_and_re_evaluate():
@@ -110,6 +124,117 @@ def test_searches_on_transformed_terminals_match_substitute_and_re_evaluate():
                                    atol=1e-12 * eng.mse)
 
 
+def _engine():
+    import jax.numpy as jnp
+
+    from jaxsr.symbolic.strategies import DomeSearch
+
+    X, y = data()
+    cols, terms = transformed_terminals(X, ("sqrt",))
+    eng = DomeSearch(jnp.asarray(np.column_stack([X, cols]).T), jnp.asarray(y),
+                     np.ones(4, bool), max_nodes=13, max_height=None, min_improvement=0.0,
+                     feature_names=None)
+    eng.unary_search = UnarySearch(("sqrt", "exp", "log", "sin", "cos"))
+    assert eng.unary_search.codes == ALL
+    return eng, X, y, terms
+
+
+def _load(eng, text, X, y):
+    e = Expression.parse(text)
+    eng.expr, eng.mse, eng._cache = e, float(np.mean((e.evaluate(X) - y) ** 2)), None
+    return e
+
+
+def _valid(tree, X):
+    """Substitute-and-re-evaluate's verdict: every node finite on every row, no zero
+    denominator, every unary argument in its domain (sqrt/log of positive values)."""
+    for i in range(tree.n_nodes):
+        v = tree.subtree(i).evaluate(X)
+        if not np.all(np.isfinite(v)):
+            return False
+        if tree.op[i] == DIV and np.any(tree.subtree(int(tree.right[i])).evaluate(X) == 0):
+            return False
+        if tree.op[i] in (SQRT, LOG) and np.any(tree.subtree(i + 1).evaluate(X) <= 0):
+            return False
+    return True
+
+
+def test_unary_moves_match_substitute_and_re_evaluate_and_keep_the_domain():
+    """Every move p -> u(p), at every non-terminal node (c == 0 and general-case
+    equations, nodes with a forbidden set) and every operator, predicts the MSE of the tree
+    re-evaluated in numpy; every move it refuses is one whose tree leaves the domain (a
+    non-finite node, sqrt/log of a non-positive value, exp beyond the range)."""
+    import jax.numpy as jnp
+
+    eng, X, y, _ = _engine()
+    big = float(np.finfo(np.float64).max) ** 0.25
+    n_ok = n_refused = 0
+    for text in ("(1.5 * x1) / (x2 + 0.5)", "((x1 - 5.0) * x2) + (100.0 * x1)",
+                 "(x2 - 3.0) / ((x1 * x2) + 0.25)"):
+        start = _load(eng, text, X, y)
+        tree, sem, eqs, S = eng.analyse()
+        mask = np.zeros(tree.op.shape[0], bool)
+        mask[: start.n_nodes] = start.op >= ADD
+        red = np.asarray(unary_moves(tree, sem, eqs, S, jnp.asarray(mask), ALL))
+        assert np.all(red[~mask] == -np.inf)
+        for j in np.flatnonzero(mask):
+            p = start.subtree(int(j)).evaluate(X)
+            for u, code in enumerate(ALL):
+                new = start.replace(int(j), Expression.unary(code, start.subtree(int(j))))
+                with np.errstate(all="ignore"):
+                    out = Expression.unary(code, Expression.variable(0)).evaluate(p[:, None])
+                ok = _valid(new, X) and np.all(np.abs(out) <= big)
+                if ok:
+                    mse = np.mean((new.evaluate(X) - y) ** 2)
+                    np.testing.assert_allclose(red[j, u], eng.mse - mse, rtol=1e-9,
+                                               atol=1e-12 * eng.mse)
+                    n_ok += 1
+                else:
+                    assert red[j, u] == -np.inf, (new, red[j, u])
+                    n_refused += 1
+    assert n_ok >= 20 and n_refused >= 8
+
+
+def test_no_search_below_a_unary_node_and_exact_above_it():
+    """A tree with unary interior nodes: the searches skip every node below them (their
+    equations are not of eq. 26's form), and every candidate elsewhere, the unary moves
+    included, predicts the MSE of the tree re-evaluated in numpy."""
+    eng, X, y, terms = _engine()
+    start = _load(eng, "(2.0 * (x1 * 1.0)) + sqrt((x2 * x2) + 0.0)", X, y)
+    below = start.below_unary()
+    assert list(np.flatnonzero(below)) == [7, 8, 9, 10, 11]
+    m = eng.masks()
+    assert not np.any(m["all"][: start.n_nodes][below])
+    cands = eng.candidates(STRATEGY_1)
+    assert cands and not any(below[c.node] for c in cands)
+    # sqrt(x1 * 1.0) at node 3 fits exactly (as the terminal sqrt(x1) there, which is
+    # first on the tie: the variable search comes before the unary move)
+    exact = [c for c in cands if c.node == 3 and c.search in ("unary", "variable")
+             and np.isclose(c.reduction, eng.mse, rtol=1e-9)]
+    assert {(c.search, c.op, c.variable) for c in exact} == {("unary", SQRT, -1),
+                                                             ("variable", -1, 2)}
+    for c in [c for c in cands if c.search == "unary"][:4] + cands[:12]:
+        new = expand_terminals(start.replace(c.node, eng.subtree_of(c)), 2, terms)
+        mse = np.mean((new.evaluate(X) - y) ** 2)
+        np.testing.assert_allclose(eng.mse - mse, c.reduction, rtol=1e-7,
+                                   atol=1e-12 * eng.mse)
+    # the constant optimisation leaves the constants below a unary node alone
+    eng.optimise_constants()
+    assert eng.expr.value[11] == 0.0
+    # the beam's canonical text keeps the unary node (operands of + and * sorted)
+    from jaxsr.symbolic.beam import canonical_text
+
+    assert canonical_text(start) == canonical_text(
+        Expression.parse("sqrt(0.0 + (x2 * x2)) + ((1.0 * x1) * 2.0)"))
+    # pruning and the output scaling treat a unary node as one child / a leaf
+    from jaxsr.symbolic.strategies import scale_output
+
+    scaled = scale_output(start, 4.0)
+    np.testing.assert_allclose(scaled.evaluate(X), 4.0 * start.evaluate(X), rtol=1e-15)
+    eng.prune()
+    assert eng.expr.has_unary
+
+
 def test_estimator_with_sqrt_finds_the_law_and_exports_it():
     X, y = data()
     y2 = 2.5 * X[:, 1] * np.sqrt(X[:, 0])
@@ -132,6 +257,18 @@ def test_estimator_with_sqrt_finds_the_law_and_exports_it():
     wide = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
                              beam_width=4, progress=False).fit(X, y)
     assert np.mean((wide.predict(X) - y) ** 2) <= 1e-20 * np.mean(y**2)
+    # the move p -> u(p) on a subtree from a warm start: sqrt((x1 * x2) + 1) exactly, a
+    # unary interior node in every export
+    y3 = np.sqrt(X[:, 0] * X[:, 1] + 1.0)
+    mv = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
+                           initial_expression="(x1 * x2) + 1.0", progress=False).fit(X, y3)
+    assert mv.history_[0]["search"] == "unary" and mv.stop_reason_ in ("goal", "rounding level")
+    assert mv.expression_ == "sqrt(((x1 * x2) + 1.0))"
+    assert str(mv) == "y = sqrt(x1*x2 + 1)"
+    np.testing.assert_allclose(np.asarray(mv.to_jax()(X)), y3, rtol=1e-14)
+    assert r"\sqrt{x_{1} x_{2} + 1}" in mv.latex()
+    back = SymbolicRegressor.from_dict(json.loads(json.dumps(mv.to_dict())))
+    np.testing.assert_array_equal(back.predict(X), mv.predict(X))
     # a warm start with a unary node over a variable is the terminal itself
     warm = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
                              initial_expression="1.5 * sqrt(x1)", max_iterations=1,
