@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxsr import SymbolicRegressor
-from jaxsr.datasets import feynman_equation, make_newton_gravitation
+from jaxsr.datasets import make_newton_gravitation
 from jaxsr.symbolic import beam
 from jaxsr.symbolic.beam import BeamStatus, beam_init, beam_step, canonical_text
 from jaxsr.symbolic.expression import Expression
@@ -30,16 +30,16 @@ CASES = [
     ("newton", dict(strategy=1, goal_mse="mean")),
     ("rational", dict(strategy=3, max_nodes=13, max_iterations=12)),
     ("rational", dict(strategy=4, max_nodes=13, max_iterations=12)),
-    ("I.12.4", dict(strategy=2, max_nodes=30)),
+    # strategy 2 (constant optimisation after each change) on the rational function's
+    # shape (it compiled a 1000 x 3 Feynman shape of its own before: 80 s of the suite)
+    ("rational", dict(strategy=2, max_nodes=13, max_iterations=12)),
 ]
 
 
 def _data(name):
     if name == "newton":
         return make_newton_gravitation(1000, seed=0)
-    if name == "rational":
-        return rational_data()
-    return feynman_equation(name, 1000, seed=0)
+    return rational_data()
 
 
 @pytest.mark.parametrize(("name", "params"), CASES)
