@@ -117,6 +117,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from . import sorting
+
 __all__ = ["optimal_constant", "constant_mse", "N_NEWTON", "POLE_EXCLUSION", "POLE_RTOL",
            "SCORE_BUDGET", "EXHAUSTIVE_MAX", "FANOUT", "POINT_BUDGET", "LEAF_REACH", "LEAF_DIVISOR",
            "NEAR_FACTOR", "NEAR_CAP",
@@ -189,7 +191,7 @@ def _pole_zones(c, d):
     """Sorted poles ``d_j/c_j`` (``+inf`` padding where ``c_j == 0``) and the ends of
     their exclusion zones ``lo = p - 0.01|p|``, ``hi = p + 0.01|p|`` (both increasing)."""
     cnz = c != 0
-    p = jnp.sort(jnp.where(cnz, d / jnp.where(cnz, c, 1.0), jnp.inf))
+    p = sorting.sort(jnp.where(cnz, d / jnp.where(cnz, c, 1.0), jnp.inf))
     w = POLE_EXCLUSION * jnp.abs(p)
     lo = jnp.where(jnp.isfinite(p), p - w, jnp.inf)
     hi = jnp.where(jnp.isfinite(p), p + w, jnp.inf)
@@ -255,7 +257,7 @@ def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=No
         return (jnp.where(jnp.isfinite(f[i]), cands[i], jnp.nan), f[i],
                 jnp.sum(admissible, dtype=jnp.int32))
     fanout = FANOUT if fanout is None else int(fanout)
-    ks = jnp.sort(jnp.where(admissible, cands, jnp.inf))
+    ks = sorting.sort(jnp.where(admissible, cands, jnp.inf))
     n_adm = jnp.sum(admissible, dtype=jnp.int32)
     return _branch_and_bound(a, b, c, d, ks, n_adm, fanout, _batch(a.shape[0], fanout),
                              leaf_size, near_cap)
@@ -332,7 +334,7 @@ def _forbidden_values(S, n_used, k):
     K = S.shape[0]
     used = (jnp.arange(K) < n_used)[:, None]
     any_nan = jnp.any(jnp.isnan(S) & used)
-    vals = jnp.sort(jnp.where(used & ~jnp.isnan(S), S, jnp.inf).reshape(-1))
+    vals = sorting.sort(jnp.where(used & ~jnp.isnan(S), S, jnp.inf).reshape(-1))
     i = jnp.clip(jnp.searchsorted(vals, k, side="left"), 0, vals.shape[0] - 1)
     return any_nan | (vals[i] == k)
 
@@ -412,7 +414,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     zg = jnp.where(gen & jnp.isfinite(z), z, jnp.inf)
     pg = jnp.where(gen, d / jnp.where(gen, c, 1.0), jnp.inf)
     pg = jnp.where(jnp.isfinite(pg), pg, jnp.inf)
-    perm_z, perm_p = jnp.argsort(zg), jnp.argsort(pg)
+    perm_z, perm_p = sorting.argsort(zg), sorting.argsort(pg)
     zs, ps = zg[perm_z], pg[perm_p]
     # for each candidate, the zeros and poles below / at or below it (window counts)
     z_left, z_right = (jnp.searchsorted(zs, ks, side=sd) for sd in ("left", "right"))
@@ -552,7 +554,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         return best_f, best_k, cand_lb, 2 * jnp.sum(valid, dtype=jnp.int32)
 
     def run_level(lb, best_f, best_k, n_points, n_out, process, per_step):
-        order = jnp.argsort(lb)
+        order = sorting.argsort(lb)
         lb_sorted = lb[order]
         n_in = lb.shape[0]
 
