@@ -437,3 +437,105 @@ def support_leaf_loss(mask, W, mean, E):
             dm = mean[u] - mu
             loss += E[u] + W[u] * dm * dm
     return loss
+
+
+@numba.njit(**_NB)
+def support_splits(mask, X, keep):
+    """The features that split a support in distinct ways (``subtrees.distinct_splits``).
+
+    Args:
+      mask: ``(U,)`` bool support over the classes. X: ``(U, M)`` uint8 rows of all
+        classes. keep: ``(M,)`` int64 out.
+
+    Returns:
+      int ``k``: ``keep[:k]`` are, in increasing order, the lowest feature of each
+      distinct split that is not constant on the support (equal or complementary columns
+      make the same split).
+    """
+    U, M = X.shape
+    idx = np.flatnonzero(mask)
+    n = idx.shape[0]
+    k = 0
+    if n == 0:
+        return 0
+    r0 = idx[0]
+    for j in range(M):
+        b0 = X[r0, j]
+        const = True
+        for t in range(1, n):
+            if X[idx[t], j] != b0:
+                const = False
+                break
+        if const:
+            continue
+        new = True
+        for q in range(k):
+            c = keep[q]
+            bc = X[r0, c]
+            same = True
+            for t in range(1, n):
+                u = idx[t]
+                if (X[u, j] ^ b0) != (X[u, c] ^ bc):
+                    same = False
+                    break
+            if same:
+                new = False
+                break
+        if new:
+            keep[k] = j
+            k += 1
+    return k
+
+
+@numba.njit(**_NB)
+def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
+    """Exact best tree with at most ``levels`` split levels on a support (squared loss).
+
+    :func:`subtree_splits` on the support's classes, its distinct splits
+    (:func:`support_splits`) and its statistics re-centred on its own mean, then the
+    tie-breaking of :func:`jaxsr.trees.subtrees.best_subtree_np` (near-ties, ``1e-12``
+    relative, go to the leaf, then to the lowest feature).
+
+    Args:
+      mask: ``(U,)`` bool support. X: ``(U, M)`` uint8 rows of all classes. W, mean, E,
+        N: ``(U,)`` float64 class weight, mean target, internal loss, sample count.
+      levels: 1, 2 or 3. lamn: ``lambda * normaliser``. m1: least samples per leaf.
+
+    Returns:
+      ``(cost, feature)``: loss units (divide by the normaliser), feature -1 for a leaf.
+    """
+    U, M = X.shape
+    keep = np.empty(M, dtype=np.int64)
+    k = support_splits(mask, X, keep)
+    idx = np.flatnonzero(mask)
+    n = idx.shape[0]
+    Wt = 0.0
+    St = 0.0
+    for t in range(n):
+        Wt += W[idx[t]]
+        St += W[idx[t]] * mean[idx[t]]
+    mu = St / Wt if Wt > 0.0 else 0.0
+    Xs = np.empty((n, k), dtype=np.uint8)
+    st = np.empty((n, 4))
+    for t in range(n):
+        u = idx[t]
+        for q in range(k):
+            Xs[t, q] = X[u, keep[q]]
+        dm = mean[u] - mu
+        st[t, 0] = W[u]
+        st[t, 1] = W[u] * dm
+        st[t, 2] = E[u] + W[u] * dm * dm
+        st[t, 3] = N[u]
+    split = np.empty(k)
+    leaf = subtree_splits(Xs, st, levels, lamn, m1, split)
+    if k == 0:
+        return leaf, -1
+    best = np.inf
+    for q in range(k):
+        if split[q] < best:
+            best = split[q]
+    if best < leaf * (1.0 - 1e-12):
+        for q in range(k):
+            if split[q] <= best + 1e-12 * abs(best):
+                return split[q], keep[q]
+    return leaf, -1

@@ -250,6 +250,8 @@ class OptimalTreeSearch:
         self.stats = st
         self._Wc = np.ascontiguousarray(st[:, STAT_W])
         self._Ec = np.ascontiguousarray(st[:, STAT_E])
+        self._Nc = np.ascontiguousarray(st[:, STAT_N])
+        self._Xu8 = np.ascontiguousarray(self.Xc_bool, dtype=np.uint8)
         self.st4 = np.ascontiguousarray(st[:, [STAT_W, STAT_S, STAT_Q, STAT_N]])
 
         # normaliser (internal units); a constant target has no loss: one leaf is optimal
@@ -501,9 +503,7 @@ class OptimalTreeSearch:
         if e.solved or _reaches(e.lb, cap) or stopped:
             return e, None
         if self.kl and d <= self.kl + 1:
-            idx = np.flatnonzero(mask)
-            c, f = best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], d - 1,
-                                   self.lam, self.norm, self.m1, self._native())
+            c, f = self._kernel(mask, d - 1)
             self.n_kernel += 1
             e = memo[key] = Entry(c, c, f, True, -1, np.inf)
             return e, None
@@ -517,8 +517,7 @@ class OptimalTreeSearch:
                 e = memo[key] = e._replace(klev=-1)
                 return self._expansion(key, mask, cap, is_root)
             t_k = time.perf_counter()
-            c, f = best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], self.kl,
-                                   self.lam, self.norm, self.m1, self._native())
+            c, f = self._kernel(mask, self.kl, idx)
             self._kernel_rate = max(self._kernel_rate, (time.perf_counter() - t_k)
                                     / self._kernel_work(idx.size, self.kl))
             self.n_kernel += 1
@@ -533,6 +532,21 @@ class OptimalTreeSearch:
                 return e, None
         return self._expansion(key, mask, cap, is_root)
 
+    def _kernel(self, mask, levels, idx=None):
+        """Exact best tree with at most ``levels`` split levels on ``mask`` (squared loss):
+        ``(objective, root feature)`` (:func:`~jaxsr.trees.subtrees.best_subtree_np`, or
+        its compiled twin :func:`~jaxsr.trees.compiled.support_subtree`)."""
+        if self._native():
+            from .compiled import support_subtree
+
+            c, f = support_subtree(mask, self._Xu8, self._Wc, self.cls_mean, self._Ec,
+                                   self._Nc, int(levels), self.lam * self.norm,
+                                   float(self.m1))
+            return float(c / self.norm), int(f)
+        idx = np.flatnonzero(mask) if idx is None else idx
+        return best_subtree_np(self.Xc[idx], self._sub_stats(idx)[:, _ST4], levels,
+                               self.lam, self.norm, self.m1)
+
     def _children(self, mask):
         idx = np.flatnonzero(mask)
         st = self._sub_stats(idx)
@@ -542,7 +556,14 @@ class OptimalTreeSearch:
         ok = (a[:, STAT_N] >= self.m1) & (comp[:, STAT_N] >= self.m1)
         # one feature per distinct split of the support (equal or complementary columns
         # make the same two children; :func:`~jaxsr.trees.subtrees.distinct_splits`)
-        F = np.intersect1d(distinct_splits(self.Xc_bool[idx]), np.flatnonzero(ok))
+        if self._native():
+            from .compiled import support_splits
+
+            keep = np.empty(self.M, dtype=np.int64)
+            keep = keep[:support_splits(mask, self._Xu8, keep)]
+            F = keep[ok[keep]]
+        else:
+            F = np.intersect1d(distinct_splits(self.Xc_bool[idx]), np.flatnonzero(ok))
         a, comp = a[F], comp[F]
         if self.l1:
             sm = mask[self.cls_s]
@@ -731,11 +752,7 @@ class OptimalTreeSearch:
                 return int(e.feat), int(e.klev), False
             return int(e.feat), d - 1, True
         if self.kl and d <= self.kl + 1:
-            idx = np.flatnonzero(mask)
-            st = self._sub_stats(idx)
-            f = best_subtree_np(self.Xc[idx], st[:, _ST4], d - 1, self.lam, self.norm,
-                                self.m1, self._native())[1]
-            return f, d - 1, False
+            return self._kernel(mask, d - 1)[1], d - 1, False
         # never reached: a leaf can only be optimal here if it was pruned as such
         return -1, 0, False
 

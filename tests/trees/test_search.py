@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from jaxsr.trees import OptimalTreeRegressor, optimal_subtree_cost
+from jaxsr.trees.compiled import support_splits, support_subtree
 from jaxsr.trees.search import ALL_BOUNDS, OptimalTreeSearch
-from jaxsr.trees.subtrees import best_subtree_np
+from jaxsr.trees.subtrees import best_subtree_np, distinct_splits
 
 # ----------------------------------------------------------------------------- oracles
 
@@ -324,6 +325,9 @@ def test_subtree_kernels_numpy_jax_vmap(levels, msl):
     masks = rng.random((5, U)) < 0.7
     masks[0] = True
     lam, norm = 0.02, 10.0
+    X8 = Xc.astype(np.uint8)
+    mean = np.where(Wc > 0, st[:, 1] / np.maximum(Wc, 1.0), 0.0)
+    E = st[:, 2] - Wc * mean * mean
     batched = jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
         jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(masks), lam, norm, levels, msl)
     for b, m in enumerate(masks):
@@ -332,6 +336,14 @@ def test_subtree_kernels_numpy_jax_vmap(levels, msl):
         c_nb, f_nb = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl, native=True)
         assert c_nb == pytest.approx(c_np, rel=1e-12)
         assert f_nb == f_np
+        # and from the support mask over all classes (gather, distinct splits, re-centring
+        # and tie-breaking compiled too)
+        c_sm, f_sm = support_subtree(m, X8, Wc, mean, E, Nc, levels, lam * norm, float(msl))
+        assert c_sm / norm == pytest.approx(c_np, rel=1e-12)
+        assert f_sm == f_np
+        keep = np.empty(M, dtype=np.int64)
+        k = support_splits(m, X8, keep)
+        np.testing.assert_array_equal(keep[:k], distinct_splits(Xc[m] > 0.5))
         c_jx, f_jx = optimal_subtree_cost(jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(m),
                                           lam, norm, levels=levels, min_samples_leaf=msl)
         assert float(c_jx) == pytest.approx(c_np, rel=1e-12)
