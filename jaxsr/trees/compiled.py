@@ -539,3 +539,80 @@ def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
             if split[q] <= best + 1e-12 * abs(best):
                 return split[q], keep[q]
     return leaf, -1
+
+
+@numba.njit(**_NB)
+def kmeans_bound(losses, k, lam, norm, min_leaves):
+    """:func:`jaxsr.trees.bounds.kmeans_bound` of ``losses[:k]`` (the same arithmetic)."""
+    if k >= min_leaves:
+        best = np.inf
+        for c in range(min_leaves, k + 1):
+            v = losses[c - 1] / norm + lam * c
+            best = min(best, v)
+        return best
+    gain = losses[k - 2] - losses[k - 1] if k >= 2 else 0.0
+    lo = max(losses[k - 1] - (min_leaves - k) * gain, 0.0)
+    return lo / norm + lam * min_leaves
+
+
+@numba.njit(**_NB)
+def support_bounds(mask, korder, W, mean, E, N, d, lam, norm, m1, look, kl, equiv,
+                   use_kmeans):
+    """Leaf loss and lower bounds of a new subproblem (squared loss; the search's
+    ``_leaf_cost`` and ``_split_bound`` in one call).
+
+    Args:
+      mask: ``(U,)`` bool support. korder: ``(U,)`` int64 classes by increasing mean.
+      W, mean, E, N: ``(U,)`` float64 class weight, mean, internal loss, sample count.
+      d: levels of the subproblem. lam, norm: lambda and the normaliser. m1: least
+        samples per leaf. look: leaves of a tree that splits (2, or 1 without the
+        lookahead bound). kl: the shallow kernel's levels. equiv, use_kmeans: bounds used.
+
+    Returns:
+      ``(leaf, b, deep)``: the loss of one leaf (loss units, around the support's own
+      mean); ``b`` bounds every tree that splits and ``deep`` every tree with at least
+      ``kl + 2`` leaves (objective units: the equivalent points bound, Theorem 3.3, and
+      the k-Means bound, Theorem 3.5, with the early stop of Theorem 3.7).
+    """
+    U = mask.shape[0]
+    Wt = 0.0
+    St = 0.0
+    Et = 0.0
+    Nt = 0.0
+    C = 0
+    for u in range(U):
+        if mask[u]:
+            Wt += W[u]
+            St += W[u] * mean[u]
+            Et += E[u]
+            Nt += N[u]
+            C += 1
+    mu = St / Wt if Wt > 0.0 else 0.0
+    leaf = 0.0
+    for u in range(U):
+        if mask[u]:
+            dm = mean[u] - mu
+            leaf += E[u] + W[u] * dm * dm
+    ep = Et / norm if equiv else 0.0
+    b = ep + look * lam
+    cmax = min(C, int(np.floor(Nt / m1)))
+    if d - 1 < 40:
+        cmax = min(cmax, 1 << (d - 1))
+    kdeep = kl + 2
+    deep = np.inf if cmax < kdeep else ep + lam * kdeep
+    if not use_kmeans or d <= kl:
+        return leaf, b, deep
+    if cmax < look:
+        return leaf, np.inf, np.inf
+    sel = np.empty(C, dtype=np.int64)
+    t = 0
+    for i in range(U):
+        u = korder[i]
+        if mask[u]:
+            sel[t] = u
+            t += 1
+    out = np.empty(max(1, min(cmax, C)))
+    k = support_kmeans_losses(sel, W, mean, E, cmax, lam * norm, True, out)
+    if kl > 0 and cmax >= kdeep:
+        deep = max(deep, kmeans_bound(out, k, lam, norm, kdeep))
+    return leaf, max(b, kmeans_bound(out, k, lam, norm, look)), deep

@@ -416,11 +416,11 @@ class OptimalTreeSearch:
             deep = max(deep, kmeans_bound(losses, self.lam, self.norm, kdeep))
         return max(b, kmeans_bound(losses, self.lam, self.norm, self.look)), deep
 
-    def _new_entry(self, mask, tot, leaf, d) -> Entry:
+    def _new_entry(self, mask, tot, leaf, d, bounds=None) -> Entry:
         leaf = float(leaf)
         if d <= 1:
             return Entry(leaf, leaf, -1, True, -1, np.inf)
-        sb, deep = self._split_bound(mask, tot, d)
+        sb, deep = self._split_bound(mask, tot, d) if bounds is None else bounds
         if _reaches(sb, leaf):
             return Entry(leaf, leaf, -1, True, -1, np.inf)
         klev = _UNTRIED if (self.kl and not self.l1 and d > self.kl + 1) else -1
@@ -464,9 +464,23 @@ class OptimalTreeSearch:
         """Create the memo entry of a new subproblem (its bounds; no expansion)."""
         memo = self.memo
         d = key[1]
-        if not self.l1:  # the parent's sums round relative to the parent's spread
+        bounds = None
+        if not self.l1 and self._native():
+            # leaf and bounds in one compiled call (:func:`~jaxsr.trees.compiled.
+            # support_bounds`: the same quantities as _leaf_cost and _split_bound)
+            from .compiled import support_bounds
+
+            loss, sb, deep = support_bounds(
+                mask, self.korder, self._Wc, self.cls_mean, self._Ec, self._Nc, int(d),
+                self.lam, self.norm, float(self.m1), float(self.look), int(self.kl),
+                self.equiv, self.use_kmeans)
+            leaf = loss / self.norm + self.lam
+            bounds = (float(sb), float(deep))
+            if self.use_kmeans and d > max(self.kl, 1):
+                self.n_kmeans += 1
+        elif not self.l1:  # the parent's sums round relative to the parent's spread
             leaf = self._leaf_cost(mask)
-        e = self._new_entry(mask, tot, leaf, d)
+        e = self._new_entry(mask, tot, leaf, d, bounds)
         if not e.solved:
             # the same support with more levels has an optimum no larger than this one
             # (any tree with d levels also has fewer than d' levels), so its lower bound

@@ -621,3 +621,33 @@ def test_best_first_root_keeps_the_optimum_and_raises_the_bound(monkeypatch, el)
     assert lbs[0] <= lbs[1] <= lbs[2]
     if el == 3:
         assert lbs[2] > lbs[0] + 0.02
+
+
+def test_compiled_leaf_and_bounds_equal_the_numpy_ones():
+    """compiled.support_bounds (leaf loss, equivalent points and k-Means bounds of a new
+    subproblem in one call) equals the numpy path (_leaf_cost, _split_bound) on random
+    supports, depths, bound subsets and leaf sizes."""
+    from jaxsr.trees.compiled import support_bounds
+    from jaxsr.trees.stats import STAT_E
+
+    rng = np.random.default_rng(5)
+    X, y, w = _problem(61, n=80, M=9, weights=True)
+    for bounds, msl, el in ((ALL_BOUNDS, 1, 3), (("equivalent", "kmeans"), 2, 2),
+                            (("hierarchical",), 1, 0)):
+        s = OptimalTreeSearch(X, y, w, regularization=0.003, depth_budget=6,
+                              bounds=bounds, min_samples_leaf=msl, exact_levels=el,
+                              native=False)
+        for _ in range(12):
+            mask = rng.random(s.U) < rng.uniform(0.2, 1.0)
+            if not mask.any():
+                continue
+            tot = s.stats[mask].sum(0)
+            tot[STAT_E] = s.stats[mask, STAT_E].sum()
+            for d in (1, 2, 4, 6):
+                loss, b, deep = support_bounds(mask, s.korder, s._Wc, s.cls_mean, s._Ec,
+                                               s._Nc, d, s.lam, s.norm, float(s.m1),
+                                               float(s.look), s.kl, s.equiv, s.use_kmeans)
+                assert loss / s.norm + s.lam == pytest.approx(s._leaf_cost(mask), rel=1e-10)
+                b0, deep0 = s._split_bound(mask, tot, d)
+                assert b == pytest.approx(b0, rel=1e-10), (bounds, d)
+                assert deep == pytest.approx(deep0, rel=1e-10), (bounds, d)
