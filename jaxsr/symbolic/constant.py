@@ -217,24 +217,25 @@ def _score_all(a, b, c, d, cands):
         num = a[None, :] * k[:, None] - b[None, :]
         den = c[None, :] * k[:, None] - d[None, :]
         f = jnp.mean((num / den) ** 2, axis=-1)
-        bad = jnp.any(den == 0, axis=-1) | ~jnp.isfinite(f) | ~jnp.isfinite(k)
-        return jnp.where(bad, jnp.inf, f)
+        # a zero denominator needs no test of its own: x/0 is +-inf or nan in IEEE
+        # arithmetic, so such an f is not finite (the per-pair test cost 3x the scoring)
+        return jnp.where(jnp.isfinite(f) & jnp.isfinite(k), f, jnp.inf)
 
     return lax.map(one, ks).reshape(-1)[:r]
 
 
 
-def _prepare(a, b, c, d, S, n_used):
+def _prepare(a, b, c, d, S, n_used, forbidden=True):
     """Candidates (``(N + 2,)``: the zeros, then the seeds of equations 29 and 33), whether
-    each is admissible (finite, not forbidden, not within 1% of a pole) and the sorted
-    pole zones."""
+    each is admissible (finite, not within 1% of a pole and, with ``S`` and
+    ``forbidden=True``, not forbidden) and the sorted pole zones."""
     nz = a != 0
     z = jnp.where(nz, b / jnp.where(nz, a, 1.0), jnp.nan)
     k29, k33, _ = _closed_form_candidates(a, b, c, d)
     cands = jnp.concatenate([z, jnp.stack([k29, k33])])
     lo, hi = _pole_zones(c, d)
     admissible = jnp.isfinite(cands) & ~_near_pole_zone(lo, hi, cands)
-    if S is not None:
+    if S is not None and forbidden:
         admissible = admissible & ~_forbidden_values(S, n_used, cands)
     return cands, admissible, lo, hi
 
@@ -244,23 +245,49 @@ def _batch(n: int, fanout: int) -> int:
     return int(max(1, min(16, POINT_BUDGET // (2 * fanout * max(n, 1)))))
 
 
-def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=None,
-                    leaf_size=None, near_cap=None):
-    """The admissible candidate of lowest ``f`` (steps 1-3 of the module docstring):
-    ``(k, f(k), n_points)``, ``n_points`` the number of exact evaluations of ``f``;
-    ``(nan, inf, .)`` when none is admissible. ``exhaustive=True`` scores every candidate
-    (:func:`_score_all`, the oracle) instead of the branch and bound."""
-    cands, admissible, _, _ = _prepare(a, b, c, d, S, n_used)
+def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None,
+            near_cap=None):
+    """:func:`_best_candidate` and the sorted pole zones: ``(k, f, n_points, lo, hi)``.
+
+    Exhaustive: every candidate outside the pole zones is scored, then the forbidden set
+    is applied to the best one only, the next best taken while it is forbidden (each
+    test ``O(K N)``, no sort of the ``K N`` forbidden values): the first-index minimum
+    over the admissible candidates, the same candidate as filtering them all first
+    (forbidden values are usually poles, already excluded, so this loop rarely runs)."""
+    cands, admissible, lo, hi = _prepare(a, b, c, d, S, n_used, forbidden=not exhaustive)
     if exhaustive:
         f = jnp.where(admissible, _score_all(a, b, c, d, cands), jnp.inf)
-        i = jnp.argmin(f)
-        return (jnp.where(jnp.isfinite(f[i]), cands[i], jnp.nan), f[i],
-                jnp.sum(admissible, dtype=jnp.int32))
+        n_points = jnp.sum(admissible, dtype=jnp.int32)
+        if S is None:
+            i = jnp.argmin(f)
+        else:
+            def blocked(carry):
+                f, i = carry
+                return jnp.isfinite(f[i]) & _forbidden_scalar(S, n_used, cands[i])
+
+            def drop(carry):
+                f, i = carry
+                f = f.at[i].set(jnp.inf)
+                return f, jnp.argmin(f)
+
+            f, i = lax.while_loop(blocked, drop, (f, jnp.argmin(f)))
+        return (jnp.where(jnp.isfinite(f[i]), cands[i], jnp.nan), f[i], n_points, lo, hi)
     fanout = FANOUT if fanout is None else int(fanout)
     ks = sorting.sort(jnp.where(admissible, cands, jnp.inf))
     n_adm = jnp.sum(admissible, dtype=jnp.int32)
-    return _branch_and_bound(a, b, c, d, ks, n_adm, fanout, _batch(a.shape[0], fanout),
-                             leaf_size, near_cap)
+    k, f, n_points = _branch_and_bound(a, b, c, d, ks, n_adm, fanout,
+                                       _batch(a.shape[0], fanout), leaf_size, near_cap)
+    return k, f, n_points, lo, hi
+
+
+def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=None,
+                    leaf_size=None, near_cap=None):
+    """The admissible candidate of lowest ``f`` (steps 1-3 of the module docstring):
+    ``(k, f(k), n_points)``, ``n_points`` the number of exact evaluations of ``f``
+    (exhaustive: the candidates outside the pole zones); ``(nan, inf, .)`` when none is
+    admissible. ``exhaustive=True`` scores every candidate (:func:`_score_all`, the
+    oracle) instead of the branch and bound."""
+    return _select(a, b, c, d, S, n_used, exhaustive, fanout, leaf_size, near_cap)[:3]
 
 
 def _general(a, b, c, d, S=None, n_used=None, exhaustive=None):
@@ -270,12 +297,11 @@ def _general(a, b, c, d, S=None, n_used=None, exhaustive=None):
     ``(k, f(k))``; ``f = inf`` when no candidate is admissible."""
     if exhaustive is None:  # static: by the shape
         exhaustive = a.shape[0] <= EXHAUSTIVE_MAX
-    k0, f0, _ = _best_candidate(a, b, c, d, S, n_used, exhaustive=exhaustive)
-    lo, hi = _pole_zones(c, d)
+    k0, f0, _, lo, hi = _select(a, b, c, d, S, n_used, exhaustive)
     step = _gauss_newton_step(a, b, c, d, (1.0, 0.5), k0, lo, hi)
     k, fk = jax.lax.fori_loop(0, N_NEWTON, step, (k0, f0))
     if S is not None:  # a refined k on a forbidden value: keep the candidate
-        hit = _forbidden_values(S, n_used, k)
+        hit = _forbidden_scalar(S, n_used, k)
         k, fk = jnp.where(hit, k0, k), jnp.where(hit, f0, fk)
     # no admissible candidate (e.g. every zero within 1% of a pole): no constant, as in
     # the paper
@@ -339,6 +365,13 @@ def _forbidden_values(S, n_used, k):
     return any_nan | (vals[i] == k)
 
 
+def _forbidden_scalar(S, n_used, k):
+    """:func:`_forbidden_values` for one scalar ``k``: a direct ``O(K N)`` comparison,
+    no sort."""
+    used = (jnp.arange(S.shape[0]) < n_used)[:, None]
+    return jnp.any(used & (jnp.isnan(S) | (S == k)))
+
+
 def _leaf_size(n: int) -> int:
     """Candidates per leaf block (a static int): ``sqrt(N) / LEAF_DIVISOR`` rounded up to a
     power of two, at least 16. A leaf costs 2 evaluations of ``N`` terms plus its
@@ -373,7 +406,8 @@ def _terms(a, b, c, d, k):
     den = c * k - d
     t = ((a * k - b) / den) ** 2
     f = jnp.mean(t, axis=-1)
-    bad = jnp.any(den == 0, axis=-1) | ~jnp.isfinite(f) | ~jnp.isfinite(k[..., 0])
+    # a zero denominator makes its term +-inf or nan, so f is not finite (no test needed)
+    bad = ~jnp.isfinite(f) | ~jnp.isfinite(k[..., 0])
     return jnp.where(bad, jnp.inf, f), jnp.where(jnp.isfinite(t), t, 0.0), t
 
 
@@ -625,7 +659,7 @@ def _solve(a, b, c, d, S, n_used, general: bool):
         f = jnp.mean(((a * k - b) / d) ** 2)
         ok = jnp.all(d != 0) & jnp.any(a != 0) & jnp.isfinite(k) & jnp.isfinite(f)
     if S is not None:
-        ok = ok & ~_forbidden_values(S, n_used, k)
+        ok = ok & ~_forbidden_scalar(S, n_used, k)
     return k, jnp.where(ok, f, jnp.inf), ok
 
 
