@@ -97,10 +97,10 @@ _KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
 _ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
 _UNTRIED = -2  # Entry.klev: the shallow-kernel upper bound is still to be computed
 _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
-# the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.6 s CPU once per
-# process (import and load): a search switches to them after this many seconds (at once
-# once they are loaded), so small fits keep the numpy kernels
-_NATIVE_AFTER = 0.3
+# the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.75 s CPU once per
+# process (import and load) and are then 5-20x faster than numpy per subproblem: a search
+# (squared loss) uses them unless it is one kernel call; so does every search once they
+# are loaded
 _NATIVE_LOADED = [False]
 
 
@@ -188,11 +188,11 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.device`).
       greedy: start from the greedy CART tree (pruned at ``lambda``) as the incumbent:
         the tree returned under a limit is never worse than it.
-      native: host kernels (shallow subtrees, k-means, leaf losses) compiled by numba
-        (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None (compiled when the
-        root is more than two levels above the kernels, once they are loaded in the
-        process, or after the search has run ``_NATIVE_AFTER`` seconds; numpy before).
-        The optimum is the same.
+      native: host kernels (shallow subtrees, k-means, leaf losses, distinct splits)
+        compiled by numba (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None
+        (squared loss: compiled unless the whole search is one shallow-kernel call and
+        they are not loaded yet: loading costs ~0.75 s once per process). The optimum is
+        the same.
     """
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
@@ -211,8 +211,8 @@ class OptimalTreeSearch:
         self.verbose = verbose
         self.greedy = bool(greedy)
         self._native_mode = native
-        self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0])
-        self._t0 = time.perf_counter()
+        self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0]
+                                           and loss != "absolute_error")
         X = np.asarray(X, dtype=bool)
         y = np.asarray(y, dtype=np.float64)
         w = np.asarray(w, dtype=np.float64)
@@ -313,11 +313,7 @@ class OptimalTreeSearch:
         return 1
 
     def _native(self) -> bool:
-        """Whether the host kernels run compiled now (see ``native``)."""
-        if self._native_on:
-            return True
-        if self._native_mode is None and time.perf_counter() - self._t0 > _NATIVE_AFTER:
-            self._native_on = _NATIVE_LOADED[0] = True
+        """Whether the host kernels run compiled (see ``native``)."""
         return self._native_on
 
     # ------------------------------------------------------------------ leaf costs
@@ -694,14 +690,14 @@ class OptimalTreeSearch:
     # ------------------------------------------------------------------ driver
     def run(self, max_steps=None) -> SearchResult:
         """Solve (:mod:`jaxsr.trees.solver`: init, step until terminate, build the tree)."""
-        t0 = self._t0 = time.perf_counter()
+        t0 = time.perf_counter()
         mask = np.ones(self.U, dtype=bool)
         tot = self.stats.sum(0)
         leaf = self._leaf_cost(mask, tot)
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
-        if self._native_mode is None and not self.l1 and d > self.kl + 2:
-            self._native_on = True  # a search several levels above the kernels: compiled
+        if self._native_mode is None and not self.l1 and d > self.kl + 1:
+            self._native_on = _NATIVE_LOADED[0] = True  # a search, not one kernel call
         # one shallow-kernel call (d <= kl + 1) is a few products: not worth the ~0.2 s
         # threadpoolctl takes to find the libraries on the first fit of a process
         blas = (_blas_single_thread() if not (self.kl and d <= self.kl + 1)
