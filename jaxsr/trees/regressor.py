@@ -176,6 +176,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
         the predictions. The search's sums are always accumulated in float64 on the host,
         so the certificate is exact to about 1e-12.
+      max_steps: the most solver steps (subproblem visits, :mod:`jaxsr.trees.solver`);
+        the search stops there (``status_ == "node_limit"``) and returns the best tree
+        found with a valid lower bound, like ``time_limit`` but reproducible. ``None``: no
+        limit.
 
     Attributes (after :meth:`fit`):
       tree_: the fitted :class:`~jaxsr.trees.Tree`.
@@ -213,7 +217,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     def __init__(self, regularization=0.01, depth_budget=5, loss="squared_error",
                  min_samples_leaf=1, time_limit=None, binarizer=None, normalize=True,
                  bounds=ALL_BOUNDS, exact_levels=None, backend="auto", verbose=False,
-                 dtype="float64"):
+                 dtype="float64", max_steps=None):
         self.regularization = regularization
         self.depth_budget = depth_budget
         self.loss = loss
@@ -226,6 +230,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self.backend = backend
         self.verbose = verbose
         self.dtype = dtype
+        self.max_steps = max_steps
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
@@ -247,6 +252,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if unknown:
             raise ValueError(f"unknown bounds {unknown}; choose from {ALL_BOUNDS}")
         check_int(self.exact_levels, "exact_levels", min_value=0, max_value=3, allow_none=True)
+        check_int(self.max_steps, "max_steps", min_value=0, allow_none=True,
+                  hint=" (solver steps)")
         check_choice(self.backend, "backend", ("auto", "numpy", "jax"))
         if self.binarizer is not None and not (hasattr(self.binarizer, "fit")
                                                and hasattr(self.binarizer, "transform")):
@@ -376,7 +383,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
                 bounds=bounds, exact_levels=el, time_limit=time_left,
                 verbose=bool(self.verbose), backend=self._resolve_backend())
-            res = search.run()
+            res = search.run(max_steps=self.max_steps)
         tree = res.tree
         tree.feature_names = list(bnames)
         self.tree_ = tree
@@ -398,7 +405,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 f"OptimalTreeRegressor stopped at its {res.status.value.replace('_', ' ')} "
                 f"after {self.fit_seconds_:.3g} s without proving optimality: the tree "
                 f"returned has objective {self.objective_:.6g}, the optimum is at least "
-                f"{self.lower_bound_:.6g} (gap {self.gap_:.3g}). Give a larger time_limit "
+                f"{self.lower_bound_:.6g} (gap {self.gap_:.3g}). Give a larger "
+                f"{'max_steps' if res.status is Status.NODE_LIMIT else 'time_limit'} "
                 "for a certificate.", ConvergenceWarning, stacklevel=2)
         return self
 

@@ -562,6 +562,23 @@ def test_estimator_maps_the_status_and_warns():
         m = OptimalTreeRegressor(regularization=0.01, depth_budget=4, time_limit=0).fit(X, y)
     assert m.status_ == "time_limit" and m.timed_out_ and not m.optimal_
     assert m.lower_bound_ <= m.objective_
+    # max_steps: the node limit, reproducible; the bound stays below the optimum
+    X, y, w = _problem(51, n=60, M=6, weights=True)
+    ref = memo_oracle(X, y, w, 0.003, 5)
+    with pytest.warns(ConvergenceWarning, match="node limit.*max_steps"):
+        m = OptimalTreeRegressor(regularization=0.003, depth_budget=5, exact_levels=0,
+                                 max_steps=2).fit(X, y, sample_weight=w)
+    assert m.status_ == "node_limit" and not m.timed_out_ and not m.optimal_
+    assert m.lower_bound_ <= ref * (1 + 1e-12) <= m.objective_ * (1 + 1e-12)
+    with pytest.warns(ConvergenceWarning):
+        m2 = OptimalTreeRegressor(regularization=0.003, depth_budget=5, exact_levels=0,
+                                  max_steps=2).fit(X, y, sample_weight=w)
+    assert m2.objective_ == m.objective_ and m2.lower_bound_ == m.lower_bound_
+    m = OptimalTreeRegressor(regularization=0.003, depth_budget=5, max_steps=10**6).fit(
+        X, y, sample_weight=w)
+    assert m.optimal_ and m.objective_ == pytest.approx(ref, rel=1e-9)
+    with pytest.raises(ValueError, match="max_steps"):
+        OptimalTreeRegressor(max_steps=-1).fit(X, y)
 
 
 @pytest.mark.parametrize("depth", [None, 6])
