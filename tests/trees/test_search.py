@@ -444,8 +444,8 @@ def test_a_lower_bound_above_the_objective_raises(monkeypatch):
     X, y, w = _problem(3, n=20, M=4)
     run = OptimalTreeSearch.run
 
-    def broken(self):
-        r = run(self)
+    def broken(self, max_steps=None):
+        r = run(self, max_steps)
         r.lower_bound = r.objective + 0.5
         return r
 
