@@ -477,6 +477,8 @@ class BeamSearch:
         rec = self.engine.unstick(strategy)
         if rec is None:
             return None
+        if self.width > 1:  # the beam restarts from this one tree: its record says so
+            rec = dict(rec, beam_parent=0, beam_size=1, beam_mse=float(self.engine.mse))
         m = BeamMember(self.engine.expr, float(self.engine.mse), rec)
         it = self.state.iteration + 1
         self.state = BeamState((m,), m, it, BeamStatus.RUNNING,
