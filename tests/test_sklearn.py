@@ -27,9 +27,11 @@ from jaxsr._base import _version_tuple
 
 
 def _small_estimators():
-    """Small settings, so that every check stays fast (a few greedy steps, shallow trees)."""
+    """Small settings, so that every check stays fast (a few greedy steps, shallow trees;
+    strategy 1, whose fits compile no constant-optimisation or polish programs: the checks
+    fit 17 data shapes, each compiled anew; the strategies are tested in tests/symbolic)."""
     return [
-        SymbolicRegressor(max_iterations=2, max_nodes=7),
+        SymbolicRegressor(max_iterations=2, max_nodes=7, strategy=1),
         OptimalTreeRegressor(binarizer=Binarizer(n_thresholds=2), depth_budget=3),
         Binarizer(n_thresholds=3),
     ]
