@@ -187,8 +187,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         (highest score). Any row is reachable afterwards with ``index=``.
       validation_fraction: ``None`` (default) or a fraction in ``(0, 1)`` of the rows held out
         (a fixed shuffle, so the split is deterministic): the search runs on the others and
-        the held-out MSE of each front model (``validation_loss``) replaces the training
-        loss in the selection.
+        the held-out MSE of each front model (``validation_loss``; weighted by the held-out
+        rows' ``sample_weight`` when given) replaces the training loss in the selection.
+        Raises ValueError when every held-out row has weight 0.
       precision: significant digits of the readable form (``str(model)``, ``print(model)``,
         the ``equation`` column, :meth:`latex`); default 4. It rounds the constants and drops
         the terms of a sum that change no value on the training rows (up to 200 of them)
@@ -392,12 +393,18 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         Xa, ya = validate_X_y(self, X, y, dtype=dt)
         w = (None if sample_weight is None
              else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt))
-        if w is None:
-            Xa, ya, X_val, y_val = self._validation_split(Xa, ya)
-        else:  # the weights follow their rows into the training part
-            Xw, ya, X_val, y_val = self._validation_split(np.column_stack([Xa, w]), ya)
-            Xa, w = Xw[:, :-1], check_sample_weight(Xw[:, -1], Xw.shape[0], dtype=dt)
-            X_val = None if X_val is None else X_val[:, :-1]
+        X_val = y_val = w_val = None
+        train, val = self._validation_split(ya.shape[0])
+        if val is not None:  # the weights follow their rows into both parts
+            X_val, y_val = Xa[val], ya[val]
+            Xa, ya = Xa[train], ya[train]
+            if w is not None:
+                w, w_val = w[train], w[val]
+                if not np.sum(w_val) > 0:
+                    raise ValueError("every validation row has sample_weight 0: the "
+                                     "validation loss is undefined; use another "
+                                     "validation_fraction or weights")
+                w = check_sample_weight(w, w.shape[0], dtype=dt)
         names = feature_names(self)
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
@@ -470,13 +477,14 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                               _unscaled_mse(m.loss, y_scale), m.iteration)
                    for m in getattr(run.engine, "front_models", ())]  # the beam's trees
         if y_scale == 1.0:
-            self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val)
+            self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val, w_val)
         else:  # |y| near the float limits: the front compares losses of y / y_scale
             with np.errstate(all="ignore"):
                 models = [m._replace(loss=float(np.mean(
                     (m.expression.evaluate(Xa) / y_scale - ya / y_scale) ** 2)))
                     for m in models]
-                self._set_front(models, _pf.loss_floor(ya / y_scale, dt), X_val, y_val)
+                self._set_front(models, _pf.loss_floor(ya / y_scale, dt), X_val, y_val,
+                                w_val)
                 self.mse_ = _unscaled_mse(self.mse_, y_scale)
                 self._front_table_["loss"] = (self._front_table_["loss"]
                                               * np.float64(y_scale) ** 2)
@@ -583,18 +591,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             record(rec)
 
     # ---------------------------------------------------------------- front (front.py)
-    def _validation_split(self, Xa, ya):
-        """Deterministic split (a shuffle with a fixed seed) of ``validation_fraction``."""
+    def _validation_split(self, n: int):
+        """Deterministic split (a shuffle with a fixed seed) of ``validation_fraction``:
+        ``(train, val)`` sorted row indices, or ``(None, None)`` without a split."""
         if self.validation_fraction is None:
-            return Xa, ya, None, None
-        n = ya.shape[0]
+            return None, None
         n_val = int(np.ceil(float(self.validation_fraction) * n))
         if n_val < 1 or n - n_val < 2:
             raise ValueError(f"validation_fraction={self.validation_fraction} of {n} rows "
                              "leaves no validation row or fewer than 2 training rows")
         perm = np.random.default_rng(0).permutation(n)
-        val, train = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-        return Xa[train], ya[train], Xa[val], ya[val]
+        return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
     def _path_models(self, initial: FrontModel, final: FrontModel) -> list[FrontModel]:
         """The trees accepted during the fit: the initial one, one per ``history_`` record
@@ -611,9 +618,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         models.append(final)
         return models
 
-    def _set_front(self, models, floor: float, X_val=None, y_val=None) -> None:
+    def _set_front(self, models, floor: float, X_val=None, y_val=None, w_val=None) -> None:
         """``equations_``, ``selected_index_`` and the selected model's attributes, from the
-        models met during the fit and the rounding floor of the training loss."""
+        models met during the fit and the rounding floor of the training loss; with a
+        validation split, each model's (weighted, ``w_val``) MSE on the held-out rows."""
         names = feature_names(self)
         front = _pf.pareto_front(models)
         complexity = np.array([m.expression.n_nodes for m in front])
@@ -628,8 +636,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         val = None
         if X_val is not None:
             with np.errstate(all="ignore"):
-                val = np.array([float(np.mean((m.expression.evaluate(X_val) - y_val) ** 2))
-                                for m in front])
+                val = np.array([float(np.average((m.expression.evaluate(X_val) - y_val) ** 2,
+                                                 weights=w_val)) for m in front])
             table["validation_loss"] = np.where(np.isfinite(val), val, np.inf)
         self._front_ = [m.expression for m in front]
         self._loss_floor_ = floor

@@ -138,6 +138,20 @@ def test_validation_split_is_deterministic_and_scored(line_fit):
             val[i], np.mean((a.predict(X[held], index=i) - y[held]) ** 2), rtol=1e-6,
             atol=1e-26)
     assert a.mse_ < 1e-18
+    # sample weights follow their rows: the held-out loss is the held-out weighted MSE
+    w = 1.0 + np.arange(27.0) ** 2
+    c = SymbolicRegressor(validation_fraction=0.25).fit(X, y, sample_weight=w)
+    val_w = c.equations_["validation_loss"].to_numpy()
+    for i in range(len(val_w)):
+        err = (c.predict(X[held], index=i) - y[held]) ** 2
+        np.testing.assert_allclose(val_w[i], np.average(err, weights=w[held]), rtol=1e-6,
+                                   atol=1e-26)
+        if np.ptp(err) > 1e-6:  # the unweighted mean is a different number
+            assert abs(val_w[i] - np.mean(err)) > 1e-3 * np.mean(err)
+    w0 = np.ones(27)
+    w0[held] = 0.0
+    with pytest.raises(ValueError, match="validation rows? .*weight 0"):
+        SymbolicRegressor(validation_fraction=0.25).fit(X, y, sample_weight=w0)
     with pytest.raises(ValueError, match="validation_fraction"):
         SymbolicRegressor(validation_fraction=1.0).fit(X, y)
     with pytest.raises(ValueError, match="model_selection"):
