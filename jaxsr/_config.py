@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket",
-           "enable_compilation_cache", "default_cache_dir"]
+           "enable_compilation_cache", "default_cache_dir", "resolve_mesh"]
 
 DEFAULT_DTYPE = np.dtype(np.float64)
 _ALLOWED = (np.dtype(np.float64), np.dtype(np.float32))
@@ -95,6 +95,33 @@ def sample_bucket(n_samples: int, multiple: int = 1) -> int:
     step = 1 << e
     b = -(-n // step) * step
     return -(-b // mult) * mult
+
+
+def resolve_mesh(mesh, axis_name: str):
+    """The device mesh of an estimator's ``mesh`` parameter.
+
+    Args:
+      mesh: ``None`` (one device), ``"all"`` (a 1-D mesh over ``jax.local_devices()``,
+        its axis named ``axis_name``) or a ``jax.sharding.Mesh`` (used as given).
+      axis_name: name of the axis of the ``"all"`` mesh (``"samples"`` for the symbolic
+        search, ``"classes"`` for the tree search).
+
+    Returns:
+      ``(mesh, axes)``: the ``Mesh`` and the tuple of all its axis names (the sharded
+      array axis is split over all of them), or ``(None, None)``.
+
+    Raises:
+      ValueError: any other value.
+    """
+    if mesh is None:
+        return None, None
+    from jax.sharding import Mesh
+
+    if isinstance(mesh, str) and mesh == "all":
+        mesh = Mesh(np.array(jax.local_devices()), (axis_name,))
+    if not isinstance(mesh, Mesh):
+        raise ValueError(f"mesh must be None, 'all' or a jax.sharding.Mesh; got {mesh!r}")
+    return mesh, tuple(mesh.axis_names)
 
 
 def default_cache_dir() -> Path:

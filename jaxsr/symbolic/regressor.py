@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import _progress
 from .._base import BaseEstimator, RegressorMixin, check_fitted
-from .._config import precision, resolve_dtype, sample_bucket
+from .._config import precision, resolve_dtype, resolve_mesh, sample_bucket
 from .._validation import (
     check_choice,
     check_int,
@@ -321,17 +321,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def _sample_mesh(self):
         """``(mesh, axes)`` of the ``mesh`` parameter, or ``(None, None)``."""
-        m = self.mesh
-        if m is None:
-            return None, None
-        import jax
-        from jax.sharding import Mesh
-
-        if isinstance(m, str) and m == "all":
-            m = Mesh(np.array(jax.local_devices()), ("samples",))
-        if not isinstance(m, Mesh):
-            raise ValueError(f"mesh must be None, 'all' or a jax.sharding.Mesh; got {m!r}")
-        return m, tuple(m.axis_names)
+        return resolve_mesh(self.mesh, "samples")
 
     def _initial_tree(self, names, n_features):
         ie = self.initial_expression

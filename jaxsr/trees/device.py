@@ -13,6 +13,12 @@ Supports are fixed-shape masks over all equivalence classes (padded to a multipl
 with empty classes), so every call of a fit has the same shapes and compiles once per
 ``levels`` / cluster count. Batches are cut into chunks whose work arrays fit in
 ``chunk_bytes``. The numbers are computed in float64 whatever the estimator's dtype.
+
+Several devices (``mesh``): the class axis of every array (class rows, class statistics,
+the supports' mask columns) is split over all the mesh's axes with ``NamedSharding``
+(padded to a multiple of ``64 * devices``); the kernels are the same jitted functions and
+XLA inserts the cross-device sums of the class statistics (GSPMD). The costs equal one
+device's up to the order of those float64 sums, so the search finds the same optimum.
 """
 
 from __future__ import annotations
@@ -57,13 +63,17 @@ class DeviceBatcher:
       chunk_bytes: memory budget of one call's work arrays.
       batch_kmeans: evaluate the k-means bounds of the children in batches too (default:
         only when JAX runs on an accelerator).
+      mesh: ``None`` (one device) or a ``jax.sharding.Mesh``: the class axis is split over
+        all its axes (see the module docstring).
     """
 
     def __init__(self, Xc, st4, korder, lam, norm, m1, chunk_bytes=5e8, batch_kmeans=True,
-                 mean=None, E=None):
+                 mean=None, E=None, mesh=None):
         U, M = Xc.shape
         self.U, self.M = U, M
-        self.Up = Up = max(64, -(-U // 64) * 64)
+        n_dev = 1 if mesh is None else int(mesh.devices.size)
+        self.Up = Up = max(64 * n_dev, -(-U // (64 * n_dev)) * 64 * n_dev)
+        self._place = self._placer(mesh)
         self.lam, self.norm, self.m1 = float(lam), float(norm), int(m1)
         self.korder = np.asarray(korder)
         self.chunk_bytes = float(chunk_bytes)
@@ -74,22 +84,41 @@ class DeviceBatcher:
         # limit: 3.6 s host vs 31 s batched), but backend="jax" runs the same code on
         # every platform (the "auto" backend picks the host path on CPU)
         self.batch_kmeans = bool(batch_kmeans)
+        put = self._place
         with jax.enable_x64(True):
-            self.X = jnp.asarray(_pad_rows(np.asarray(Xc, np.float64), Up))
+            self.X = put(_pad_rows(np.asarray(Xc, np.float64), Up), 0)
             s4 = np.asarray(st4, np.float64)
             Wc = s4[:, 0]
             if mean is None:
                 mean = np.where(Wc > 0, s4[:, 1] / np.where(Wc > 0, Wc, 1.0), 0.0)
             if E is None:
                 E = np.maximum(s4[:, 2] - Wc * mean * mean, 0.0)
-            self.W = jnp.asarray(_pad_rows(Wc, Up))
-            self.mean = jnp.asarray(_pad_rows(np.asarray(mean, np.float64), Up))
-            self.E = jnp.asarray(_pad_rows(np.asarray(E, np.float64), Up))
-            self.N = jnp.asarray(_pad_rows(s4[:, 3], Up))
+            self.W = put(_pad_rows(Wc, Up), 0)
+            self.mean = put(_pad_rows(np.asarray(mean, np.float64), Up), 0)
+            self.E = put(_pad_rows(np.asarray(E, np.float64), Up), 0)
+            self.N = put(_pad_rows(s4[:, 3], Up), 0)
             s = np.asarray(st4, np.float64)[self.korder]
-            self.kW = jnp.asarray(_pad_rows(s[:, 0], Up))
-            self.kS = jnp.asarray(_pad_rows(s[:, 1], Up))
-            self.kQ = jnp.asarray(_pad_rows(s[:, 2], Up))
+            self.kW = put(_pad_rows(s[:, 0], Up), 0)
+            self.kS = put(_pad_rows(s[:, 1], Up), 0)
+            self.kQ = put(_pad_rows(s[:, 2], Up), 0)
+
+    @staticmethod
+    def _placer(mesh):
+        """``put(array, class_axis)``: the array on the device, or, with a mesh, split
+        along ``class_axis`` over all the mesh's axes (replicated along the others)."""
+        if mesh is None:
+            return lambda a, axis: jnp.asarray(a)
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        axes = tuple(mesh.axis_names)
+
+        def put(a, axis):
+            spec = [None] * np.ndim(a)
+            spec[axis] = axes
+            return jax.device_put(a, NamedSharding(mesh, P(*spec)))
+
+        return put
 
     def _chunks(self, B, per_item_bytes):
         c = int(max(1, min(64, self.chunk_bytes // max(per_item_bytes, 1))))
@@ -119,7 +148,7 @@ class DeviceBatcher:
                 m = _pad_rows(masks[s:s + c], c)
                 m = np.concatenate([m, np.zeros((c, self.Up - self.U), bool)], axis=1)
                 cc, ff = _batched_subtrees(self.X, self.W, self.mean, self.E, self.N,
-                                           float(centre), jnp.asarray(m), self.lam,
+                                           float(centre), self._place(m, 1), self.lam,
                                            self.norm, levels, self.m1)
                 n = min(c, B - s)
                 costs[s:s + n] = np.asarray(cc)[:n]
@@ -145,7 +174,7 @@ class DeviceBatcher:
             for s in range(0, B, c):
                 m = _pad_rows(masks[s:s + c][:, self.korder], c)
                 m = np.concatenate([m, np.zeros((c, self.Up - self.U), bool)], axis=1)
-                lb = _batched_kmeans(self.kW, self.kS, self.kQ, jnp.asarray(m), self.lam,
+                lb = _batched_kmeans(self.kW, self.kS, self.kQ, self._place(m, 1), self.lam,
                                      int(max_clusters), self.norm, int(min_clusters))
                 n = min(c, B - s)
                 out[s:s + n] = np.asarray(lb)[:n]

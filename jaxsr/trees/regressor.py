@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._base import BaseEstimator, RegressorMixin, check_fitted
-from .._config import precision, resolve_dtype
+from .._config import precision, resolve_dtype, resolve_mesh
 from .._validation import (
     check_choice,
     check_feature_names,
@@ -180,6 +180,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         the search stops there (``status_ == "node_limit"``) and returns the best tree
         found with a valid lower bound, like ``time_limit`` but reproducible. ``None``: no
         limit.
+      mesh: several devices: ``None`` (default, one device), ``"all"`` (a 1-D mesh over all
+        local devices, axis ``"classes"``) or a ``jax.sharding.Mesh``. The ``"jax"``
+        backend then splits the class axis (the distinct binary rows) of its batched bound
+        and subtree evaluations over the mesh (:mod:`jaxsr.trees.device`); same optimum as
+        one device. A mesh implies ``backend="jax"`` (``"auto"`` picks it; ``"numpy"``
+        with a mesh raises ValueError).
 
     Attributes (after :meth:`fit`):
       tree_: the fitted :class:`~jaxsr.trees.Tree`.
@@ -217,7 +223,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     def __init__(self, regularization=0.01, depth_budget=5, loss="squared_error",
                  min_samples_leaf=1, time_limit=None, binarizer=None, normalize=True,
                  bounds=ALL_BOUNDS, exact_levels=None, backend="auto", verbose=False,
-                 dtype="float64", max_steps=None):
+                 dtype="float64", max_steps=None, mesh=None):
         self.regularization = regularization
         self.depth_budget = depth_budget
         self.loss = loss
@@ -231,6 +237,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self.verbose = verbose
         self.dtype = dtype
         self.max_steps = max_steps
+        self.mesh = mesh
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
@@ -255,6 +262,11 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         check_int(self.max_steps, "max_steps", min_value=0, allow_none=True,
                   hint=" (solver steps)")
         check_choice(self.backend, "backend", ("auto", "numpy", "jax"))
+        resolve_mesh(self.mesh, "classes")  # raises on a bad value
+        if self.mesh is not None and self.backend == "numpy":
+            raise ValueError("mesh shards the batched device calls of backend='jax'; "
+                             "backend='numpy' runs on the host only: use backend='jax' or "
+                             "'auto' with a mesh")
         if self.binarizer is not None and not (hasattr(self.binarizer, "fit")
                                                and hasattr(self.binarizer, "transform")):
             raise ValueError("binarizer must be None or a Binarizer (an object with fit and "
@@ -330,6 +342,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     def _resolve_backend(self):
         if self.backend != "auto":
             return self.backend
+        if self.mesh is not None:
+            return "jax"
         import jax
         return "numpy" if jax.default_backend() == "cpu" else "jax"
 
@@ -382,7 +396,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
                 bounds=bounds, exact_levels=el, time_limit=time_left,
-                verbose=bool(self.verbose), backend=self._resolve_backend())
+                verbose=bool(self.verbose), backend=self._resolve_backend(),
+                mesh=resolve_mesh(self.mesh, "classes")[0])
             res = search.run(max_steps=self.max_steps)
         tree = res.tree
         tree.feature_names = list(bnames)
@@ -499,6 +514,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         params["bounds"] = list((params["bounds"],) if isinstance(params["bounds"], str)
                                 else params["bounds"])
         params["dtype"] = str(resolve_dtype(params["dtype"]))
+        # JSON-able: a device mesh is not saved ("all" is)
+        params["mesh"] = params["mesh"] if isinstance(params["mesh"], str) else None
         if params["regularization"] is not None:
             params["regularization"] = float(params["regularization"])
         b = None

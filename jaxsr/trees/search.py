@@ -193,11 +193,14 @@ class OptimalTreeSearch:
         (squared loss: compiled unless the whole search is one shallow-kernel call and
         they are not loaded yet: loading costs ~0.75 s once per process). The optimum is
         the same.
+      mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
+        the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
     """
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
-                 time_limit=None, verbose=False, backend="numpy", greedy=True, native=None):
+                 time_limit=None, verbose=False, backend="numpy", greedy=True, native=None,
+                 mesh=None):
         self.l1 = loss == "absolute_error"
         self.lam = float(regularization)
         self.m1 = max(1, int(min_samples_leaf))
@@ -295,7 +298,8 @@ class OptimalTreeSearch:
         if backend == "jax":
             from .device import DeviceBatcher
             self.dev = DeviceBatcher(self.Xc, self.st4, self.korder, self.lam, self.norm,
-                                     self.m1, mean=self.cls_mean, E=st[:, STAT_E])
+                                     self.m1, mean=self.cls_mean, E=st[:, STAT_E],
+                                     mesh=mesh)
         self.deadline = None
         self._kernel_rate = 3e-8  # seconds per element operation of the kernel (updated)
         self.memo: dict = {}  # (packed support, levels) -> solver.Entry
