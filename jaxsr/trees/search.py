@@ -720,18 +720,33 @@ class OptimalTreeSearch:
                     e = e._replace(ub=g, feat=_GREEDY, lb=min(e.lb, g))
                     if _reaches(e.lb, e.ub):
                         e = e._replace(lb=e.ub, solved=True)
-            self.memo[key] = e
-            state = solver.init(self, (key, mask, tot, leaf), self.time_limit, max_steps, t0)
-            self.deadline = state.deadline
             next_print = t0 + 1.0
             bar = self._progress_bar()
-            while solver.terminate(state) is None:
-                state = solver.step(self, state)
+            if self._native() and not self.l1 and self.dev is None:
+                # the same solver, compiled (:mod:`jaxsr.trees.compiled_solver`)
+                from . import compiled_solver as cs
+
+                ref = [cs.init(self, (key, mask, d), e, self.time_limit, max_steps, t0)]
+                self.memo = cs.CompiledMemo(self, ref)
+                mod = cs
+            else:
+                self.memo[key] = e
+                ref = [solver.init(self, (key, mask, tot, leaf), self.time_limit,
+                                   max_steps, t0)]
+                mod = None
+            state = ref[0]
+            while state.status is None:
+                steps = state.steps
+                state = ref[0] = (mod.step(state) if mod is not None
+                                  else solver.step(self, state))
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(max(state.steps - steps, 1))
                     if time.perf_counter() >= next_print:
                         self._print(state, bar=bar)
                         next_print = time.perf_counter() + 1.0
+            if mod is not None:
+                self.n_kernel += int(state.ctr[cs.C_KERNEL])
+                self.n_kmeans += int(state.ctr[cs.C_KMEANS])
             if bar is not None:
                 bar.close()
             e = self.memo[key]

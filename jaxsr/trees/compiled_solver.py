@@ -1,0 +1,921 @@
+"""The branch-and-bound solver of :mod:`jaxsr.trees.solver`, compiled (numba), host backend.
+
+The same search, step for step, as :func:`jaxsr.trees.solver.step` driving
+:meth:`jaxsr.trees.search.OptimalTreeSearch.visit` (squared loss, compiled host kernels),
+with the per-subproblem bookkeeping in compiled code instead of Python objects:
+
+* the memo is an open-addressing hash table over the bit-packed supports (``uint64``
+  words), each slot the head of a chain of the entries of that support with different
+  levels (so the lower bounds of a support with more levels are found at once, as
+  ``_by_support`` does); entries are rows of arrays (:class:`Memo`, the fields of
+  :class:`~jaxsr.trees.solver.Entry`);
+* the frontier stack is preallocated per level (:class:`Frames`, the fields of
+  :class:`~jaxsr.trees.solver.Expansion`); a child's support is its parent's words and'ed
+  with the column of its split, not a stored mask;
+* bounds, incumbents, the best-first root and the unwinding after a limit are the same
+  code paths as :mod:`jaxsr.trees.solver`, in the same order, so the search visits the
+  same subproblems and returns the same optimum (up to the rounding of sums: the order of
+  floating-point additions differs from numpy's).
+
+The Python layer (:func:`init`, :func:`step`, :func:`terminate`) builds the arrays, runs
+the compiled loop for up to ``chunk`` subproblem visits per :func:`step`, grows the arrays
+when the loop asks for room, and reads the status. The time limit is checked inside the
+loop (a clock read before each split, as in Python).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from . import solver
+from .compiled import _NB, _sse, support_bounds, support_splits, support_subtree
+from .solver import Entry, Status
+
+__all__ = ["Problem", "Memo", "Frames", "CompiledState", "init", "step", "terminate",
+           "CompiledMemo"]
+
+NEXT, TRUE, FALSE = solver.NEXT, solver.TRUE, solver.FALSE
+RTOL = solver.RTOL
+_UNTRIED = -2
+# ctr (int64 counters)
+C_N, C_STEPS, C_KERNEL, C_KMEANS, C_STATUS, C_STOPPED, C_TOP, C_GROW, C_STARTED, \
+    C_MAXSTEPS, C_ROOT, C_TRIES = range(12)
+# fst (float64 state)
+F_ROOTLB, F_RATE, F_DEADLINE, F_T0, F_BF, F_BFTRIES = range(6)
+# memo columns (Memo.i, Memo.f)
+M_LEV, M_FEAT, M_SOLVED, M_KLEV, M_NXT = range(5)
+M_LB, M_UB, M_DEEP = range(3)
+# frame columns (Frames.si, Frames.sf, Frames.ki, Frames.kf)
+S_EID, S_NK, S_POS, S_PHASE, S_CUR, S_COMPLETED = range(6)
+S_CAP, S_BOUND, S_TUB = range(3)
+K_F, K_DT, K_DF, K_ORDER = range(4)
+K_LEAFT, K_LEAFF, K_LBT, K_LBF, K_LBSUM = range(5)
+_MEMO_CAP = 1024  # first memo capacity (entries; doubled when the loop asks)
+_MAX_FRAMES = 64  # first frontier depth (doubled when the loop asks)
+_STATUS = {1: Status.OPTIMAL, 2: Status.TIME_LIMIT, 3: Status.NODE_LIMIT}
+
+
+class Problem(NamedTuple):
+    """Constant data of one fit (the search's class statistics and parameters).
+
+    X: ``(U, M)`` uint8 class rows. ones: ``(U, M)`` int64, the features set per class
+    (first ``nones[u]``). colw: ``(M, nw)`` uint64 packed feature columns. cls: ``(4, U)``
+    float64 class weight, mean target, internal loss, sample count. korder: ``(U,)``
+    int64 classes by mean. prm: ``[lambda, normaliser, min_samples_leaf, lookahead
+    leaves]``. iprm: ``[exact_levels, equivalent, kmeans, hierarchical]``.
+    """
+
+    X: np.ndarray
+    ones: np.ndarray
+    nones: np.ndarray
+    colw: np.ndarray
+    cls: np.ndarray
+    korder: np.ndarray
+    prm: np.ndarray
+    iprm: np.ndarray
+
+
+class Memo(NamedTuple):
+    """Memo entries as rows (``cap`` of them; the first ``ctr[C_N]`` in use) and the hash
+    table (``-1``: empty; else the newest entry of one support, whose entries with other
+    levels follow through ``M_NXT``).
+
+    words: ``(cap, nw)`` uint64 packed supports. i: ``(cap, 5)`` int64 levels, feature,
+    solved, klev, next entry of the same support. f: ``(cap, 3)`` float64 lb, ub, deep
+    (the fields of :class:`~jaxsr.trees.solver.Entry`). table: ``(T,)`` int64, ``T`` a
+    power of two at least 4 ``cap``.
+    """
+
+    words: np.ndarray
+    i: np.ndarray
+    f: np.ndarray
+    table: np.ndarray
+
+
+class Frames(NamedTuple):
+    """The frontier stack, one row per level (``D`` rows; the top is ``ctr[C_TOP]``): the
+    fields of :class:`~jaxsr.trees.solver.Expansion`.
+
+    words, mask: ``(D, nw)`` / ``(D, U)`` the support. si: ``(D, 6)`` int64 memo entry,
+    number of splits ``k``, pos, phase, cur, completed. sf: ``(D, 3)`` cap, bound, t_ub.
+    ki: ``(D, 4, M)`` int64 F, dT, dF, order. kf: ``(D, 5, M)`` leafT, leafF, lbT, lbF,
+    lbsum. st: ``(D, 2, M, 6)`` the children's statistics (true, false). aux: ``(2, M)``
+    int64 the root's best-first tries and a scratch. cmask, cwords: the child being
+    visited (scratch).
+    """
+
+    words: np.ndarray
+    mask: np.ndarray
+    si: np.ndarray
+    sf: np.ndarray
+    ki: np.ndarray
+    kf: np.ndarray
+    st: np.ndarray
+    aux: np.ndarray
+    cmask: np.ndarray
+    cwords: np.ndarray
+
+
+class CompiledState(NamedTuple):
+    """The solver state at the Python boundary (arrays are updated in place by
+    :func:`step`). ``root_key``, ``root_lb``, ``status``, ``steps``, ``t0`` as in
+    :class:`~jaxsr.trees.solver.SolverState`."""
+
+    problem: Problem
+    memo: Memo
+    frames: Frames
+    ctr: np.ndarray
+    fst: np.ndarray
+    root_key: tuple
+    root_lb: float
+    status: Status | None
+    steps: int
+    t0: float
+
+
+# ----------------------------------------------------------------------------- helpers
+@numba.njit(cache=True)  # (object mode: no nogil)
+def _clock():
+    with numba.objmode(t="float64"):
+        t = time.perf_counter()
+    return t
+
+
+@numba.njit(**_NB)
+def _reaches(a, b):
+    return a >= (b * (1.0 - RTOL) if b > 0 else b * (1.0 + RTOL))
+
+
+@numba.njit(**_NB)
+def _improves(a, b):
+    return a < b * (1.0 - RTOL) if b > 0 else a < b
+
+
+@numba.njit(**_NB)
+def _nl(x):
+    """Integer ``x`` typed as int64, not as a literal (one compiled version per callee)."""
+    return x + np.int64(0)
+
+
+@numba.njit(**_NB)
+def _hash(w):
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for j in range(w.shape[0]):
+        h ^= w[j]
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+@numba.njit(**_NB)
+def _find_slot(memo, w):
+    """The table slot of support ``w``: its chain, or the empty slot where it goes."""
+    table = memo.table
+    msk = np.uint64(table.shape[0] - 1)
+    s = np.int64(_hash(w) & msk)
+    nw = w.shape[0]
+    while True:
+        e = table[s]
+        if e < 0:
+            return s
+        same = True
+        for j in range(nw):
+            if memo.words[e, j] != w[j]:
+                same = False
+                break
+        if same:
+            return s
+        s = (s + 1) & np.int64(msk)
+
+
+@numba.njit(**_NB)
+def _lookup(memo, slot, lev):
+    e = memo.table[slot]
+    while e >= 0:
+        if memo.i[e, M_LEV] == lev:
+            return e
+        e = memo.i[e, M_NXT]
+    return -1
+
+
+@numba.njit(**_NB)
+def _insert(memo, ctr, slot, w, lev, lb, ub, feat, solved, klev, deep):
+    i = ctr[C_N]
+    ctr[C_N] = i + 1
+    for j in range(w.shape[0]):
+        memo.words[i, j] = w[j]
+    memo.i[i, M_LEV] = lev
+    memo.f[i, M_LB] = lb
+    memo.f[i, M_UB] = ub
+    memo.i[i, M_FEAT] = feat
+    memo.i[i, M_SOLVED] = solved
+    memo.i[i, M_KLEV] = klev
+    memo.f[i, M_DEEP] = deep
+    memo.i[i, M_NXT] = memo.table[slot]
+    memo.table[slot] = i
+    return i
+
+
+@numba.njit(**_NB)
+def rebuild_table(memo, n):
+    """Fill an empty ``memo.table`` with the chains of the first ``n`` entries (in the
+    order of their creation, as :func:`_insert` chains them)."""
+    memo.table[:] = -1
+    for i in range(n):
+        s = _find_slot(memo, memo.words[i])
+        memo.i[i, M_NXT] = memo.table[s]
+        memo.table[s] = i
+
+
+@numba.njit(**_NB)
+def lookup(memo, w, lev):
+    """Entry id of support ``w`` with ``lev`` levels, or -1."""
+    return _lookup(memo, _find_slot(memo, w), lev)
+
+
+@numba.njit(**_NB)
+def insert(memo, ctr, w, lev, lb, ub, feat, solved, klev, deep):
+    """Add (or overwrite) the entry of ``(w, lev)``; returns its id."""
+    s = _find_slot(memo, w)
+    e = _lookup(memo, s, lev)
+    if e >= 0:
+        memo.f[e, M_LB] = lb
+        memo.f[e, M_UB] = ub
+        memo.f[e, M_DEEP] = deep
+        memo.i[e, M_FEAT] = feat
+        memo.i[e, M_SOLVED] = solved
+        memo.i[e, M_KLEV] = klev
+        return e
+    return _insert(memo, ctr, s, w, lev, lb, ub, feat, solved, klev, deep)
+
+
+@numba.njit(**_NB)
+def _deff(P, d, C, Nn, E, leaf):
+    """``OptimalTreeSearch._deff`` of one set (same arithmetic)."""
+    lam, norm, m1 = P.prm[0], P.prm[1], P.prm[2]
+    r = min(C, np.floor(Nn / m1))
+    r = min(r, float(d))
+    if lam > 0:
+        gap = leaf - (E / norm if P.iprm[1] else 0.0)
+        h = np.floor(gap / lam * (1 + 1e-9) + 1e-9)
+        r = min(r, h)
+    return max(np.int64(r), 1) if r >= 1 else 1
+
+
+@numba.njit(**_NB)
+def _cheap(P, E):
+    """Equivalent points bound of the trees that split (``_cheap_split_bound``)."""
+    if P.iprm[1]:
+        return E / P.prm[1] + P.prm[3] * P.prm[0]
+    return P.prm[3] * P.prm[0]
+
+
+@numba.njit(**_NB)
+def _kernel_work(M, n, levels):
+    if levels >= 3:
+        return n * M * M * 3.0 + 40.0 * M ** 3 + 1.0
+    return n * M * 3.0 * (M if levels == 2 else 1) + 40.0 * M ** 2 + 1.0
+
+
+@numba.njit(**_NB)
+def _kernel(P, mask, levels):
+    c, f = support_subtree(mask, P.X, P.cls[0], P.cls[1], P.cls[2], P.cls[3], levels,
+                           P.prm[0] * P.prm[1], P.prm[2])
+    return c / P.prm[1], f
+
+
+@numba.njit(**_NB)
+def _child(P, fr, t, i, side):
+    """The child's support of split ``i`` of level ``t`` into ``fr.cmask``/``cwords``."""
+    f = fr.ki[t, K_F, i]
+    nw = fr.cwords.shape[0]
+    if side == 1:
+        for j in range(nw):
+            fr.cwords[j] = fr.words[t, j] & P.colw[f, j]
+        for u in range(fr.cmask.shape[0]):
+            fr.cmask[u] = fr.mask[t, u] and P.X[u, f] != 0
+    else:
+        for j in range(nw):
+            fr.cwords[j] = fr.words[t, j] & ~P.colw[f, j]
+        for u in range(fr.cmask.shape[0]):
+            fr.cmask[u] = fr.mask[t, u] and P.X[u, f] == 0
+
+
+@numba.njit(**_NB)
+def _entry(P, memo, ctr, slot, w, mask, d):
+    """``OptimalTreeSearch._entry``: a new subproblem's memo entry (its bounds)."""
+    lam, norm = P.prm[0], P.prm[1]
+    kl = P.iprm[0]
+    loss, sb, deep = support_bounds(mask, P.korder, P.cls[0], P.cls[1], P.cls[2], P.cls[3],
+                                    d, lam, norm, P.prm[2], P.prm[3], kl, P.iprm[1] != 0,
+                                    P.iprm[2] != 0)
+    leaf = loss / norm + lam
+    if P.iprm[2] and d > max(kl, 1):
+        ctr[C_KMEANS] += 1
+    if d <= 1 or _reaches(sb, leaf):
+        return _insert(memo, ctr, slot, w, d, leaf, leaf, _nl(-1), _nl(1), _nl(-1),
+                       np.inf)
+    klev = _nl(_UNTRIED) if (kl > 0 and d > kl + 1) else _nl(-1)
+    lb = min(leaf, sb)
+    # the same support with more levels: its lower bound holds here
+    e2 = memo.table[slot]
+    while e2 >= 0:
+        if memo.i[e2, M_LEV] > d and memo.f[e2, M_LB] > lb:
+            lb = min(memo.f[e2, M_LB], leaf)
+        e2 = memo.i[e2, M_NXT]
+    if _reaches(lb, leaf):
+        return _insert(memo, ctr, slot, w, d, leaf, leaf, _nl(-1), _nl(1), klev,
+                       max(deep, sb))
+    return _insert(memo, ctr, slot, w, d, lb, leaf, _nl(-1), _nl(0), klev,
+                   max(deep, sb))
+
+
+@numba.njit(**_NB)
+def _expansion(P, memo, ctr, fst, fr, L, e, cap):
+    """``OptimalTreeSearch._expansion`` into level ``L`` (its support is ``fr.cmask``).
+
+    Returns True when level ``L`` now holds an expansion, False when the subproblem has
+    no admissible split (its leaf is then optimal)."""
+    lam, norm, m1 = P.prm[0], P.prm[1], P.prm[2]
+    U, M = P.X.shape
+    nw = fr.cwords.shape[0]
+    for j in range(nw):
+        fr.words[L, j] = fr.cwords[j]
+    mask = fr.mask[L]
+    Wt = 0.0
+    St = 0.0
+    for u in range(U):
+        mask[u] = fr.cmask[u]
+        if mask[u]:
+            Wt += P.cls[0][u]
+            St += P.cls[0][u] * P.cls[1][u]
+    mu = St / Wt if Wt > 0.0 else 0.0
+    a = fr.st[L, 0]
+    for g in range(M):
+        for c in range(6):
+            a[g, c] = 0.0
+    tot = np.zeros(6)
+    for u in range(U):
+        if not mask[u]:
+            continue
+        w = P.cls[0][u]
+        dm = P.cls[1][u] - mu
+        s = w * dm
+        q = P.cls[2][u] + w * dm * dm
+        eu = P.cls[2][u]
+        nu = P.cls[3][u]
+        tot[0] += w
+        tot[1] += s
+        tot[2] += q
+        tot[3] += eu
+        tot[4] += nu
+        tot[5] += 1.0
+        for x in range(P.nones[u]):
+            g = P.ones[u, x]
+            a[g, 0] += w
+            a[g, 1] += s
+            a[g, 2] += q
+            a[g, 3] += eu
+            a[g, 4] += nu
+            a[g, 5] += 1.0
+    keep = fr.aux[1]
+    k = support_splits(mask, P.X, keep)
+    nk = 0
+    comp = fr.st[L, 1]
+    for q in range(k):
+        f = keep[q]
+        if a[f, 4] >= m1 and tot[4] - a[f, 4] >= m1:
+            fr.ki[L, K_F, nk] = f
+            for c in range(6):
+                a[nk, c] = a[f, c]
+                comp[nk, c] = tot[c] - a[f, c]
+            nk += 1
+    if nk == 0:
+        memo.f[e, M_LB] = memo.f[e, M_UB]
+        memo.i[e, M_FEAT] = -1
+        memo.i[e, M_SOLVED] = 1
+        memo.i[e, M_KLEV] = -1
+        memo.f[e, M_DEEP] = np.inf
+        return False
+    d = memo.i[e, M_LEV]
+    for i in range(nk):
+        lt = max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]) / norm + lam
+        lf = max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]) / norm + lam
+        fr.kf[L, K_LEAFT, i] = lt
+        fr.kf[L, K_LEAFF, i] = lf
+        dt = _deff(P, d - 1, a[i, 5], a[i, 4], a[i, 3], lt)
+        df = _deff(P, d - 1, comp[i, 5], comp[i, 4], comp[i, 3], lf)
+        fr.ki[L, K_DT, i] = dt
+        fr.ki[L, K_DF, i] = df
+        fr.kf[L, K_LBT, i] = min(lt, _cheap(P, a[i, 3])) if dt > 1 else lt
+        fr.kf[L, K_LBF, i] = min(lf, _cheap(P, comp[i, 3])) if df > 1 else lf
+    fr.si[L, S_NK] = nk
+    fr.si[L, S_EID] = e
+    fr.sf[L, S_CAP] = cap
+    fr.si[L, S_POS] = 0
+    fr.si[L, S_PHASE] = NEXT
+    fr.sf[L, S_BOUND] = np.inf
+    fr.sf[L, S_TUB] = np.inf
+    fr.si[L, S_COMPLETED] = 1
+    fr.si[L, S_CUR] = -1
+    deadline = fst[F_DEADLINE]
+    if L == 0:
+        for i in range(nk):
+            fr.aux[0, i] = 0
+        # anytime: the bounds of every root child at once (k-means included)
+        for i in range(nk):
+            if deadline < np.inf and _clock() > deadline:
+                break
+            for side in (1, 0):
+                dd = fr.ki[L, K_DT, i] if side == 1 else fr.ki[L, K_DF, i]
+                if dd <= 1:
+                    continue
+                _child(P, fr, L, i, side)
+                s = _find_slot(memo, fr.cwords)
+                if _lookup(memo, s, dd) < 0:
+                    _entry(P, memo, ctr, s, fr.cwords, fr.cmask, dd)
+    for i in range(nk):
+        for side in (1, 0):
+            dd = fr.ki[L, K_DT, i] if side == 1 else fr.ki[L, K_DF, i]
+            if dd <= 1:
+                continue
+            f = fr.ki[L, K_F, i]
+            for j in range(nw):
+                if side == 1:
+                    fr.cwords[j] = fr.words[L, j] & P.colw[f, j]
+                else:
+                    fr.cwords[j] = fr.words[L, j] & ~P.colw[f, j]
+            ce = _lookup(memo, _find_slot(memo, fr.cwords), dd)
+            if ce >= 0:
+                if side == 1:
+                    fr.kf[L, K_LBT, i] = max(fr.kf[L, K_LBT, i], memo.f[ce, M_LB])
+                else:
+                    fr.kf[L, K_LBF, i] = max(fr.kf[L, K_LBF, i], memo.f[ce, M_LB])
+    key = np.empty(nk)
+    qq = max(1e-10 * memo.f[e, M_UB], 1e-300)
+    for i in range(nk):
+        fr.kf[L, K_LBSUM, i] = fr.kf[L, K_LBT, i] + fr.kf[L, K_LBF, i]
+        key[i] = np.floor(fr.kf[L, K_LBSUM, i] / qq)
+    _argsort_stable(key, fr.ki[L, K_ORDER], fr.aux[1])
+    return True
+
+
+@numba.njit(**_NB)
+def _argsort_stable(key, out, tmp):
+    """``out[:n] = argsort(key, kind="stable")`` (bottom-up merge sort; ``tmp``: scratch)."""
+    n = key.shape[0]
+    for i in range(n):
+        out[i] = i
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if key[out[j]] < key[out[i]]:
+                    tmp[k] = out[j]
+                    j += 1
+                else:
+                    tmp[k] = out[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = out[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = out[j]
+                j += 1
+                k += 1
+        for i in range(n):
+            out[i] = tmp[i]
+        width *= 2
+
+
+@numba.njit(**_NB)
+def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
+    """``OptimalTreeSearch.visit`` of the child in ``fr.cmask``/``fr.cwords`` with ``d``
+    levels. Returns ``(entry id, pushed)``: pushed means level ``L`` holds its expansion."""
+    kl = P.iprm[0]
+    slot = _find_slot(memo, fr.cwords)
+    e = _lookup(memo, slot, d)
+    if e < 0 and stopped:
+        # unwinding after a limit: the leaf and the cheap bound, no k-means
+        e = _insert(memo, ctr, slot, fr.cwords, d, min(leaf, _cheap(P, E)), leaf, _nl(-1),
+                    _nl(0), _nl(-1), np.inf)
+        return e, False
+    if e < 0:
+        e = _entry(P, memo, ctr, slot, fr.cwords, fr.cmask, d)
+    if memo.i[e, M_SOLVED] != 0 or _reaches(memo.f[e, M_LB], cap) or stopped:
+        return e, False
+    if kl > 0 and d <= kl + 1:
+        c, f = _kernel(P, fr.cmask, d - 1)
+        ctr[C_KERNEL] += 1
+        memo.f[e, M_LB] = c
+        memo.f[e, M_UB] = c
+        memo.f[e, M_DEEP] = np.inf
+        memo.i[e, M_FEAT] = f
+        memo.i[e, M_SOLVED] = 1
+        memo.i[e, M_KLEV] = -1
+        return e, False
+    if memo.i[e, M_KLEV] == _UNTRIED and d > kl + 1:
+        n = 0
+        for u in range(fr.cmask.shape[0]):
+            if fr.cmask[u]:
+                n += 1
+        M = P.X.shape[1]
+        deadline = fst[F_DEADLINE]
+        t_k = 0.0
+        if deadline < np.inf:
+            t_k = _clock()
+            if fst[F_RATE] * _kernel_work(M, n, kl) >= deadline - t_k:
+                memo.i[e, M_KLEV] = -1
+                return e, _expansion(P, memo, ctr, fst, fr, L, e, cap)
+        c, f = _kernel(P, fr.cmask, kl)
+        if deadline < np.inf:
+            fst[F_RATE] = max(fst[F_RATE], (_clock() - t_k) / _kernel_work(M, n, kl))
+        ctr[C_KERNEL] += 1
+        memo.i[e, M_KLEV] = -1
+        if c < memo.f[e, M_UB]:
+            memo.f[e, M_UB] = c
+            memo.i[e, M_FEAT] = f
+            memo.i[e, M_KLEV] = kl
+        memo.f[e, M_LB] = max(memo.f[e, M_LB], min(c, memo.f[e, M_DEEP]))
+        if _reaches(memo.f[e, M_LB], memo.f[e, M_UB]):
+            memo.f[e, M_LB] = memo.f[e, M_UB]
+            memo.i[e, M_SOLVED] = 1
+        if memo.i[e, M_SOLVED] != 0 or _reaches(memo.f[e, M_LB], cap):
+            return e, False
+    return e, _expansion(P, memo, ctr, fst, fr, L, e, cap)
+
+
+@numba.njit(**_NB)
+def _offer(memo, e, total, feat):
+    if _improves(total, memo.f[e, M_UB]):
+        memo.f[e, M_UB] = total
+        memo.i[e, M_FEAT] = feat
+        memo.i[e, M_KLEV] = -1
+
+
+@numba.njit(**_NB)
+def _finish(memo, fr, t):
+    e = fr.si[t, S_EID]
+    m = np.inf
+    for i in range(fr.si[t, S_NK]):
+        m = min(m, fr.kf[t, K_LBSUM, i])
+    lb = max(memo.f[e, M_LB], min(memo.f[e, M_UB], m))
+    ub = memo.f[e, M_UB]
+    if (fr.si[t, S_COMPLETED] != 0 and ub <= fr.sf[t, S_CAP]) or lb >= ub:
+        memo.f[e, M_LB] = memo.f[e, M_UB]
+        memo.i[e, M_SOLVED] = 1
+    else:
+        memo.f[e, M_LB] = lb
+    return e
+
+
+@numba.njit(**_NB)
+def _limit(ctr, fst):
+    if fst[F_DEADLINE] < np.inf and _clock() > fst[F_DEADLINE]:
+        return 2
+    if ctr[C_MAXSTEPS] >= 0 and ctr[C_STEPS] >= ctr[C_MAXSTEPS]:
+        return 3
+    return 0
+
+
+@numba.njit(**_NB)
+def _best_first_split(fr, ub, tries_max):
+    """:func:`jaxsr.trees.solver._best_first_split` at the root (level 0)."""
+    nk = fr.si[0, S_NK]
+    i = -1
+    best = np.inf
+    for j in range(nk):
+        v = fr.kf[0, K_LBSUM, j]
+        live = v < ub * (1.0 - RTOL) if ub > 0 else v < ub
+        if live and (i < 0 or v < best):
+            i = j
+            best = v
+    if i < 0:
+        return -1, ub
+    second = np.inf
+    for j in range(nk):
+        if j != i:
+            second = min(second, fr.kf[0, K_LBSUM, j])
+    if fr.aux[0, i] >= tries_max:
+        bound = ub
+    else:
+        bound = min(ub, max(second, best + 0.5 * (ub - best)))
+    fr.aux[0, i] += 1
+    return i, bound
+
+
+@numba.njit(**_NB)
+def run_chunk(P, memo, fr, ctr, fst, max_visits):
+    """Run :func:`jaxsr.trees.solver.step` until the search ends, ``max_visits`` more
+    subproblem visits were made, or the arrays need room (``ctr[C_GROW]`` set: the caller
+    grows them and calls again; the loop resumes where it stopped)."""
+    hier = P.iprm[3] != 0
+    M = P.X.shape[1]
+    cap_entries = memo.f.shape[0]
+    D = fr.si.shape[0]
+    ctr[C_GROW] = 0
+    if ctr[C_STARTED] == 0:
+        if ctr[C_N] + 2 * M + 4 > cap_entries:
+            ctr[C_GROW] = 1
+            return
+        ctr[C_STARTED] = 1
+        r = ctr[C_ROOT]
+        for j in range(fr.cwords.shape[0]):
+            fr.cwords[j] = memo.words[r, j]
+        fr.cmask[:] = True
+        e, pushed = _visit(P, memo, ctr, fst, fr, _nl(0), memo.i[r, M_LEV], memo.f[r, M_UB],
+                           0.0, np.inf, ctr[C_STOPPED] != 0)
+        if not pushed:
+            ctr[C_STATUS] = 1
+            fst[F_ROOTLB] = memo.f[e, M_LB]
+            ctr[C_TOP] = -1
+            return
+        ctr[C_TOP] = 0
+    t = ctr[C_TOP]
+    start = ctr[C_STEPS]
+    c_lb = 0.0
+    c_ub = 0.0
+    c_solved = False
+    while True:
+        ph = fr.si[t, S_PHASE]
+        stopped = ctr[C_STOPPED] != 0
+        if ph == NEXT:
+            if stopped or fr.si[t, S_POS] >= fr.si[t, S_NK]:
+                if stopped:
+                    fr.si[t, S_COMPLETED] = 0
+                e = _finish(memo, fr, t)
+                c_lb, c_ub = memo.f[e, M_LB], memo.f[e, M_UB]
+                c_solved = memo.i[e, M_SOLVED] != 0
+                t -= 1
+                if t < 0:
+                    r = ctr[C_ROOT]
+                    if memo.i[r, M_SOLVED] != 0:
+                        ctr[C_STATUS] = 1
+                    else:
+                        ctr[C_STATUS] = ctr[C_STOPPED] if ctr[C_STOPPED] else 2
+                    fst[F_ROOTLB] = memo.f[r, M_LB]
+                    ctr[C_TOP] = -1
+                    return
+                continue
+            # room: until the next check at most 2 visits here and 1 per frame popped
+            room = ctr[C_N] + D + 4 <= cap_entries and t + 2 <= D
+            if not room or ctr[C_STEPS] - start >= max_visits:
+                ctr[C_TOP] = t
+                if not room:
+                    ctr[C_GROW] = 1
+                return
+            lim = _limit(ctr, fst)
+            if lim:
+                ctr[C_STOPPED] = lim
+                continue
+            e = fr.si[t, S_EID]
+            i = 0
+            bound = 0.0
+            if (t == 0 and hier and fst[F_DEADLINE] < np.inf
+                    and _clock() >= fst[F_T0] + fst[F_BF] * (fst[F_DEADLINE] - fst[F_T0])):
+                i, bound = _best_first_split(fr, memo.f[e, M_UB], fst[F_BFTRIES])
+                if i < 0:
+                    fr.si[t, S_POS] = fr.si[t, S_NK]
+                    continue
+                fr.si[t, S_POS] = -1
+            else:
+                i = fr.ki[t, K_ORDER, fr.si[t, S_POS]]
+                bound = min(memo.f[e, M_UB], fr.sf[t, S_CAP])
+                if hier and _reaches(fr.kf[t, K_LBSUM, i], bound):
+                    fr.si[t, S_POS] = fr.si[t, S_NK]
+                    continue
+            fr.sf[t, S_BOUND] = bound
+            fr.si[t, S_PHASE] = TRUE
+            fr.si[t, S_CUR] = i
+            if fr.ki[t, K_DT, i] <= 1:
+                c_lb = c_ub = fr.kf[t, K_LEAFT, i]
+                c_solved = True
+                continue
+            capc = bound - fr.kf[t, K_LBF, i] if hier else np.inf
+            ctr[C_STEPS] += 1
+            _child(P, fr, t, i, _nl(1))
+            ce, pushed = _visit(P, memo, ctr, fst, fr, t + 1, fr.ki[t, K_DT, i],
+                                fr.kf[t, K_LEAFT, i], fr.st[t, 0, i, 3], capc, stopped)
+            if pushed:
+                t += 1
+                continue
+            c_lb, c_ub = memo.f[ce, M_LB], memo.f[ce, M_UB]
+            c_solved = memo.i[ce, M_SOLVED] != 0
+            continue
+        i = fr.si[t, S_CUR]
+        e = fr.si[t, S_EID]
+        if ph == TRUE:
+            fr.kf[t, K_LBT, i] = max(fr.kf[t, K_LBT, i], c_lb)
+            fr.kf[t, K_LBSUM, i] = fr.kf[t, K_LBT, i] + fr.kf[t, K_LBF, i]
+            if not c_solved:
+                if stopped:
+                    _offer(memo, e, c_ub + fr.kf[t, K_LEAFF, i], fr.ki[t, K_F, i])
+                    fr.si[t, S_COMPLETED] = 0
+                    fr.si[t, S_POS] = fr.si[t, S_NK]
+                else:
+                    fr.si[t, S_POS] += 1
+                fr.si[t, S_PHASE] = NEXT
+                continue
+            fr.sf[t, S_TUB] = c_ub
+            fr.si[t, S_PHASE] = FALSE
+            if fr.ki[t, K_DF, i] <= 1:
+                c_lb = c_ub = fr.kf[t, K_LEAFF, i]
+                c_solved = True
+                continue
+            capc = fr.sf[t, S_BOUND] - c_ub if hier else np.inf
+            if not stopped:
+                ctr[C_STEPS] += 1
+            _child(P, fr, t, i, _nl(0))
+            ce, pushed = _visit(P, memo, ctr, fst, fr, t + 1, fr.ki[t, K_DF, i],
+                                fr.kf[t, K_LEAFF, i], fr.st[t, 1, i, 3], capc, stopped)
+            if pushed:
+                t += 1
+                continue
+            c_lb, c_ub = memo.f[ce, M_LB], memo.f[ce, M_UB]
+            c_solved = memo.i[ce, M_SOLVED] != 0
+            continue
+        # phase FALSE: the false child's result is in
+        fr.kf[t, K_LBF, i] = max(fr.kf[t, K_LBF, i], c_lb)
+        fr.kf[t, K_LBSUM, i] = fr.kf[t, K_LBT, i] + fr.kf[t, K_LBF, i]
+        if c_solved or stopped:
+            _offer(memo, e, fr.sf[t, S_TUB] + c_ub, fr.ki[t, K_F, i])
+        if t == 0:
+            m = np.inf
+            for j in range(fr.si[0, S_NK]):
+                m = min(m, fr.kf[0, K_LBSUM, j])
+            fst[F_ROOTLB] = max(memo.f[e, M_LB], min(memo.f[e, M_UB], m))
+        if not c_solved and stopped:
+            fr.si[t, S_COMPLETED] = 0
+            fr.si[t, S_POS] = fr.si[t, S_NK]
+        else:
+            fr.si[t, S_POS] += 1
+        fr.si[t, S_PHASE] = NEXT
+
+
+# ----------------------------------------------------------------------------- Python layer
+def _pack(mask_bool_2d):
+    """``(k, U)`` bool -> ``(k, nw)`` uint64 (bit ``u % 64`` of word ``u // 64``)."""
+    k, U = mask_bool_2d.shape
+    nw = max(1, (U + 63) // 64)
+    pad = np.zeros((k, nw * 64), dtype=np.uint8)
+    pad[:, :U] = mask_bool_2d
+    b = np.packbits(pad.reshape(k, nw, 64), axis=2, bitorder="little")  # (k, nw, 8)
+    return np.ascontiguousarray(b).view(np.uint64).reshape(k, nw)
+
+
+def _new_memo(cap, nw):
+    tcap = 1
+    while tcap < 4 * cap:
+        tcap *= 2
+    ints = np.zeros((cap, 5), dtype=np.int64)
+    ints[:, M_NXT] = -1
+    return Memo(words=np.zeros((cap, nw), dtype=np.uint64), i=ints, f=np.zeros((cap, 3)),
+                table=np.full(tcap, -1, np.int64))
+
+
+def _grow_memo(memo, n, cap):
+    new = _new_memo(cap, memo.words.shape[1])
+    for a, b in zip(new[:3], memo[:3], strict=True):
+        a[:n] = b[:n]
+    rebuild_table(new, n)
+    return new
+
+
+def _new_frames(D, U, M, nw):
+    return Frames(words=np.zeros((D, nw), dtype=np.uint64),
+                  mask=np.zeros((D, U), dtype=np.bool_), si=np.zeros((D, 6), np.int64),
+                  sf=np.zeros((D, 3)), ki=np.zeros((D, 4, M), np.int64),
+                  kf=np.zeros((D, 5, M)), st=np.zeros((D, 2, M, 6)),
+                  aux=np.zeros((2, M), np.int64), cmask=np.zeros(U, dtype=np.bool_),
+                  cwords=np.zeros(nw, dtype=np.uint64))
+
+
+def _grow_frames(fr, D):
+    U, M, nw = fr.cmask.shape[0], fr.aux.shape[1], fr.cwords.shape[0]
+    new = _new_frames(D, U, M, nw)
+    old_D = fr.si.shape[0]
+    for a, b in zip(new[:7], fr[:7], strict=True):
+        a[:old_D] = b
+    new.aux[:] = fr.aux
+    return new
+
+
+class CompiledMemo:
+    """The compiled memo seen as the search's ``dict``: ``(packed support bytes, levels)
+    -> Entry`` (what tree extraction and progress lines read)."""
+
+    def __init__(self, search, state_ref):
+        self._s = search
+        self._ref = state_ref  # a one-element list holding the current CompiledState
+
+    def _words(self, key_bytes):
+        m = np.unpackbits(np.frombuffer(key_bytes, np.uint8), count=self._s.U).astype(bool)
+        return _pack(m[None, :])[0]
+
+    def _id(self, key):
+        st = self._ref[0]
+        return lookup(st.memo, self._words(key[0]), int(key[1]))
+
+    def get(self, key, default=None):
+        e = self._id(key)
+        if e < 0:
+            return default
+        m = self._ref[0].memo
+        return Entry(float(m.f[e, M_LB]), float(m.f[e, M_UB]), int(m.i[e, M_FEAT]),
+                     bool(m.i[e, M_SOLVED]), int(m.i[e, M_KLEV]), float(m.f[e, M_DEEP]))
+
+    def __getitem__(self, key):
+        e = self.get(key)
+        if e is None:
+            raise KeyError(key)
+        return e
+
+    def __contains__(self, key):
+        return self._id(key) >= 0
+
+    def __len__(self):
+        return int(self._ref[0].ctr[C_N])
+
+
+def problem_of(search) -> Problem:
+    """The constant arrays of an :class:`~jaxsr.trees.search.OptimalTreeSearch`."""
+    X = search._Xu8
+    U, M = X.shape
+    ones = np.zeros((U, M), dtype=np.int64)
+    nones = X.sum(1).astype(np.int64)
+    for u in range(U):
+        f = np.flatnonzero(X[u])
+        ones[u, :f.size] = f
+    return Problem(X=X, ones=ones, nones=nones,
+                   colw=_pack(np.ascontiguousarray(search.XcT)),
+                   cls=np.stack([search._Wc, search.cls_mean, search._Ec, search._Nc]),
+                   korder=search.korder.astype(np.int64),
+                   prm=np.array([search.lam, search.norm, float(search.m1),
+                                 float(search.look)]),
+                   iprm=np.array([search.kl, int(search.equiv), int(search.use_kmeans),
+                                  int(search.hier)], dtype=np.int64))
+
+
+def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> CompiledState:
+    """The compiled solver state of a search whose root ``(key, mask, d)`` has memo entry
+    ``entry`` (:func:`jaxsr.trees.solver.init`)."""
+    key, mask, d = root
+    t0 = time.perf_counter() if t0 is None else t0
+    P = problem_of(search)
+    U, M = P.X.shape
+    nw = P.colw.shape[1]
+    memo = _new_memo(max(_MEMO_CAP, 4 * M + 8), nw)
+    ctr = np.zeros(12, dtype=np.int64)
+    ctr[C_MAXSTEPS] = -1 if max_steps is None else int(max_steps)
+    fst = np.zeros(6)
+    fst[F_RATE] = search._kernel_rate
+    fst[F_DEADLINE] = np.inf if time_limit is None else t0 + float(time_limit)
+    fst[F_T0] = t0
+    fst[F_BF] = solver.BEST_FIRST_AFTER
+    fst[F_BFTRIES] = solver._BEST_FIRST_TRIES
+    w = _pack(mask[None, :])[0]
+    ctr[C_ROOT] = insert(memo, ctr, w, int(d), float(entry.lb), float(entry.ub),
+                         int(entry.feat), int(entry.solved), int(entry.klev),
+                         float(entry.deep))
+    fst[F_ROOTLB] = entry.lb
+    frames = _new_frames(int(min(max(d, 2), _MAX_FRAMES)) + 1, U, M, nw)
+    status = None
+    if entry.solved:
+        status = Status.OPTIMAL
+    elif time_limit is not None and time_limit <= 0:
+        status = Status.TIME_LIMIT
+    if status is not None:
+        ctr[C_STATUS] = {Status.OPTIMAL: 1, Status.TIME_LIMIT: 2}[status]
+    return CompiledState(P, memo, frames, ctr, fst, key, float(entry.lb), status, 0, t0)
+
+
+def step(state, chunk=2048) -> CompiledState:
+    """Up to ``chunk`` subproblem visits of the compiled loop (growing the arrays as asked)."""
+    P, memo, fr, ctr, fst = state.problem, state.memo, state.frames, state.ctr, state.fst
+    while True:
+        run_chunk(P, memo, fr, ctr, fst, chunk)
+        if not ctr[C_GROW]:
+            break
+        n, M = int(ctr[C_N]), P.X.shape[1]
+        if int(ctr[C_TOP]) + 2 > fr.si.shape[0]:
+            fr = _grow_frames(fr, 2 * fr.si.shape[0])
+        D = fr.si.shape[0]
+        if n + 2 * M + D + 8 > memo.f.shape[0]:
+            memo = _grow_memo(memo, n, max(2 * memo.f.shape[0], n + 4 * M + 2 * D + 16))
+    st = int(ctr[C_STATUS])
+    return state._replace(memo=memo, frames=fr, root_lb=float(fst[F_ROOTLB]),
+                          status=_STATUS.get(st), steps=int(ctr[C_STEPS]))
+
+
+def terminate(state) -> Status | None:
+    """``None`` while the search goes on, else why it ended."""
+    return state.status
