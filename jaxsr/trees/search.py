@@ -192,7 +192,9 @@ class OptimalTreeSearch:
         compiled by numba (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None
         (squared loss: compiled unless the whole search is one shallow-kernel call and
         they are not loaded yet: loading costs ~0.75 s once per process). The optimum is
-        the same.
+        the same. With the compiled kernels (squared loss, host backend) the solver loop
+        itself runs compiled too (:mod:`jaxsr.trees.compiled_solver`, the same steps as
+        :mod:`jaxsr.trees.solver` with the memo as a hash table over packed supports).
       mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
         the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
     """
