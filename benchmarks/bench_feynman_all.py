@@ -342,6 +342,9 @@ def main(argv=None) -> None:
     from jaxsr.datasets import feynman_equation_names, get_feynman_equation
 
     all_names = feynman_equation_names(include_csv=True, rational_only=False)
+    if not a.equations and len(all_names) < 100:
+        p.error(f"FeynmanEquations.csv not found (only the {len(all_names)} built-in "
+                "equations): run from a checkout next to shared/, or set JAXSR_SHARED_DATA")
     names = a.equations.split(",") if a.equations else all_names[:: a.every]
     if a.stride_order > 0:
         names = sorted(names, key=lambda n: (names.index(n) % a.stride_order,
