@@ -623,8 +623,10 @@ class DomeSearch:
         if c.search == "constant-variable":
             return Expression.binary(c.op, Expression.constant(c.constant),
                                      Expression.variable(c.variable))
-        if c.search == "unary":  # issue 12: u(p)
-            return Expression.unary(c.op, self.expr.subtree(c.node))
+        if c.search == "unary":  # issue 12: u(p), u(k op p) (unary.move_subtree)
+            from .unary import move_subtree
+
+            return move_subtree(self.expr, c)
         return Expression.binary(c.op, Expression.constant(c.constant),
                                  self.expr.subtree(c.node))
 

@@ -60,6 +60,28 @@ not a ratio of affine functions of ``o``. The consequences:
   Scoring the searches below a unary node exactly would need one tree evaluation per
   candidate (``O(candidates * depth * N)`` instead of one matrix product); that is not
   done.
+* **The scaled and shifted moves ``p -> u(k*p)`` and ``p -> u(k + p)``, ``u(k - p)``
+  (implemented: :func:`scaled_unary_moves`).** The move ``p -> u(p)`` only helps once
+  ``p`` already is the argument; physics laws mostly need a scaled one (``exp(-x/2)``,
+  ``sin(theta/2)``) or a shifted one (``sqrt(1 - v**2/c**2)``). For ``exp``, ``sin``,
+  ``cos`` the move is ``u(k*p)`` (a shift would be an outer constant factor or a phase
+  that a further move gives); for ``sqrt`` and ``log`` it is ``u(k + p)`` and ``u(k - p)``
+  (a scale would be an outer factor / summand). After the move node ``j`` outputs the
+  vector ``v(k) = u(k op sem_j)``, so the tree's MSE is again node ``j``'s own equation at
+  it, ``f(k) = mean(((a_j*v(k) - b_j)/(c_j*v(k) - d_j))**2)``: exact for every ``k``, but
+  non-linear in ``k`` (no closed form as equation 28). ``k`` is chosen by a 1-D global
+  search on ``f``: a grid of ``2 * GRID`` values (scale: ``k * max|sem_j|`` log-spaced over
+  ``[1e-2, 1e2]`` of both signs; shift: ``k ± sem_j`` log-spaced over ``[1e-3, 1e1]`` times
+  the range of ``sem_j`` above its domain edge), then golden-section search between the
+  best grid point's neighbours (``GOLDEN_STEPS``: to about ``1e-10`` of ``k``). The domain
+  rules are those of the move ``p -> u(p)`` at the chosen ``k`` (a grid point outside them
+  scores ``+inf``). The reduction returned is ``MSE - f(k)`` at the chosen ``k``, the exact
+  MSE of the tree with that constant (tested against substitute-and-re-evaluate); the
+  acceptance check then re-evaluates the new tree as for every change. The move runs on
+  the nodes of the move ``p -> u(p)`` and on variable terminals (``u(k*x_m)``, ``sqrt(k -
+  x_m)``), with room for three more nodes. The new ``k`` is below the unary node: the
+  cyclic constant optimisation leaves it alone, the joint polish (strategies 2, 3) refines
+  it with the other constants.
 
 A transformed terminal counts as one node in ``max_nodes`` (it is one leaf to the
 search); in ``equations_`` (complexity) and ``n_nodes_`` it counts as its two nodes.
@@ -75,10 +97,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from .equations import equation_mse, is_forbidden
-from .expression import ADD, CONST, LOG, SQRT, UNARY_NAMES, VAR, Expression, _jax_unary
+from .expression import (
+    ADD,
+    CONST,
+    COS,
+    EXP,
+    LOG,
+    MUL,
+    SIN,
+    SQRT,
+    SUB,
+    UNARY_NAMES,
+    VAR,
+    Expression,
+    _jax_unary,
+)
 
 __all__ = ["UNARY_OPERATORS", "Terminal", "transformed_terminals", "expand_terminals",
-           "contract_terminals", "check_unary_operators", "unary_moves", "UnarySearch"]
+           "contract_terminals", "check_unary_operators", "unary_moves", "scaled_unary_moves",
+           "scaled_forms", "move_subtree", "UnarySearch"]
 
 UNARY_OPERATORS = tuple(UNARY_NAMES.values())  # ("sqrt", "exp", "log", "sin", "cos")
 _CODES = {v: k for k, v in UNARY_NAMES.items()}
@@ -237,6 +274,128 @@ def unary_moves(tree, sem, eqs, S, node_mask, codes):
     return jnp.stack(cols, axis=1)
 
 
+GRID = 16  # grid points per sign (scale) or in the decade range (shift) of the k search
+GOLDEN_STEPS = 48  # the bracket shrinks to 0.618**48 ~ 1e-10 of two grid steps
+_INNER = {EXP: (MUL,), SIN: (MUL,), COS: (MUL,), SQRT: (ADD, SUB), LOG: (ADD, SUB)}
+
+
+def scaled_forms(codes) -> tuple[tuple[int, int], ...]:
+    """The ``(unary code, inner op)`` pairs of the scaled / shifted move for ``codes``:
+    ``(u, MUL)`` is ``u(k*p)``, ``(u, ADD)`` ``u(k + p)``, ``(u, SUB)`` ``u(k - p)``."""
+    return tuple((u, inner) for u in codes for inner in _INNER[u])
+
+
+@functools.partial(jax.jit, static_argnames=("forms",))
+def scaled_unary_moves(tree, sem, eqs, S, node_mask, forms):
+    """MSE reductions of the moves ``p -> u(k op p)`` (module docstring: the scaled and
+    shifted moves), each with its ``k`` from a 1-D search on ``p``'s own node equation.
+
+    Args:
+      tree, sem, eqs, S, node_mask: as :func:`unary_moves` (the mask may hold variable
+        terminals too).
+      forms: static tuple of ``(unary code, inner op)`` (:func:`scaled_forms`).
+
+    Returns:
+      ``(red, k)``, each ``(capacity, len(forms))`` float: ``red = MSE - f(k)``, the exact
+      reduction at the chosen ``k`` (``-inf`` where no ``k`` is a candidate: masked, outside
+      the domain rules, forbidden by ``S``, or not finite).
+    """
+    dt = sem.dtype
+    big = jnp.asarray(float(jnp.finfo(dt).max) ** 0.25, dt)
+    base = equation_mse(eqs.a, eqs.b, eqs.c, eqs.d, sem)
+    real = jnp.arange(sem.shape[0]) < tree.n_nodes
+    absmax = jnp.max(jnp.abs(sem), axis=-1)
+    absmax = jnp.where(absmax > 0, absmax, 1.0)
+    lo, hi = jnp.min(sem, axis=-1), jnp.max(sem, axis=-1)
+    span = jnp.where(hi > lo, hi - lo, absmax)
+    a, b, c, d = (e[:, None, :] for e in (eqs.a, eqs.b, eqs.c, eqs.d))
+    codes = tuple(dict.fromkeys(code for code, _ in forms))
+    fns = [functools.partial(_jax_unary, code) for code in codes]
+    # per form: which function, scale (k*sem) or shift (k + sign*sem), the domain rule
+    which = jnp.asarray([codes.index(code) for code, _ in forms], jnp.int32)
+    scale = jnp.asarray([inner == MUL for _, inner in forms])
+    sign = jnp.asarray([-1.0 if inner == SUB else 1.0 for _, inner in forms], dt)
+    positive = jnp.asarray([code in (SQRT, LOG) for code, _ in forms])
+    r = jnp.asarray((np.sqrt(5.0) - 1.0) / 2.0, dt)
+    g_scale = jnp.logspace(-2.0, 2.0, GRID, dtype=dt)
+    g_scale = jnp.concatenate([-g_scale[::-1], g_scale])
+    g_shift = jnp.logspace(-3.0, 1.0, 2 * GRID, dtype=dt)
+
+    def one(form):
+        """One form (a lax.map step: one compiled body for all forms)."""
+        w, sc, sg, pos = form
+
+        def values(k):
+            """``(cap, K)`` k -> ``(cap, K, N)`` u(k op sem) (1 where invalid), validity."""
+            kk = k[..., None]
+            arg = jnp.where(sc, kk * sem[:, None, :], kk + sg * sem[:, None, :])
+            v = jax.lax.switch(w, fns, arg)
+            ok = jnp.all(jnp.isfinite(v) & (jnp.abs(v) <= big) & (~pos | (arg > 0)), axis=-1)
+            return jnp.where(ok[..., None], v, 1.0), ok
+
+        def f(k):
+            v, ok = values(k)
+            m = equation_mse(a, b, c, d, v)
+            return jnp.where(ok & jnp.isfinite(m), m, jnp.inf)
+
+        # scale: k*max|sem| over +-[1e-2, 1e2]; shift: k above the domain edge (k + sem > 0
+        # needs k > -min(sem), k - sem > 0 needs k > max(sem)) by [1e-3, 1e1] of the range
+        edge = jnp.where(sg > 0, -lo, hi)
+        grid = jnp.where(sc, g_scale[None, :] / absmax[:, None],
+                         edge[:, None] + span[:, None] * g_shift[None, :])
+        fg = f(grid)
+        i = jnp.argmin(fg, axis=-1)[:, None]
+        n = grid.shape[-1]
+
+        def at(x, idx):
+            return jnp.take_along_axis(x, idx, -1)
+
+        left, right = at(grid, jnp.maximum(i - 1, 0)), at(grid, jnp.minimum(i + 1, n - 1))
+        # golden-section search on [left, right] around the best grid point (one new point
+        # a step), keeping the best point ever evaluated
+        x1, x2 = right - r * (right - left), left + r * (right - left)
+        f1, f2 = f(x1), f(x2)
+        kb, fb = at(grid, i), at(fg, i)
+        better = jnp.minimum(f1, f2) < fb
+        kb = jnp.where(better, jnp.where(f1 <= f2, x1, x2), kb)
+        fb = jnp.where(better, jnp.minimum(f1, f2), fb)
+
+        def golden(_, st):
+            lft, rgt, x1, x2, f1, f2, kb, fb = st
+            go_left = f1 <= f2  # the minimum is in [lft, x2]
+            lft = jnp.where(go_left, lft, x1)
+            rgt = jnp.where(go_left, x2, rgt)
+            xn = jnp.where(go_left, rgt - r * (rgt - lft), lft + r * (rgt - lft))
+            fn = f(xn)
+            x1, x2 = jnp.where(go_left, xn, x2), jnp.where(go_left, x1, xn)
+            f1, f2 = jnp.where(go_left, fn, f2), jnp.where(go_left, f1, fn)
+            better = fn < fb
+            return (lft, rgt, x1, x2, f1, f2, jnp.where(better, xn, kb),
+                    jnp.where(better, fn, fb))
+
+        k = jax.lax.fori_loop(0, GOLDEN_STEPS, golden,
+                              (left, right, x1, x2, f1, f2, kb, fb))[6]
+        v, ok = values(k)
+        v, ok, k = v[:, 0], ok[:, 0], k[:, 0]
+        red = base - equation_mse(eqs.a, eqs.b, eqs.c, eqs.d, v)
+        ok = (ok & ~is_forbidden(S, tree.n_slots, v) & jnp.isfinite(red) & jnp.isfinite(k)
+              & node_mask & real)
+        return jnp.where(ok, red, -jnp.inf), k
+
+    red, k = jax.lax.map(one, (which, scale, sign, positive))
+    return red.T, k.T
+
+
+def move_subtree(expr: Expression, c) -> Expression:
+    """The new subtree of a ``"unary"`` candidate ``c`` of :class:`UnarySearch` at node
+    ``c.node`` of ``expr``: ``u(p)`` (``c.variable == -1``), or ``u(k op p)`` with ``op =
+    c.variable`` (``MUL``, ``ADD``, ``SUB``) and ``k = c.constant``."""
+    p = expr.subtree(c.node)
+    if c.variable >= 0:
+        p = Expression.binary(int(c.variable), Expression.constant(float(c.constant)), p)
+    return Expression.unary(c.op, p)
+
+
 class UnarySearch:
     """The move ``p -> u(p)`` as a search of :class:`~jaxsr.symbolic.strategies.DomeSearch`
     (its ``unary_search``; the estimator sets it when ``unary_operators`` is not empty).
@@ -245,8 +404,12 @@ class UnarySearch:
       names: unary operator names (:data:`UNARY_OPERATORS`).
     """
 
+    #: also the scaled / shifted moves ``u(k op p)`` (:func:`scaled_unary_moves`)
+    scaled = True
+
     def __init__(self, names):
         self.codes = tuple(_CODES[n] for n in check_unary_operators(names))
+        self.forms = scaled_forms(self.codes)
 
     def mask(self, engine, masks) -> np.ndarray:
         """bool ``(capacity,)``: the nodes of the constant-expression search (row 3 of
@@ -264,22 +427,54 @@ class UnarySearch:
         out[:n] = np.asarray(masks[3], bool)[:n] & room
         return out
 
+    def scaled_mask(self, engine, masks) -> np.ndarray:
+        """bool ``(capacity,)``: the nodes of the scaled / shifted move: those of
+        :meth:`mask` and the variables of the constant-variable search (row 2 of
+        ``masks``), with room for three more nodes and two more levels."""
+        expr = engine.expr
+        out = np.zeros(masks.shape[1], bool)
+        n = expr.n_nodes
+        if n + 3 > engine.max_nodes:
+            return out
+        room = expr.depths + expr.subtree_heights() + 2 <= engine.max_height
+        nodes = ((expr.op >= ADD) & np.asarray(masks[3], bool)[:n]) | (
+            (expr.op == VAR) & np.asarray(masks[2], bool)[:n])
+        out[:n] = nodes & room
+        return out
+
     def candidates(self, engine, masks, analysis) -> list:
         """The moves of the current tree whose reduction exceeds the engine's threshold,
-        best first (ties: lowest node, then operator in ``codes`` order)."""
+        best first (ties: lowest node, then ``u(p)`` in ``codes`` order before ``u(k op
+        p)`` in ``forms`` order). A scaled / shifted move is a ``"unary"`` candidate with
+        ``variable`` its inner op and ``constant`` its ``k`` (:func:`move_subtree`)."""
         from .strategies import Candidate
 
-        mask = self.mask(engine, masks)
-        if not self.codes or not mask.any():
+        if not self.codes:
             return []
         tree, sem, eqs, S = analysis
-        red = np.asarray(jax.device_get(unary_moves(tree, sem, eqs, S, jnp.asarray(mask),
-                                                    self.codes)))
         thr = engine.threshold()
-        js, us = np.nonzero(red > thr)
-        out = [(float(red[j, u]), int(j), int(u)) for j, u in zip(js, us, strict=True)]
+        out = []
+        mask = self.mask(engine, masks)
+        if mask.any():
+            red = np.asarray(jax.device_get(unary_moves(tree, sem, eqs, S, jnp.asarray(mask),
+                                                        self.codes)))
+            js, us = np.nonzero(red > thr)
+            out += [(float(red[j, u]), int(j), u, Candidate(float(red[j, u]), "unary", int(j),
+                                                            op=self.codes[u]))
+                    for j, u in zip(js, us, strict=True)]
+        smask = self.scaled_mask(engine, masks) if self.scaled else None
+        if smask is not None and smask.any():
+            red, k = jax.device_get(scaled_unary_moves(tree, sem, eqs, S, jnp.asarray(smask),
+                                                       self.forms))
+            red, k = np.asarray(red), np.asarray(k)
+            nu = len(self.codes)
+            js, fs = np.nonzero(red > thr)
+            out += [(float(red[j, f]), int(j), nu + f,
+                     Candidate(float(red[j, f]), "unary", int(j), variable=self.forms[f][1],
+                               op=self.forms[f][0], constant=float(k[j, f])))
+                    for j, f in zip(js, fs, strict=True)]
         out.sort(key=lambda t: (-t[0], t[1], t[2]))
-        return [Candidate(r, "unary", j, op=self.codes[u]) for r, j, u in out]
+        return [t[3] for t in out]
 
     def merge(self, engine, found, masks, analysis) -> list:
         """``found`` (the other searches' candidates, best first) with the moves merged in

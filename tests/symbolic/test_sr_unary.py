@@ -11,16 +11,20 @@ import numpy as np
 import pytest
 
 from jaxsr import SymbolicRegressor
-from jaxsr.symbolic.expression import ADD, COS, DIV, EXP, LOG, SIN, SQRT, Expression
+from jaxsr.symbolic.expression import ADD, COS, DIV, EXP, LOG, MUL, SIN, SQRT, SUB, VAR, Expression
 from jaxsr.symbolic.unary import (
     UnarySearch,
     contract_terminals,
     expand_terminals,
+    move_subtree,
+    scaled_forms,
+    scaled_unary_moves,
     transformed_terminals,
     unary_moves,
 )
 
 ALL = (SQRT, EXP, LOG, SIN, COS)
+NUMPY = {SQRT: np.sqrt, EXP: np.exp, LOG: np.log, SIN: np.sin, COS: np.cos}
 STRATEGY_1 = [("constant", "all"), ("variable", "all"), ("constant-variable", "all"),
               ("constant-expression", "nonterminal")]
 
@@ -193,6 +197,79 @@ def test_unary_moves_match_substitute_and_re_evaluate_and_keep_the_domain():
                     assert red[j, u] == -np.inf, (new, red[j, u])
                     n_refused += 1
     assert n_ok >= 20 and n_refused >= 8
+
+
+def test_scaled_and_shifted_moves_match_substitute_and_re_evaluate():
+    """Every move p -> u(k*p) (exp, sin, cos) and u(k + p), u(k - p) (sqrt, log) at every
+    non-terminal and variable node scores the exact MSE of its tree re-evaluated in numpy
+    at the k it chose, inside the domain; its 1-D search on k is as good as a dense numpy
+    grid over the same range; on laws it can express it finds k to rounding."""
+    import jax.numpy as jnp
+
+    from jaxsr.symbolic.strategies import Candidate
+
+    eng, X, y, terms = _engine()
+    forms = scaled_forms(ALL)
+    assert forms == ((SQRT, ADD), (SQRT, SUB), (EXP, MUL), (LOG, ADD), (LOG, SUB),
+                     (SIN, MUL), (COS, MUL))
+    big = float(np.finfo(np.float64).max) ** 0.25
+    n_ok = n_dense = n_better = 0
+    for text in ("(1.5 * x1) / (x2 + 0.5)", "(x2 - 3.0) / ((x1 * x2) + 0.25)"):
+        start = _load(eng, text, X, y)
+        tree, sem, eqs, S = eng.analyse()
+        mask = np.zeros(tree.op.shape[0], bool)
+        mask[: start.n_nodes] = (start.op >= ADD) | (start.op == VAR)
+        red, k = (np.asarray(r) for r in scaled_unary_moves(tree, sem, eqs, S,
+                                                             jnp.asarray(mask), forms))
+        assert np.all(red[~mask] == -np.inf)
+        for j in np.flatnonzero(mask):
+            p = start.subtree(int(j)).evaluate(X)
+            for f, (code, inner) in enumerate(forms):
+                if red[j, f] == -np.inf:
+                    continue
+                c = Candidate(red[j, f], "unary", int(j), variable=inner, op=code,
+                              constant=k[j, f])
+                new = start.replace(int(j), move_subtree(start, c))
+                assert new.n_nodes == start.n_nodes + 3
+                assert _valid(new, X), new
+                assert np.all(np.abs(new.subtree(int(j)).evaluate(X)) <= big)
+                mse = np.mean((new.evaluate(X) - y) ** 2)
+                np.testing.assert_allclose(red[j, f], eng.mse - mse, rtol=1e-9,
+                                           atol=1e-12 * eng.mse)
+                n_ok += 1
+                # a dense grid over the range the search covers, in numpy
+                if inner == MUL:
+                    g = np.logspace(-2, 2, 4000) / np.max(np.abs(p))
+                    ks = np.r_[-g[::-1], g]
+                else:
+                    edge = -p.min() if inner == ADD else p.max()
+                    ks = edge + (p.max() - p.min()) * np.logspace(-3, 1, 4000)
+                arg = ks[:, None] * p if inner == MUL else (
+                    ks[:, None] + p if inner == ADD else ks[:, None] - p)
+                with np.errstate(all="ignore"):
+                    out = NUMPY[code](arg)
+                    e = np.mean(((eqs.a[j] * out - eqs.b[j]) / (eqs.c[j] * out - eqs.d[j]))
+                                ** 2, axis=1)
+                fine = np.all(np.isfinite(out) & (np.abs(out) <= big), axis=1) & np.isfinite(e)
+                best = float(np.min(e[fine]))
+                n_dense += 1
+                n_better += eng.mse - red[j, f] <= best * (1 + 1e-9) + 1e-15 * eng.mse
+    assert n_ok >= 20
+    assert n_better >= 0.9 * n_dense, (n_better, n_dense)
+    # laws the move expresses: k found to rounding, the move exact
+    for text, law, (code, inner, k_true, node) in (
+            ("(x1 * x2) + x2", np.exp(-0.5 * X[:, 0] * X[:, 1]) + X[:, 1], (EXP, MUL, -0.5, 1)),
+            ("x2 * x1", np.sqrt(5.0 - X[:, 1]) * X[:, 0], (SQRT, SUB, 5.0, 1))):
+        e = Expression.parse(text)
+        eng.y = jnp.asarray(law)
+        eng.expr, eng.mse, eng._cache = e, float(np.mean((e.evaluate(X) - law) ** 2)), None
+        best = [c for c in eng.candidates(STRATEGY_1) if c.search == "unary"
+                and c.variable == inner and c.op == code and c.node == node]
+        assert best, text
+        np.testing.assert_allclose(best[0].constant, k_true, rtol=1e-9)
+        new = e.replace(node, move_subtree(e, best[0]))
+        assert np.mean((new.evaluate(X) - law) ** 2) <= 1e-24 * np.mean(law**2)
+    eng.y = jnp.asarray(y)
 
 
 def test_no_search_below_a_unary_node_and_exact_above_it():
