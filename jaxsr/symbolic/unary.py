@@ -70,18 +70,21 @@ not a ratio of affine functions of ``o``. The consequences:
   vector ``v(k) = u(k op sem_j)``, so the tree's MSE is again node ``j``'s own equation at
   it, ``f(k) = mean(((a_j*v(k) - b_j)/(c_j*v(k) - d_j))**2)``: exact for every ``k``, but
   non-linear in ``k`` (no closed form as equation 28). ``k`` is chosen by a 1-D global
-  search on ``f``: a grid of ``2 * GRID`` values (scale: ``k * max|sem_j|`` log-spaced over
-  ``[1e-2, 1e2]`` of both signs; shift: ``k ± sem_j`` log-spaced over ``[1e-3, 1e1]`` times
-  the range of ``sem_j`` above its domain edge), then golden-section search between the
-  best grid point's neighbours (``GOLDEN_STEPS``: to about ``1e-10`` of ``k``). The domain
-  rules are those of the move ``p -> u(p)`` at the chosen ``k`` (a grid point outside them
-  scores ``+inf``). The reduction returned is ``MSE - f(k)`` at the chosen ``k``, the exact
-  MSE of the tree with that constant (tested against substitute-and-re-evaluate); the
-  acceptance check then re-evaluates the new tree as for every change. The move runs on
-  the nodes of the move ``p -> u(p)`` and on variable terminals (``u(k*x_m)``, ``sqrt(k -
-  x_m)``), with room for three more nodes. The new ``k`` is below the unary node: the
-  cyclic constant optimisation leaves it alone, the joint polish (strategies 2, 3) refines
-  it with the other constants.
+  search on ``f``: a grid of ``2 * GRID`` values (scale: ``k * max|sem_j|`` log-spaced
+  over ``[1e-2, 1e2]`` of both signs; shift: ``k ± sem_j`` log-spaced over ``[1e-3, 1e1]``
+  times the range of ``sem_j`` above its domain edge), then golden-section search between
+  the best grid point's neighbours (``GOLDEN_STEPS``: to about ``1e-9`` of ``k``) and one
+  parabolic step, both on at most ``SEARCH_ROWS`` evenly spaced rows (the reduction is
+  then computed on all rows at the chosen ``k``; for a law the move expresses exactly, the
+  subsample's minimiser is the same ``k``). The domain rules are those of the move ``p ->
+  u(p)`` at the chosen ``k`` (a grid point outside them scores ``+inf``). The reduction
+  returned is ``MSE - f(k)`` at the chosen ``k``, the exact MSE of the tree with that
+  constant (tested against substitute-and-re-evaluate); the acceptance check then
+  re-evaluates the new tree as for every change. The move runs on the nodes of the move
+  ``p -> u(p)`` and on variable terminals (``u(k*x_m)``, ``sqrt(k - x_m)``), with room for
+  three more nodes. The new ``k`` is below the unary node: the cyclic constant
+  optimisation leaves it alone, the joint polish (strategies 2, 3) refines it with the
+  other constants.
 
 A transformed terminal counts as one node in ``max_nodes`` (it is one leaf to the
 search); in ``equations_`` (complexity) and ``n_nodes_`` it counts as its two nodes.
@@ -275,7 +278,8 @@ def unary_moves(tree, sem, eqs, S, node_mask, codes):
 
 
 GRID = 16  # grid points per sign (scale) or in the decade range (shift) of the k search
-GOLDEN_STEPS = 48  # the bracket shrinks to 0.618**48 ~ 1e-10 of two grid steps
+GOLDEN_STEPS = 40  # the bracket shrinks to 0.618**40 ~ 4e-9 of two grid steps
+SEARCH_ROWS = 64  # rows (evenly spaced) on which k is searched; scored on all rows
 _INNER = {EXP: (MUL,), SIN: (MUL,), COS: (MUL,), SQRT: (ADD, SUB), LOG: (ADD, SUB)}
 
 
@@ -308,7 +312,11 @@ def scaled_unary_moves(tree, sem, eqs, S, node_mask, forms):
     absmax = jnp.where(absmax > 0, absmax, 1.0)
     lo, hi = jnp.min(sem, axis=-1), jnp.max(sem, axis=-1)
     span = jnp.where(hi > lo, hi - lo, absmax)
-    a, b, c, d = (e[:, None, :] for e in (eqs.a, eqs.b, eqs.c, eqs.d))
+    # the 1-D search on k runs on at most SEARCH_ROWS evenly spaced rows (its cost is
+    # ~80 evaluations of f); the reduction returned is of all rows at the chosen k
+    stride = max(1, -(-sem.shape[1] // SEARCH_ROWS))
+    sem_s = sem[:, ::stride]
+    a, b, c, d = (e[:, None, ::stride] for e in (eqs.a, eqs.b, eqs.c, eqs.d))
     codes = tuple(dict.fromkeys(code for code, _ in forms))
     fns = [functools.partial(_jax_unary, code) for code in codes]
     # per form: which function, scale (k*sem) or shift (k + sign*sem), the domain rule
@@ -325,7 +333,7 @@ def scaled_unary_moves(tree, sem, eqs, S, node_mask, forms):
         """One form (a lax.map step: one compiled body for all forms)."""
         w, sc, sg, pos = form
 
-        def values(k):
+        def values(k, sem=sem_s):
             """``(cap, K)`` k -> ``(cap, K, N)`` u(k op sem) (1 where invalid), validity."""
             kk = k[..., None]
             arg = jnp.where(sc, kk * sem[:, None, :], kk + sg * sem[:, None, :])
@@ -373,9 +381,17 @@ def scaled_unary_moves(tree, sem, eqs, S, node_mask, forms):
             return (lft, rgt, x1, x2, f1, f2, jnp.where(better, xn, kb),
                     jnp.where(better, fn, fb))
 
-        k = jax.lax.fori_loop(0, GOLDEN_STEPS, golden,
-                              (left, right, x1, x2, f1, f2, kb, fb))[6]
-        v, ok = values(k)
+        st = jax.lax.fori_loop(0, GOLDEN_STEPS, golden, (left, right, x1, x2, f1, f2, kb, fb))
+        kb, fb = st[6], st[7]
+        # one parabolic step through kb - h, kb, kb + h (h: the final bracket), kept only if
+        # f drops: near an exact fit f is quadratic in k and this reaches rounding
+        h = st[1] - st[0]
+        f0, f2 = f(kb - h), f(kb + h)
+        den = f2 - 2.0 * fb + f0
+        kp = kb - 0.5 * h * (f2 - f0) / jnp.where(den > 0, den, 1.0)
+        fp = jnp.where(den > 0, f(kp), jnp.inf)
+        k = jnp.where(fp < fb, kp, kb)
+        v, ok = values(k, sem)
         v, ok, k = v[:, 0], ok[:, 0], k[:, 0]
         red = base - equation_mse(eqs.a, eqs.b, eqs.c, eqs.d, v)
         ok = (ok & ~is_forbidden(S, tree.n_slots, v) & jnp.isfinite(red) & jnp.isfinite(k)
@@ -413,17 +429,18 @@ class UnarySearch:
 
     def mask(self, engine, masks) -> np.ndarray:
         """bool ``(capacity,)``: the nodes of the constant-expression search (row 3 of
-        ``masks``, the ``(4, capacity)`` node masks of the stage) that are non-terminal
-        and have room for one more node (``max_nodes``) and one more level
-        (``max_height``)."""
+        ``masks``, the ``(4, capacity)`` node masks of the stage) that are binary
+        operators (no ``u(v(q))``: a unary function of a unary node only ever bent the
+        curve a little, ``sin(sin(sin(p)))`` chains in the fits) and have room for one
+        more node (``max_nodes``) and one more level (``max_height``)."""
         expr = engine.expr
         cap = masks.shape[1]
         out = np.zeros(cap, bool)
         n = expr.n_nodes
         if n + 1 > engine.max_nodes:
             return out
-        room = (expr.op >= ADD) & (expr.depths + expr.subtree_heights() + 1
-                                   <= engine.max_height)
+        room = (expr.op >= ADD) & (expr.op < SQRT) & (
+            expr.depths + expr.subtree_heights() + 1 <= engine.max_height)
         out[:n] = np.asarray(masks[3], bool)[:n] & room
         return out
 
@@ -437,7 +454,8 @@ class UnarySearch:
         if n + 3 > engine.max_nodes:
             return out
         room = expr.depths + expr.subtree_heights() + 2 <= engine.max_height
-        nodes = ((expr.op >= ADD) & np.asarray(masks[3], bool)[:n]) | (
+        binary = (expr.op >= ADD) & (expr.op < SQRT)  # as in mask: no u(k op v(q))
+        nodes = (binary & np.asarray(masks[3], bool)[:n]) | (
             (expr.op == VAR) & np.asarray(masks[2], bool)[:n])
         out[:n] = nodes & room
         return out

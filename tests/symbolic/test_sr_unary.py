@@ -13,6 +13,7 @@ import pytest
 from jaxsr import SymbolicRegressor
 from jaxsr.symbolic.expression import ADD, COS, DIV, EXP, LOG, MUL, SIN, SQRT, SUB, VAR, Expression
 from jaxsr.symbolic.unary import (
+    SEARCH_ROWS,
     UnarySearch,
     contract_terminals,
     expand_terminals,
@@ -202,8 +203,10 @@ def test_unary_moves_match_substitute_and_re_evaluate_and_keep_the_domain():
 def test_scaled_and_shifted_moves_match_substitute_and_re_evaluate():
     """Every move p -> u(k*p) (exp, sin, cos) and u(k + p), u(k - p) (sqrt, log) at every
     non-terminal and variable node scores the exact MSE of its tree re-evaluated in numpy
-    at the k it chose, inside the domain; its 1-D search on k is as good as a dense numpy
-    grid over the same range; on laws it can express it finds k to rounding."""
+    at the k it chose, inside the domain; its 1-D search on k is, for at least 90% of the
+    moves, as good as a dense numpy grid over the same range and rows (a grid point and
+    golden-section steps can miss one of several minima); on laws it can express it finds
+    k to rounding."""
     import jax.numpy as jnp
 
     from jaxsr.symbolic.strategies import Candidate
@@ -237,25 +240,27 @@ def test_scaled_and_shifted_moves_match_substitute_and_re_evaluate():
                 np.testing.assert_allclose(red[j, f], eng.mse - mse, rtol=1e-9,
                                            atol=1e-12 * eng.mse)
                 n_ok += 1
-                # a dense grid over the range the search covers, in numpy
+                # the 1-D search against a dense grid over the range it covers, both on
+                # the rows it searches on (every stride-th)
+                rows = slice(None, None, -(-len(y) // SEARCH_ROWS))
                 if inner == MUL:
                     g = np.logspace(-2, 2, 4000) / np.max(np.abs(p))
-                    ks = np.r_[-g[::-1], g]
+                    ks = np.r_[-g[::-1], g, k[j, f]]
                 else:
                     edge = -p.min() if inner == ADD else p.max()
-                    ks = edge + (p.max() - p.min()) * np.logspace(-3, 1, 4000)
-                arg = ks[:, None] * p if inner == MUL else (
-                    ks[:, None] + p if inner == ADD else ks[:, None] - p)
+                    ks = np.r_[edge + (p.max() - p.min()) * np.logspace(-3, 1, 4000), k[j, f]]
+                ps = p[rows]
+                arg = ks[:, None] * ps if inner == MUL else (
+                    ks[:, None] + ps if inner == ADD else ks[:, None] - ps)
+                ea, eb, ec, ed = (np.asarray(q[j])[rows] for q in eqs)
                 with np.errstate(all="ignore"):
                     out = NUMPY[code](arg)
-                    e = np.mean(((eqs.a[j] * out - eqs.b[j]) / (eqs.c[j] * out - eqs.d[j]))
-                                ** 2, axis=1)
+                    e = np.mean(((ea * out - eb) / (ec * out - ed)) ** 2, axis=1)
                 fine = np.all(np.isfinite(out) & (np.abs(out) <= big), axis=1) & np.isfinite(e)
-                best = float(np.min(e[fine]))
                 n_dense += 1
-                n_better += eng.mse - red[j, f] <= best * (1 + 1e-9) + 1e-15 * eng.mse
+                n_better += e[-1] <= np.min(e[:-1][fine[:-1]]) * (1 + 1e-9) + 1e-15 * eng.mse
     assert n_ok >= 20
-    assert n_better >= 0.9 * n_dense, (n_better, n_dense)
+    assert n_better >= 0.9 * n_dense, (n_better, n_dense)  # 77 of 84 here
     # laws the move expresses: k found to rounding, the move exact
     for text, law, (code, inner, k_true, node) in (
             ("(x1 * x2) + x2", np.exp(-0.5 * X[:, 0] * X[:, 1]) + X[:, 1], (EXP, MUL, -0.5, 1)),
