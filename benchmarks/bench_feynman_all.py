@@ -190,7 +190,8 @@ def run_jaxsr(params: dict, X, y, Xt, yt, warm: bool = False) -> dict:
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         return {"rel_test_mse": relative_mse(sr.predict(Xt), yt), "seconds": seconds,
                 "cpu_seconds": cpu, "n_nodes": int(sr.n_nodes_), "stop": sr.stop_reason_,
-                "expression": sr.expression_}
+                "train_rel_mse": relative_mse(sr.predict(X), y),
+                "iterations": len(sr.history_), "expression": sr.expression_}
     except Exception as err:  # report, keep going
         return {"error": f"{type(err).__name__}: {err}"[:200], "rel_test_mse": float("inf"),
                 "seconds": float("nan")}
