@@ -852,9 +852,9 @@ def problem_of(search) -> Problem:
     U, M = X.shape
     ones = np.zeros((U, M), dtype=np.int64)
     nones = X.sum(1).astype(np.int64)
-    for u in range(U):
-        f = np.flatnonzero(X[u])
-        ones[u, :f.size] = f
+    rows, cols = np.nonzero(X)  # row-major: each row's features in increasing order
+    start = np.concatenate([[0], np.cumsum(nones)[:-1]])
+    ones[rows, np.arange(rows.size) - start[rows]] = cols
     return Problem(X=X, ones=ones, nones=nones,
                    colw=_pack(np.ascontiguousarray(search.XcT)),
                    cls=np.stack([search._Wc, search.cls_mean, search._Ec, search._Nc]),
