@@ -26,7 +26,10 @@ Strategies (section 2.8):
 
 Constant optimisation (section 2.6): visit the constant nodes in pre-order, set each to its
 optimal value when that lowers the MSE by more than ``min_improvement * MSE``, and repeat
-the passes until one changes nothing.
+the passes until one changes nothing. Strategies 2 and 3 add a joint polish of all the
+constants (damped Gauss-Newton on the true MSE, each step kept only if it lowers it) after
+every pass that changed a constant and at the end (:meth:`DomeSearch.optimise_and_polish`):
+the passes alone crawl along valleys of the MSE one constant at a time.
 """
 
 from __future__ import annotations
@@ -673,16 +676,26 @@ class DomeSearch:
         ``capped`` is True when ``max_constant_passes`` ended it before a pass changed
         nothing. Runs on the device in one call (:func:`constant_passes`); with a time
         budget, in calls of a bounded number of visits with the clock checked between."""
+        changes, status, _ = self._constant_passes(1, None)
+        return changes, status == CAPPED
+
+    def _max_passes(self) -> int:
+        return 2**31 - 1 if self.max_constant_passes is None else self.max_constant_passes
+
+    def _constant_passes(self, first: int, last: int | None) -> tuple[int, int, int]:
+        """Passes ``first..last`` (``None``: up to ``max_constant_passes``) of the cyclic
+        optimisation: ``(constants changed, status, passes begun)``; status ``CAPPED``
+        when pass ``last`` changed a constant, ``CONVERGED`` when a pass changed none."""
         is_const = self.expr.op == CONST
         if self.expr.has_unary:  # issue 12: no node equation below a unary node
             is_const &= ~self.expr.below_unary()
         const_nodes = np.flatnonzero(is_const).astype(np.int32)
         if self.max_constant_passes is not None and self.max_constant_passes <= 0:
-            return 0, True
+            return 0, CAPPED, 0
         if const_nodes.size == 0:
-            return 0, False
+            return 0, CONVERGED, first
         if self.mse <= self.floor or self.timed_out():
-            return 0, False
+            return 0, CONVERGED, first
         self._fit_capacity(self.expr)
         tree = self._tree(self.expr)
         cap = tree.op.shape[0]
@@ -690,10 +703,11 @@ class DomeSearch:
         idx[: const_nodes.size] = const_nodes
         i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
         state = ConstantPasses(
-            value=jnp.asarray(tree.value), mse=jnp.asarray(self.mse, self.dtype), pos=i32(0),
-            passes=i32(1), changed=jnp.asarray(False), changes=i32(0), status=i32(RUNNING))
-        max_passes = i32(2**31 - 1 if self.max_constant_passes is None
-                         else self.max_constant_passes)
+            value=jnp.asarray(tree.value), mse=jnp.asarray(self.mse, self.dtype),
+            pos=i32(0), passes=i32(first), changed=jnp.asarray(False), changes=i32(0),
+            status=i32(RUNNING))
+        max_passes = i32(self._max_passes() if last is None
+                         else min(last, self._max_passes()))
         n = int(self.XT.shape[1])
         timed = self.deadline is not None
         visits = i32(max(1, min(1024, 2**17 // max(n, 1))) if timed else 2**31 - 1)
@@ -701,7 +715,8 @@ class DomeSearch:
             state = constant_passes(tree, self.XT, self.y, self.weights, jnp.asarray(idx),
                                     i32(const_nodes.size), state, self.min_improvement,
                                     self.floor, max_passes, visits, self.n_slots)
-            status, changes = (int(v) for v in jax.device_get((state.status, state.changes)))
+            status, changes, passes = (int(v) for v in jax.device_get(
+                (state.status, state.changes, state.passes)))
             if status != RUNNING or self.timed_out():
                 break
         if changes:
@@ -709,10 +724,10 @@ class DomeSearch:
             self.expr = Expression(self.expr.op, value, self.expr.feature)
             self.mse, self._cache = float(state.mse), None
         self.n_const_updates += changes
-        return changes, status == CAPPED
+        return changes, status, passes
 
     def polish_constants(self, max_steps: int = 20) -> int:
-        """After the cyclic optimisation, move all the constants together (damped
+        """Between and after the cyclic passes, move all the constants together (damped
         Gauss-Newton on the true MSE; the paper's future work, section 6, proposes
         changing several constants at once): the cyclic passes crawl along valleys such
         as ``k1 * (k2*x1 + x2)``, leaving the constants of an exact structure some 1e-12
@@ -741,9 +756,32 @@ class DomeSearch:
             self.mse, self._cache = float(state.mse), None
         return kept
 
+    def optimise_and_polish(self) -> tuple[int, int, bool]:
+        """The constant optimisation of strategies 2 and 3: the cyclic passes of section
+        2.6, with the joint polish (:meth:`polish_constants`) after every pass that
+        changed a constant, and once at the end. ``(constants changed, polish steps kept,
+        capped)``.
+
+        The passes alone crawl along a valley of the MSE one constant at a time (e.g.
+        ``k1 * (k2*x1 + x2)``: thousands of accepted changes, each a global constant
+        search); the polish moves the constants together to the bottom of the valley, and
+        the next pass then finds nothing or a real jump. It ends as the paper's procedure
+        does: when a whole pass changes no constant (or at ``max_constant_passes``)."""
+        changes = kept = 0
+        first = 1
+        while True:
+            n, status, passes = self._constant_passes(first, first)
+            changes += n
+            if status != CAPPED or passes >= self._max_passes() or self.timed_out():
+                break
+            kept += self.polish_constants()
+            first = passes + 1
+        kept += self.polish_constants()
+        return changes, kept, status == CAPPED
+
     def _optimise_into(self, rec):
-        n, capped = self.optimise_constants()
-        rec["constants_polished"] = self.polish_constants()
+        n, kept, capped = self.optimise_and_polish()
+        rec["constants_polished"] = kept
         rec["constants_optimised"] = n
         if capped:
             rec["constant_passes_capped"] = True
