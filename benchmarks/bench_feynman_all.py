@@ -186,10 +186,13 @@ def run_jaxsr(params: dict, X, y, Xt, yt, warm: bool = False) -> dict:
             pass
         if "cos" in params.get("unary_operators", ()):
             # and the kernels of a tree with a unary interior node (the polish of such a
-            # tree differentiates through it: a program of its own for each data shape)
+            # tree differentiates through it: a program of its own for each data shape;
+            # from cos(x1 + 0.5) alone the first change replaced the root, and the timed
+            # fit of I.6.2 still compiled it, 24 s under load)
             try:
-                SymbolicRegressor(**dict(params, max_iterations=1, max_time=None,
-                                         initial_expression="cos(x1 + 0.5)")).fit(X, y)
+                SymbolicRegressor(**dict(params, max_iterations=3, max_time=None,
+                                         initial_expression="(cos(x1 + 0.5) * x1) + 0.0")
+                                  ).fit(X, y)
             except Exception:  # noqa: BLE001 - the timed fit reports it
                 pass
     try:
@@ -372,7 +375,8 @@ def main(argv=None) -> None:
                    help="run the peers' process while jaxsr runs (give each its own core)")
     p.add_argument("--warm", action="store_true",
                    help="jaxsr: one untimed one-iteration fit per tool and equation first "
-                        "(with cos among the unary operators, also one from cos(x1 + 0.5))")
+                        "(with cos among the unary operators, also a 3-iteration one from "
+                        "(cos(x1 + 0.5) * x1) + 0.0)")
     p.add_argument("--records", default="",
                    help="resumable run: a JSON-lines file, one record per (tool, equation) "
                         "with its settings and commit; (tool, equation, settings) already "
@@ -481,7 +485,7 @@ def run_resumable(a, names: list[str], tools: list[str], unary: list[str]) -> No
                 for t, c in configs.items()}
     for t, c in configs.items():  # the second warm-up fit of run_jaxsr
         if a.warm and "cos" in c.get("unary_operators", ()):
-            settings[t]["warm_unary_node"] = True
+            settings[t]["warm_unary_node"] = "(cos(x1 + 0.5) * x1) + 0.0, 3 iterations"
     peers = [t for t in tools if t in ("pyoperon", "gplearn")]
     for t in peers:
         settings[t] = dict(data_settings, **peer_settings(t, unary, a.max_time))
