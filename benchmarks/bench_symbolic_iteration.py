@@ -140,6 +140,59 @@ def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10) -> dict
     return out
 
 
+def memory(n_samples: int, n_nodes: int, lean: bool, n_features: int = 10) -> dict:
+    """Peak memory of the analysis and the closed-form searches of one strategy-1 iteration
+    on the table's tree (the searches on the nodes whose equation has ``c == 0`` and no
+    forbidden set; the general-case rows, hours at N = 1e6, are masked off), with the full
+    analysis held (``lean=False``: semantics, equations, forbidden sets and
+    ``search_all``) or from the semantics alone (``search_lean``, issue 8). In this process:
+    one configuration per subprocess."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxsr._config import precision
+    from jaxsr.symbolic import strategies
+    from jaxsr.symbolic.expression import capacity_bucket
+    from jaxsr.symbolic.strategies import DomeSearch
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 2.0, size=(n_samples, n_features))
+    e = valid_tree(rng, n_nodes, X[:1000])
+    y = e.evaluate(X) + rng.normal(size=n_samples)
+    strategies.LEAN_BYTES = 0 if lean else 2**62
+    with precision("float64"):
+        XT, yj = jnp.asarray(X.T), jnp.asarray(y)
+        del X
+        eng = DomeSearch(XT, yj, np.ones(n_features, bool), max_nodes=None, max_height=None,
+                         min_improvement=1e-6, feature_names=None)
+        eng.expr, eng._cache = e, None
+        eng.mse = eng._true_mse(e)[0]
+        specs = [("constant", "all"), ("variable", "all"), ("constant-variable", "all"),
+                 ("constant-expression", "nonterminal")]
+        cap = capacity_bucket(e.n_nodes + 2)
+        closed = np.zeros(cap, bool)
+        # no division's second child above: c == 0 and no forbidden set (closed form)
+        closed[:e.n_nodes] = e.forbidden_slot_counts() == 0
+        masked = [(name, np.asarray(eng.masks(cap)[m]) & closed) for name, m in specs]
+        t0, c0 = time.perf_counter(), time.process_time()
+        found = eng.candidates(masked)
+        jax.block_until_ready(eng.XT)
+        first = (time.perf_counter() - t0, time.process_time() - c0)
+        eng._cache = None
+        t0, c0 = time.perf_counter(), time.process_time()
+        found = eng.candidates(masked)
+        warm = (time.perf_counter() - t0, time.process_time() - c0)
+    return {"n_samples": n_samples, "n_nodes": int(e.n_nodes), "lean": lean,
+            "closed_nodes": int(closed.sum()), "capacity": int(cap), "n_slots": eng.n_slots,
+            "candidates": len(found),
+            "best": None if not found else [found[0].search, found[0].node,
+                                            found[0].variable, found[0].op,
+                                            found[0].reduction],
+            "first_s": first[0], "first_cpu_s": first[1], "warm_s": warm[0],
+            "warm_cpu_s": warm[1],
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
 def feynman(n_samples=1000, max_nodes=30, strategies=(3, 1)) -> dict:
     """Median warm fit (the second fit of the same shapes) per strategy on the 17 built-in
     Feynman equations; strategy 3 is the default and the paper's faster one."""
@@ -233,9 +286,48 @@ def main(argv=None) -> None:
     p.add_argument("--cold", action="store_true")
     p.add_argument("--out", default="", help="write OUT.json and OUT.txt")
     p.add_argument("--one", nargs=2, type=int, metavar=("N", "NODES"), help=argparse.SUPPRESS)
+    p.add_argument("--memory", default="", metavar="N:NODES,...",
+                   help="peak memory of the analysis + closed-form searches, full vs lean")
+    p.add_argument("--memory-one", nargs=3, type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.one:
         print(json.dumps(one(a.one[0], a.one[1], a.repeat)))
+        return
+    if a.memory_one:
+        print(json.dumps(memory(a.memory_one[0], a.memory_one[1], bool(a.memory_one[2]))))
+        return
+    if a.memory:
+        rows = []
+        for item in a.memory.split(","):
+            n, nodes = (int(float(v)) for v in item.split(":"))
+            for lean in (0, 1):
+                res = subprocess.run([sys.executable, __file__, "--memory-one", str(n),
+                                      str(nodes), str(lean)], capture_output=True, text=True,
+                                     env={**os.environ, "PYTHONPATH": ROOT})
+                if res.returncode != 0:
+                    print(res.stderr[-2000:], file=sys.stderr)
+                    rows.append({"n_samples": n, "n_nodes": nodes, "lean": bool(lean),
+                                 "error": res.stderr[-300:]})
+                    continue
+                rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
+                print(f"  {rows[-1]}", file=sys.stderr, flush=True)
+        lines = [f"load average: {', '.join(f'{v:.2f}' for v in os.getloadavg())}", "",
+                 "analysis + closed-form searches of one strategy-1 iteration (general-case "
+                 "rows masked off), 10 variables:", "",
+                 "| N | nodes (closed) | analysis | peak RSS | first wall s | first CPU s | "
+                 "warm wall s | warm CPU s | candidates | best |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} | "
+                             f"{'lean' if r['lean'] else 'full'} | error |" + " |" * 6)
+                continue
+            lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} ({r['closed_nodes']}) | "
+                         f"{'lean' if r['lean'] else 'full'} | {_fmt_bytes(r['peak_rss_bytes'])} | "
+                         f"{r['first_s']:.2f} | {r['first_cpu_s']:.2f} | {r['warm_s']:.2f} | "
+                         f"{r['warm_cpu_s']:.2f} | {r['candidates']} | {r['best']} |")
+        print("\n".join(lines))
+        _save(a.out, {"memory": rows}, lines)
         return
     if not (a.table or a.feynman or a.cold):
         a.table = True

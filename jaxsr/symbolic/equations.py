@@ -47,6 +47,7 @@ __all__ = [
     "child_forbidden",
     "equation_mse",
     "is_forbidden",
+    "path_equation",
 ]
 
 
@@ -240,3 +241,52 @@ def is_forbidden(S, n_used, v):
     used = jnp.arange(K) < jnp.asarray(n_used)[..., None]
     hit = jnp.isnan(S) | (S == v[..., None, :])
     return jnp.any(hit & used[..., None], axis=(-2, -1))
+
+
+def path_equation(tree: TreeArrays, sem: jax.Array, y: jax.Array, weights, n_slots: int, j):
+    """Equation ``a, b, c, d`` and forbidden set of ONE node, top-down along its path.
+
+    The same numbers as row ``j`` of :func:`node_equations` and of :func:`forbidden_sets`
+    (the same rules applied in the same order), in ``O(depth * N)`` time and ``O(K N)``
+    memory: a search that needs the equations of a few nodes at a time (the general-case
+    rows, issue 8) need not hold all ``(capacity, N)`` of them.
+
+    Args:
+      tree: :class:`TreeArrays`; sem: ``(capacity, N)`` semantics; y: ``(N,)`` target;
+      weights: optional ``(N,)`` sample weights (as :func:`node_equations`), or ``None``.
+      n_slots: static int ``K``, the forbidden-set slots (as :func:`forbidden_sets`).
+      j: int scalar (traced or not), the node.
+
+    Returns:
+      ``(a, b, c, d, S)``: four ``(N,)`` arrays and ``S`` ``(K, N)``. Paper: equations
+      6-22, section 2 (forbidden sets).
+    """
+    cap, n = sem.shape
+    dt = sem.dtype
+    j = jnp.asarray(j, jnp.int32)
+    depth = tree.depth[j]
+
+    def up(_, carry):  # anc[t] = the ancestor of j at depth t (anc[depth] = j)
+        anc, cur = carry
+        return anc.at[tree.depth[cur]].set(cur), tree.parent[cur]
+
+    anc, _ = lax.fori_loop(0, depth + 1, up, (jnp.zeros((cap,), jnp.int32), j))
+    sw = jnp.ones((n,), dt) if weights is None else jnp.sqrt(weights.astype(dt))
+    slot = jnp.arange(n_slots)[:, None]
+
+    def down(t, carry):
+        a, b, c, d, S = carry
+        node, p = anc[t], anc[t - 1]
+        first = tree.left[p] == node
+        op = tree.op[p]
+        other = jnp.where(first, sem[tree.right[p]], sem[tree.left[p]])
+        a, b, c, d = child_equation(op, first, a, b, c, d, other)
+        new = child_forbidden(op, first, S, other[None, :])
+        cp = tree.n_slots[p]
+        new = jnp.where(slot < cp, new, jnp.inf)
+        new = jnp.where((op == DIV) & ~first & (slot == cp), 0.0, new)
+        return a, b, c, d, new
+
+    start = (sw, sw * y.astype(dt), jnp.zeros((n,), dt), jnp.full((n,), -1.0, dt),
+             jnp.full((n_slots, n), jnp.inf, dt))
+    return lax.fori_loop(1, depth + 1, down, start)

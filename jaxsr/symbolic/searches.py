@@ -40,6 +40,7 @@ then operator.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -48,7 +49,15 @@ import numpy as np
 from jax import lax
 
 from .constant import optimal_constant
-from .equations import Equations, child_equation, child_forbidden, equation_mse, is_forbidden
+from .equations import (
+    Equations,
+    child_equation,
+    child_forbidden,
+    equation_mse,
+    is_forbidden,
+    node_equations,
+    path_equation,
+)
 from .expression import ADD, CONST, DIV, MUL, SUB, VAR, TreeArrays
 
 __all__ = [
@@ -62,6 +71,7 @@ __all__ = [
     "constant_expression_search",
     "best_candidate",
     "search_all",
+    "search_lean",
     "SearchResults",
     "variable_features",
     "chunk_rows",
@@ -213,7 +223,7 @@ def sample_chunks(n_samples: int, n_rows: int, itemsize: int = 8,
     return 1
 
 
-def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
+def _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
     """Every candidate of the nodes whose equation has ``c == 0`` (equation 29).
 
     With ``u = a/d`` and ``v = b/d`` a candidate ``u' k - v'`` has ``k = sum(u'v')/sum(u'^2)``
@@ -226,13 +236,17 @@ def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
     cancellation). Every sum runs over :func:`sample_chunks` chunks of the samples, so the
     temporaries stay within :data:`CHUNK_BYTES`.
 
+    The equations come from two providers (:func:`_array_equations` or
+    :func:`_lean_equations`): ``chunk_eqs(i, Nc)`` gives ``a, b, d`` ``(C, Nc)`` of every
+    node on sample chunk ``i``; ``node_eq(j)`` gives node ``j``'s ``a, b, c, d`` ``(N,)`` and
+    forbidden set (the re-scored rows).
+
     Returns ``k, f, ok`` of shape ``(C, R)`` (rows as :func:`_row_table`) and ``f_var, ok_var``
     of shape ``(C, M)``.
     """
-    a, b, d = eqs.a, eqs.b, eqs.d
-    C, N = a.shape
+    C, N = sem.shape
     M = XT.shape[0]
-    dt = a.dtype
+    dt = sem.dtype
     n = jnp.asarray(N, dt)
     n_chunks = sample_chunks(N, 3 * C + M, jnp.dtype(dt).itemsize)
     Nc = N // n_chunks
@@ -241,10 +255,10 @@ def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
         def sl(z):
             return lax.dynamic_slice_in_dim(z, i * Nc, Nc, axis=1)
 
-        dc = sl(d)
+        ac, bc, dc = chunk_eqs(i, Nc)
         ds = jnp.where(dc != 0, dc, 1.0)
-        u = jnp.where(closed[:, None], sl(a) / ds, 0.0)
-        v = jnp.where(closed[:, None], sl(b) / ds, 0.0)
+        u = jnp.where(closed[:, None], ac / ds, 0.0)
+        v = jnp.where(closed[:, None], bc / ds, 0.0)
         return u, v, sl(sem), sl(XT), jnp.all(dc != 0, axis=-1)
 
     def sums(i, acc):
@@ -307,9 +321,9 @@ def _closed_form_scores(eqs, sem, XT, closed, cv_rows, v_rows, row_c, row_ce):
 
     def rescore(args):
         j, m, o, is_cv = args
-        dj = d[j]
+        aj, bj, _, dj, _ = node_eq(j)
         dsj = jnp.where(dj != 0, dj, 1.0)
-        uj, vj, x = a[j] / dsj, b[j] / dsj, XT[m]
+        uj, vj, x = aj / dsj, bj / dsj, XT[m]
         xs = jnp.where(x != 0, x, 1.0)
         up = jnp.where(o == 2, uj * x, jnp.where(o == 3, uj / xs, uj))
         vp = jnp.where(o == 0, vj - uj * x, jnp.where(o == 1, vj + uj * x, vj))
@@ -372,10 +386,88 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
       ``jax.vmap``-ed over chunks of :func:`chunk_rows` pairs (a loop over
       ``ceil(pairs / chunk)`` chunks: memory bounded by :data:`CHUNK_BYTES`).
     """
+    return _search(tree, sem, XT, masks, var_mask, max_nodes, max_height,
+                   _array_equations(sem, eqs, S))
+
+
+@functools.partial(jax.jit, static_argnames=("n_slots",))
+def search_lean(tree: TreeArrays, sem, XT, y, weights, masks, var_mask, max_nodes, max_height,
+                n_slots: int) -> SearchResults:
+    """:func:`search_all` from the semantics alone, in bounded memory (issue 8).
+
+    The same results as ``search_all(tree, sem, node_equations(tree, sem, y, weights),
+    forbidden_sets(tree, sem, n_slots), XT, ...)`` (the same numbers up to the rounding of
+    the node base MSEs, summed by sample chunks here) without holding the ``4`` equation
+    arrays ``(capacity, N)`` and the forbidden sets ``(capacity, K, N)``: the closed-form
+    sums take each sample chunk's equations of every node (:func:`node_equations` on the
+    chunk, top-down), and each general-case row its node's equation and forbidden set
+    computed along the node's path from the root (:func:`path_equation`, ``O(depth N)``).
+    Memory: ``sem`` plus ``O(CHUNK_BYTES)`` temporaries plus the solver's ``O(K N)``.
+
+    Args:
+      y: ``(N,)`` target; weights: ``(N,)`` sample weights (mean 1) or ``None``;
+      n_slots: static int ``K``, the forbidden-set slots (``>= max(tree.n_slots)``);
+      the other arguments and the result as :func:`search_all`.
+    """
+    return _search(tree, sem, XT, masks, var_mask, max_nodes, max_height,
+                   _lean_equations(tree, sem, y, weights, n_slots, XT.shape[0]))
+
+
+def _array_equations(sem, eqs: Equations, S):
+    """The equation providers of :func:`_search` from the held arrays: ``(base (C,), any_c
+    (C,) bool: some c != 0, chunk_eqs(i, Nc) -> a, b, d (C, Nc), node_eq(j) -> a, b, c, d
+    (N,), S (K, N))``."""
+
+    def chunk_eqs(i, Nc):
+        return tuple(lax.dynamic_slice_in_dim(z, i * Nc, Nc, axis=1)
+                     for z in (eqs.a, eqs.b, eqs.d))
+
+    def node_eq(j):
+        return eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j]
+
+    return (node_base_mse(eqs, sem), jnp.any(eqs.c != 0, axis=-1), chunk_eqs, node_eq)
+
+
+def _lean_equations(tree, sem, y, weights, n_slots, M):
+    """The providers of :func:`_search` (as :func:`_array_equations`) computed from the
+    semantics: per sample chunk (every node, top-down) and per node (along its path)."""
+    C, N = sem.shape
+    dt = sem.dtype
+
+    def chunk_all(i, Nc):
+        def sl(z):
+            return lax.dynamic_slice_in_dim(z, i * Nc, Nc, axis=-1)
+
+        w = None if weights is None else sl(weights)
+        return node_equations(tree, sl(sem), sl(y), w), sl(sem)
+
+    def chunk_eqs(i, Nc):
+        e, _ = chunk_all(i, Nc)
+        return e.a, e.b, e.d
+
+    def node_eq(j):
+        return path_equation(tree, sem, y, weights, n_slots, j)
+
+    n_chunks = sample_chunks(N, 3 * C + M, jnp.dtype(dt).itemsize)
+    Nc = N // n_chunks
+
+    def sums(i, acc):
+        e, s = chunk_all(i, Nc)
+        t = ((e.a * s - e.b) / (e.c * s - e.d)) ** 2
+        return acc[0] + jnp.sum(t, axis=-1), acc[1] | jnp.any(e.c != 0, axis=-1)
+
+    tot, any_c = lax.fori_loop(0, n_chunks, sums, (jnp.zeros((C,), dt),
+                                                   jnp.zeros((C,), bool)))
+    return tot / jnp.asarray(N, dt), any_c, chunk_eqs, node_eq
+
+
+def _search(tree, sem, XT, masks, var_mask, max_nodes, max_height, providers):
+    """The body of :func:`search_all` and :func:`search_lean`; ``providers`` as
+    :func:`_array_equations`."""
     cap = tree.op.shape[0]
     M, N = XT.shape
     dt = sem.dtype
-    base = node_base_mse(eqs, sem)
+    base, any_c, chunk_eqs, node_eq = providers
     real = _real(tree)
     masks = jnp.asarray(masks, bool)
     var_mask = jnp.asarray(var_mask, bool)
@@ -409,7 +501,7 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
     rows = jnp.concatenate([c_act[:, None], cv_rows.reshape(cap, n_cv), ce_rows], axis=1)
 
     # which path: the closed form needs c == 0 on every pattern and no forbidden set
-    general = real & (jnp.any(eqs.c != 0, axis=-1) | (tree.n_slots > 0))
+    general = real & (any_c | (tree.n_slots > 0))
     closed = real & ~general
 
     # The closed form pays off when k op x / variable rows are searched there (the matrix
@@ -426,7 +518,7 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
 
     k, f, ok, f_var, ok_var = lax.cond(
         want_product,
-        lambda: _closed_form_scores(eqs, sem, XT, closed, cv_closed, v_closed,
+        lambda: _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_closed, v_closed,
                                     c_act & closed, ce_rows & closed[:, None]),
         no_closed)
 
@@ -438,8 +530,9 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
         j, rr = i // R, i % R
         kd, op, m = kind[rr], row_op[rr], row_var[rr]
         w = jnp.where(kd == _K_CE, sem[j], jnp.where(kd == _K_CV, XT[m], zero))
-        a2, b2, c2, d2 = child_equation(op, True, eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], w)
-        S2 = child_forbidden(op, True, S[j], w[None, :])
+        aj, bj, cj, dj, Sj = node_eq(j)
+        a2, b2, c2, d2 = child_equation(op, True, aj, bj, cj, dj, w)
+        S2 = child_forbidden(op, True, Sj, w[None, :])
         # the solver drops forbidden zeros before choosing (section 2.1, step 2)
         kk, ff, okk = optimal_constant(a2, b2, c2, d2, S2, tree.n_slots[j])
         return kk, jnp.where(okk, ff, jnp.inf), okk
@@ -459,8 +552,9 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
     def general_var(i):
         j, m = i // M, i % M
         x = XT[m]
-        fv = equation_mse(eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], x)
-        okv = jnp.isfinite(fv) & ~is_forbidden(S[j], tree.n_slots[j], x)
+        aj, bj, cj, dj, Sj = node_eq(j)
+        fv = equation_mse(aj, bj, cj, dj, x)
+        okv = jnp.isfinite(fv) & ~is_forbidden(Sj, tree.n_slots[j], x)
         return jnp.where(okv, fv, jnp.inf), okv
 
     gen_v = (v_rows & general[:, None]).reshape(-1)

@@ -54,10 +54,10 @@ from .equations import (
     node_equations,
 )
 from .expression import ADD, CONST, DIV, MUL, SQRT, SUB, VAR, Expression, capacity_bucket
-from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all
+from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all, search_lean
 from .semantics import combine, node_semantics, tree_mse
 
-__all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "ROUNDING_ULPS", "slot_bucket",
+__all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "ROUNDING_ULPS", "LEAN_BYTES", "slot_bucket",
            "scale_output", "ConstantPasses", "constant_passes", "Polish", "polish_steps"]
 
 SEARCH_NAMES = ("constant", "variable", "constant-variable", "constant-expression")
@@ -66,6 +66,12 @@ START_CAPACITY_MAX = 64
 """A fit with ``max_nodes`` up to this runs at the capacity bucket of ``max_nodes`` from
 its first iteration (one compilation per kernel); larger or unlimited trees start at 16
 and move up a bucket as they grow."""
+LEAN_BYTES = 2**30
+"""Above this size of the full analysis (node equations and forbidden sets, bytes)
+:class:`DomeSearch` runs the searches from the semantics alone
+(:func:`~jaxsr.symbolic.searches.search_lean`, the same results in bounded memory;
+issue 8). At 128 nodes of capacity and 2-4 forbidden-set slots, from N of about
+1.3e5-1.7e5 on (float64)."""
 ROUNDING_ULPS = 1024
 """The acceptance floor: errors of up to this many units in the last place of the
 target's scale are rounding (see :class:`DomeSearch`). The constants come from ratios of
@@ -511,12 +517,25 @@ class DomeSearch:
         mse, ok = _check(expr.padded(cap, self.dtype), self.XT, self.y, self.weights)
         return float(mse), bool(ok)
 
+    def lean(self) -> bool:
+        """Whether the searches run from the semantics alone (:func:`search_lean`): when
+        the full analysis (4 equation arrays and ``n_slots`` forbidden sets of
+        ``(capacity, N)``) would exceed :data:`LEAN_BYTES`, and no unary search needs it."""
+        cap, n = self.capacity, int(self.XT.shape[1])
+        full = (4 + self.n_slots) * cap * n * self.dtype.itemsize
+        return self.unary_search is None and full > LEAN_BYTES
+
     def analyse(self):
+        """``(tree, sem, eqs, S)`` of the current tree (cached); ``eqs, S`` are ``None``
+        when :meth:`lean`."""
         if self._cache is None:
             self._fit_capacity(self.expr)
             tree = self._tree(self.expr)
-            sem, eqs, S = _analyse(tree, self.XT, self.y, self.n_slots, self.weights)
-            self._cache = (tree, sem, eqs, S)
+            if self.lean():
+                self._cache = (tree, node_semantics(tree, self.XT), None, None)
+            else:
+                sem, eqs, S = _analyse(tree, self.XT, self.y, self.n_slots, self.weights)
+                self._cache = (tree, sem, eqs, S)
         return self._cache
 
     def masks(self, cap: int | None = None):
@@ -557,8 +576,13 @@ class DomeSearch:
         cap = tree.op.shape[0]
         mn, mh = self.limits()
         masks = self.search_masks(specs, cap)
-        res = jax.device_get(search_all(tree, sem, eqs, S, self.XT, jnp.asarray(masks),
-                                        self.var_mask, mn, mh))
+        if eqs is None:  # lean (issue 8): equations per sample chunk and per node
+            res = search_lean(tree, sem, self.XT, self.y, self.weights, jnp.asarray(masks),
+                              self.var_mask, mn, mh, n_slots=self.n_slots)
+        else:
+            res = search_all(tree, sem, eqs, S, self.XT, jnp.asarray(masks), self.var_mask,
+                             mn, mh)
+        res = jax.device_get(res)
         found = self.collect(res, specs)
         if self.unary_search is not None:  # issue 12: p -> u(p), where k op p is searched
             found = self.unary_search.merge(self, found, masks, (tree, sem, eqs, S))

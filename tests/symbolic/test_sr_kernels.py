@@ -189,16 +189,32 @@ def _compare_searches(new, ref, base):
             np.testing.assert_allclose(gk, wk, rtol=1e-7, atol=1e-9, err_msg=name + "_k")
 
 
+def _assert_same_results(got, want):
+    """Two :class:`SearchResults`: the same candidates (finite entries), the same
+    reductions to 1e-12 (the node base MSEs may be summed in another order, and XLA may
+    contract other products into FMAs) and constants to 1e-7 (a flat minimum fixes ``k``
+    only to about the square root of the rounding, as in :func:`_compare_searches`)."""
+    for name in got._fields:
+        g, w = np.asarray(getattr(got, name)), np.asarray(getattr(want, name))
+        np.testing.assert_array_equal(np.isfinite(g), np.isfinite(w), err_msg=name)
+        fin = np.isfinite(w)
+        tol = dict(rtol=1e-7, atol=1e-9) if name.endswith("_k") else dict(rtol=1e-12,
+                                                                           atol=1e-12)
+        np.testing.assert_allclose(g[fin], w[fin], err_msg=name, **tol)
+
+
 def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
     from reference_searches import reference_search_all
 
-    from jaxsr.symbolic import search_all
-    from jaxsr.symbolic.searches import NO_LIMIT
+    from jaxsr.symbolic import search_all, searches
+    from jaxsr.symbolic.searches import NO_LIMIT, search_lean
 
     rng = np.random.default_rng(12)
     n_checked = n_general = 0
+    N, M = 20, 3
+    budget = 16 * (3 * 16 + M) * 8 * 5  # 5 samples per chunk
+    assert searches.sample_chunks(N, 3 * 16 + M, 8, budget) == 4
     for trial in range(12):
-        N, M = 20, 3
         X = rng.uniform(0.5, 3.0, size=(N, M))
         if trial % 3 == 0:
             X[3, 1] = 0.0  # k/x2 excluded, x2 forbidden in denominators
@@ -217,11 +233,18 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
         ref = reference_search_all(tree, sem, eqs, S, XT, masks, pool, *limits)
         base = np.asarray(jnp.mean(((eqs.a * sem - eqs.b) / (eqs.c * sem - eqs.d)) ** 2, -1))
         _compare_searches(new, ref, base)
+        # issue 8: the same searches from the semantics alone (equations per chunk of 5
+        # samples and per node along its path): the same candidates, the same numbers
+        # (every call at these shapes patches the budget: one compiled program, 4 chunks)
+        old, searches.CHUNK_BYTES = searches.CHUNK_BYTES, budget
+        try:
+            lean = search_lean(tree, sem, XT, jnp.asarray(y), None, jnp.asarray(masks),
+                               jnp.asarray(pool), jnp.int32(limits[0]), jnp.int32(limits[1]),
+                               n_slots=2)
+        finally:
+            searches.CHUNK_BYTES = old
+        _assert_same_results(lean, new)
         if trial == 1:  # the closed-form sums in 4 chunks of samples: the same numbers
-            from jaxsr.symbolic import searches
-
-            budget = 16 * (3 * 16 + M) * 8 * 5  # 5 samples per chunk
-            assert searches.sample_chunks(N, 3 * 16 + M, 8, budget) == 4
             old, searches.CHUNK_BYTES = searches.CHUNK_BYTES, budget
             try:
                 chunked = jax.jit(search_all.__wrapped__)(
@@ -234,6 +257,44 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
         n_checked += 1
         n_general += int(np.any(np.asarray(tree.n_slots) > 0))
     assert n_checked >= 10 and n_general >= 3
+
+
+def test_engine_candidates_from_the_semantics_alone_are_the_same(monkeypatch):
+    """issue 8: above LEAN_BYTES the engine keeps only the semantics and runs search_lean;
+    its candidates (order, reductions, constants) equal those of the full analysis."""
+    from jaxsr.symbolic import searches, strategies
+    from jaxsr.symbolic.strategies import DomeSearch
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0.5, 3.0, size=(20, 3))  # the shapes of the random-trees test above
+    y = X[:, 0] / (X[:, 1] + 0.5) + 0.1 * rng.normal(size=20)
+    e = Expression.parse("(x1 + 1.5) / ((x2 * 0.75) - (x3 / 4.0))")
+    specs = [("constant", "all"), ("variable", "all"), ("constant-variable", "all"),
+             ("constant-expression", "nonterminal")]
+    found = {}
+    # the budget of the random-trees test above (5 samples a chunk): the same program
+    monkeypatch.setattr(searches, "CHUNK_BYTES", 16 * (3 * 16 + 3) * 8 * 5)
+    for lean_bytes in (2**62, 0):
+        monkeypatch.setattr(strategies, "LEAN_BYTES", lean_bytes)
+        eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(3, bool), max_nodes=15,
+                         max_height=None, min_improvement=1e-6, feature_names=None)
+        eng.expr, eng._cache = e, None
+        eng.mse = eng._true_mse(e)[0]
+        assert eng.lean() == (lean_bytes == 0)
+        assert (eng.analyse()[2] is None) == (lean_bytes == 0)
+        found[lean_bytes] = eng.candidates(specs)
+    full, lean = ({(c.search, c.node, c.variable, c.op): c for c in found[key]}
+                  for key in (2**62, 0))
+    # the same candidates; their order too, except among ties within rounding (the base
+    # MSEs are summed by sample chunks here)
+    assert len(full) > 10 and lean.keys() == full.keys()
+    best = [(c.search, c.node, c.variable, c.op) for c in (found[0][0], found[2**62][0])]
+    assert best[0] == best[1]
+    keys = list(full)
+    np.testing.assert_allclose([lean[k].reduction for k in keys],
+                               [full[k].reduction for k in keys], rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose([lean[k].constant for k in keys],
+                               [full[k].constant for k in keys], rtol=1e-7, atol=1e-9)
 
 
 def _grow_data(n, seed):
