@@ -91,13 +91,20 @@ def _device_peak_bytes():
     return stats.get("peak_bytes_in_use")
 
 
-def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10) -> dict:
-    """One (N, nodes) configuration in this process; returns the measurements."""
+def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10,
+        lean: str = "auto") -> dict:
+    """One (N, nodes) configuration in this process; returns the measurements. ``lean``:
+    ``"auto"`` (the engine's choice, :data:`~jaxsr.symbolic.strategies.LEAN_BYTES`),
+    ``"1"`` (always from the semantics alone, ``search_lean``) or ``"0"`` (never)."""
     import jax
     import jax.numpy as jnp
 
     from jaxsr._config import precision
+    from jaxsr.symbolic import strategies
     from jaxsr.symbolic.strategies import DomeSearch
+
+    if lean != "auto":
+        strategies.LEAN_BYTES = 0 if lean == "1" else 2**62
 
     rng = np.random.default_rng(0)
     X = rng.uniform(1.0, 2.0, size=(n_samples, n_features))
@@ -119,6 +126,8 @@ def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10) -> dict
         eng = DomeSearch(XT, yj, np.ones(n_features, bool), max_nodes=None, max_height=None,
                          min_improvement=1e-6, feature_names=None)
 
+        out["lean"] = None
+
         def iteration():
             eng.expr, eng._cache = e, None
             eng.mse = eng._true_mse(e)[0]
@@ -131,6 +140,7 @@ def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10) -> dict
         out["first_s"] = time.perf_counter() - t0
         out["first_cpu_s"] = time.process_time() - c0
         out["change"] = None if rec is None else f"{rec['search']} at node {rec['node']}"
+        out["lean"] = bool(eng.lean())
         out["iteration_s"], out["iteration_cpu_s"] = _median_time(iteration, repeat)
     out["ratio_to_matmul"] = out["iteration_s"] / out["matmul_s"]
     # on a shared machine the CPU seconds are the steadier measure
@@ -286,12 +296,15 @@ def main(argv=None) -> None:
     p.add_argument("--cold", action="store_true")
     p.add_argument("--out", default="", help="write OUT.json and OUT.txt")
     p.add_argument("--one", nargs=2, type=int, metavar=("N", "NODES"), help=argparse.SUPPRESS)
+    p.add_argument("--lean", default="auto", choices=("auto", "0", "1"),
+                   help="--table: searches from the semantics alone (1), never (0), or the "
+                        "engine's choice by size (auto)")
     p.add_argument("--memory", default="", metavar="N:NODES,...",
                    help="peak memory of the analysis + closed-form searches, full vs lean")
     p.add_argument("--memory-one", nargs=3, type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.one:
-        print(json.dumps(one(a.one[0], a.one[1], a.repeat)))
+        print(json.dumps(one(a.one[0], a.one[1], a.repeat, lean=a.lean)))
         return
     if a.memory_one:
         print(json.dumps(memory(a.memory_one[0], a.memory_one[1], bool(a.memory_one[2]))))
@@ -340,7 +353,8 @@ def main(argv=None) -> None:
         for n in [int(float(v)) for v in a.sizes.split(",")]:
             for nodes in [int(v) for v in a.nodes.split(",")]:
                 res = subprocess.run([sys.executable, __file__, "--one", str(n), str(nodes),
-                                      "--repeat", str(a.repeat)], capture_output=True,
+                                      "--repeat", str(a.repeat), "--lean", a.lean],
+                                     capture_output=True,
                                      text=True, env={**os.environ, "PYTHONPATH": ROOT})
                 if res.returncode != 0:
                     print(res.stderr[-2000:], file=sys.stderr)
@@ -363,14 +377,16 @@ def main(argv=None) -> None:
                 lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} | error |" + " |" * 8)
                 continue
             lines.append(
-                f"| {r['n_samples']:.0e} | {r['n_nodes']} ({r['general_nodes']}) | "
-                f"{r['iteration_s']:.3f} | {r['iteration_cpu_s']:.3f} | {r['matmul_s']:.4f} | "
+                f"| {r['n_samples']:.0e} | {r['n_nodes']} ({r['general_nodes']})"
+                f"{', lean' if r.get('lean') else ''} | {r['iteration_s']:.3f} | "
+                f"{r['iteration_cpu_s']:.3f} | {r['matmul_s']:.4f} | "
                 f"{r['matmul_cpu_s']:.4f} | {r['ratio_to_matmul']:.0f}x | "
                 f"{r['ratio_to_matmul_cpu']:.0f}x | {_fmt_bytes(r['peak_rss_bytes'])} | "
                 f"{_fmt_bytes(r['device_peak_bytes'])} | {r['first_s']:.1f} |")
         if rows and "platform" in rows[0]:
             lines.append(f"\nplatform: {rows[0]['platform']} ({rows[0]['device']}); "
-                         "general = nodes below a division's denominator (c != 0)")
+                         "general = nodes below a division's denominator (c != 0); lean = "
+                         "searches from the semantics alone (search_lean)")
     _save(a.out, result, lines)  # after each part: a timeout keeps what was measured
     if a.feynman:
         f = feynman(strategies=tuple(int(v) for v in a.strategies.split(",")))
