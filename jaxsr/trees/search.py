@@ -842,14 +842,24 @@ class OptimalTreeSearch:
             if lev <= 1 or (self.deadline is not None
                             and time.perf_counter() > self.deadline):
                 continue  # out of time: the rest of the greedy tree stays leaves
-            F, _, _, leafT, leafF = self._children(m)
-            if F.size == 0:
-                continue
-            s = leafT + leafF - self.lam  # the children's loss + lambda
-            k = int(np.argmin(s))
-            if not solver.improves(s[k], leaf):
-                continue
-            f = int(F[k])
+            if self._native() and not self.l1:
+                # the compiled one-split kernel with no leaf penalty: the split of least
+                # children's loss, or -1 when none decreases the loss
+                from .compiled import support_subtree
+
+                f = int(support_subtree(m, self._Xu8, self._Wc, self.cls_mean, self._Ec,
+                                        self._Nc, 1, 0.0, float(self.m1))[1])
+                if f < 0:
+                    continue
+            else:
+                F, _, _, leafT, leafF = self._children(m)
+                if F.size == 0:
+                    continue
+                s = leafT + leafF - self.lam  # the children's loss + lambda
+                k = int(np.argmin(s))
+                if not solver.improves(s[k], leaf):
+                    continue
+                f = int(F[k])
             nodes[i][1] = f
             todo.append((m & ~self.Xc_bool[:, f], lev - 1, i, 3))
             todo.append((m & self.Xc_bool[:, f], lev - 1, i, 2))
