@@ -11,9 +11,10 @@ from jaxsr.symbolic.strategies import DomeSearch
 
 
 def _engine(X, y, tree):
+    # weights of ones, as test_sr_kernels' device test: the same compiled kernels
     eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(X.shape[1], bool),
                      max_nodes=None, max_height=None, min_improvement=1e-6,
-                     feature_names=None)
+                     feature_names=None, weights=jnp.ones(X.shape[0]))
     eng.expr = tree
     eng.mse, ok = eng._true_mse(tree)
     assert ok
