@@ -43,9 +43,11 @@ RTOL = solver.RTOL
 _UNTRIED = -2
 # ctr (int64 counters)
 C_N, C_STEPS, C_KERNEL, C_KMEANS, C_STATUS, C_STOPPED, C_TOP, C_GROW, C_STARTED, \
-    C_MAXSTEPS, C_ROOT, C_TRIES = range(12)
+    C_MAXSTEPS, C_ROOT, C_TRIES, C_TICK = range(13)
 # fst (float64 state)
-F_ROOTLB, F_RATE, F_DEADLINE, F_T0, F_BF, F_BFTRIES = range(6)
+F_ROOTLB, F_RATE, F_DEADLINE, F_T0, F_BF, F_BFTRIES, F_NOW = range(7)
+_TICKS = 16  # the limit check reads the clock (object mode, ~2-5 us) every 16th time
+_SLOW_KERNEL = 0.01  # kernel calls predicted to take this fraction of the time left are timed
 # memo columns (Memo.i, Memo.f)
 M_LEV, M_FEAT, M_SOLVED, M_KLEV, M_NXT = range(5)
 M_LB, M_UB, M_DEEP = range(3)
@@ -531,14 +533,19 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         M = P.X.shape[1]
         deadline = fst[F_DEADLINE]
         t_k = 0.0
-        if deadline < np.inf:
+        work = _kernel_work(M, n, kl)
+        # a call predicted to take more than 1% of the time left (as of the last clock
+        # read) is timed, and skipped when it would not fit
+        timed = deadline < np.inf and fst[F_RATE] * work > _SLOW_KERNEL * (deadline
+                                                                          - fst[F_NOW])
+        if timed:
             t_k = _clock()
-            if fst[F_RATE] * _kernel_work(M, n, kl) >= deadline - t_k:
+            if fst[F_RATE] * work >= deadline - t_k:
                 memo.i[e, M_KLEV] = -1
                 return e, _expansion(P, memo, ctr, fst, fr, L, e, cap)
         c, f = _kernel(P, fr.cmask, kl)
-        if deadline < np.inf:
-            fst[F_RATE] = max(fst[F_RATE], (_clock() - t_k) / _kernel_work(M, n, kl))
+        if timed:
+            fst[F_RATE] = max(fst[F_RATE], (_clock() - t_k) / work)
         ctr[C_KERNEL] += 1
         memo.i[e, M_KLEV] = -1
         if c < memo.f[e, M_UB]:
@@ -580,8 +587,13 @@ def _finish(memo, fr, t):
 
 @numba.njit(**_NB)
 def _limit(ctr, fst):
-    if fst[F_DEADLINE] < np.inf and _clock() > fst[F_DEADLINE]:
-        return 2
+    if fst[F_DEADLINE] < np.inf:
+        ctr[C_TICK] += 1
+        if ctr[C_TICK] >= _TICKS:
+            ctr[C_TICK] = 0
+            fst[F_NOW] = _clock()
+        if fst[F_NOW] > fst[F_DEADLINE]:
+            return 2
     if ctr[C_MAXSTEPS] >= 0 and ctr[C_STEPS] >= ctr[C_MAXSTEPS]:
         return 3
     return 0
@@ -874,12 +886,12 @@ def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> Compi
     U, M = P.X.shape
     nw = P.colw.shape[1]
     memo = _new_memo(max(_MEMO_CAP, 4 * M + 8), nw)
-    ctr = np.zeros(12, dtype=np.int64)
+    ctr = np.zeros(13, dtype=np.int64)
     ctr[C_MAXSTEPS] = -1 if max_steps is None else int(max_steps)
-    fst = np.zeros(6)
+    fst = np.zeros(7)
     fst[F_RATE] = search._kernel_rate
     fst[F_DEADLINE] = np.inf if time_limit is None else t0 + float(time_limit)
-    fst[F_T0] = t0
+    fst[F_T0] = fst[F_NOW] = t0
     fst[F_BF] = solver.BEST_FIRST_AFTER
     fst[F_BFTRIES] = solver._BEST_FIRST_TRIES
     w = _pack(mask[None, :])[0]
