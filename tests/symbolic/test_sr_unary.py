@@ -351,6 +351,14 @@ def test_estimator_with_sqrt_finds_the_law_and_exports_it():
     assert r"\sqrt{x_{1} x_{2} + 1}" in mv.latex()
     back = SymbolicRegressor.from_dict(json.loads(json.dumps(mv.to_dict())))
     np.testing.assert_array_equal(back.predict(X), mv.predict(X))
+    # the shifted move on a variable from a warm start: x1 * sqrt(5 - x2) exactly
+    y4 = X[:, 0] * np.sqrt(5.0 - X[:, 1])
+    sh = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
+                           initial_expression="x2 * x1", progress=False).fit(X, y4)
+    assert sh.history_[0]["search"] == "unary"
+    assert np.mean((sh.predict(X) - y4) ** 2) <= 1e-24 * np.mean(y4**2)
+    assert str(sh) == "y = x1*sqrt(5 - x2)"
+    np.testing.assert_allclose(np.asarray(sh.to_jax()(X)), y4, rtol=1e-13)
     # a warm start with a unary node over a variable is the terminal itself
     warm = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
                              initial_expression="1.5 * sqrt(x1)", max_iterations=1,
