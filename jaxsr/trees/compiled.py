@@ -27,7 +27,26 @@ import numpy as np
 __all__ = ["subtree_splits", "kmeans_losses"]
 
 _TINY = np.finfo(np.float64).tiny
-_NB = dict(cache=True, nogil=True, fastmath=False, error_model="numpy")
+
+
+def _can_cache() -> bool:
+    """Whether numba can keep this package's compiled kernels on disk: it needs a
+    writable ``__pycache__`` next to the source or a writable user cache folder
+    (``NUMBA_CACHE_DIR``, ``~/.cache/numba``); without either (a read-only install and a
+    read-only home) ``cache=True`` raises at decoration, so the kernels are then compiled
+    in memory once per process instead (tens of CPU seconds on the first tree search)."""
+    def probe():  # pragma: no cover - never called
+        return 0
+
+    try:
+        numba.njit(cache=True)(probe)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return False
+    return True
+
+
+_CACHE = _can_cache()
+_NB = dict(cache=_CACHE, nogil=True, fastmath=False, error_model="numpy")
 
 
 @numba.njit(inline="always", **_NB)

@@ -140,7 +140,7 @@ class CompiledState(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- helpers
-@numba.njit(cache=True)  # (object mode: no nogil)
+@numba.njit(cache=_NB["cache"])  # (object mode: no nogil)
 def _clock():
     with numba.objmode(t="float64"):
         t = time.perf_counter()

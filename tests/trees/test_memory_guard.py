@@ -72,3 +72,24 @@ def test_env_override_refuses_allows_and_checks(monkeypatch):
     monkeypatch.setenv(reg.MEMORY_LIMIT_ENV, "lots")
     with pytest.raises(ValueError, match="JAXSR_MEMORY_LIMIT='lots' is not a size"):
         m.fit(X, y)
+
+
+def test_compiled_kernels_import_when_numba_cannot_cache():
+    """A read-only install with a read-only home: numba finds no cache folder (no
+    locator) and ``cache=True`` would raise at import; the kernels compile in memory."""
+    import subprocess
+    import sys
+
+    code = (
+        "from numba.core import caching\n"
+        "impl = getattr(caching, 'CacheImpl', None) or caching._CacheImpl\n"
+        "impl._locator_classes = []\n"  # as if nothing were writable
+        "import jaxsr.trees.compiled as c, jaxsr.trees.compiled_solver\n"
+        "print(c._NB['cache'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+    from jaxsr.trees import compiled
+
+    assert compiled._NB["cache"] is True  # this checkout can cache
