@@ -213,9 +213,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         the paper's ``+ - * /`` only). Each variable transformed by each operator is
         offered to the searches as an extra terminal, wherever the domain rules admit it
         on the training data (``sqrt``/``log`` of positive columns only, no overflow of
-        ``exp``), and the move ``p -> u(p)`` on every non-terminal subtree ``p`` is scored
-        on ``p``'s node equation with the same domain rules (no search runs below a unary
-        node); see :mod:`jaxsr.symbolic.unary` for what is and is not searched.
+        ``exp``), and the moves ``p -> u(p)`` on every non-terminal subtree ``p``, and
+        ``p -> u(k*p)`` (``exp, sin, cos``) or ``u(k + p)``, ``u(k - p)`` (``sqrt, log``)
+        on non-terminals and variables (``k`` from a 1-D search), are scored on ``p``'s
+        node equation with the same domain rules (no search runs below a unary node); see
+        :mod:`jaxsr.symbolic.unary` for what is and is not searched.
         ``unary_terminals_`` lists the terminals offered.
       mesh: run every pass sharded over the samples: ``None`` (default, one device),
         ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
