@@ -232,11 +232,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       n_nodes_: int, nodes of the selected tree (``expression_tree_``).
       n_iterations_: int; history_: list of dicts, one per accepted change (``iteration,
         search, node`` (0-based pre-order), ``replaced, subtree, expression, mse`` (its
-        true training MSE), ``n_nodes, seconds``; ``constants_optimised`` (single-constant changes),
-        ``constants_polished`` (joint polish steps kept) and ``constant_passes_capped``
-        after a constant optimisation, ``extended`` (order of
-        the zero terms) after the stuck-tree fallback); a final ``search="prune"`` record
-        when branches were pruned.
+        true training MSE), ``n_nodes, seconds``; ``constants_optimised`` (single-constant
+        changes), ``constants_polished`` (joint polish steps kept) and
+        ``constant_passes_capped`` after a constant optimisation, ``extended`` (order of the
+        zero terms) after the stuck-tree fallback); a final ``search="prune"`` record when
+        branches were pruned.
       n_features_in_: int, the number of columns of ``X`` in :meth:`fit`.
       feature_names_in_: object array of the column names, only when ``X`` was a DataFrame
         with string column names (scikit-learn's convention); the expression then uses

@@ -45,8 +45,7 @@ def _can_cache() -> bool:
     return True
 
 
-_CACHE = _can_cache()
-_NB = dict(cache=_CACHE, nogil=True, fastmath=False, error_model="numpy")
+_NB = dict(cache=_can_cache(), nogil=True, fastmath=False, error_model="numpy")
 
 
 @numba.njit(inline="always", **_NB)
