@@ -87,7 +87,8 @@ from .stats import (
 from .subtrees import best_subtree_np, distinct_splits
 from .tree import Tree
 
-__all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS"]
+__all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS", "native_for_time_limit",
+           "load_native_kernels", "native_kernels_cached"]
 
 ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")
 _BIG_DEPTH = 1 << 30
@@ -102,6 +103,68 @@ _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 # (squared loss) uses them unless it is one kernel call; so does every search once they
 # are loaded
 _NATIVE_LOADED = [False]
+# a search under a time limit counts the load of the compiled kernels in its budget
+# (:func:`native_for_time_limit`): loading them from numba's on-disk cache takes ~1-2 s of
+# wall time on a loaded machine, compiling them (a fresh install, or an edited source)
+# ~50 CPU seconds; a budget smaller than this allowance uses the numpy kernels instead
+_LOAD_SECONDS = 5.0
+_COMPILE_SECONDS = 150.0
+
+
+def _compiled_functions():
+    from . import compiled, compiled_solver
+
+    return (compiled.support_subtree, compiled.support_bounds, compiled.support_leaf_loss,
+            compiled.support_kmeans_losses, compiled.support_splits,
+            compiled_solver.run_chunk, compiled_solver.lookup, compiled_solver.insert,
+            compiled_solver.rebuild_table)
+
+
+def native_kernels_cached() -> bool | None:
+    """Whether every compiled kernel has a valid entry in numba's on-disk cache (so that
+    loading them takes about a second, not the ~50 CPU seconds of a compilation); None
+    when that cannot be told (numba internals changed)."""
+    try:
+        return all(len(f._cache._cache_file._load_index()) > 0 for f in _compiled_functions())
+    except Exception:  # pragma: no cover - depends on numba's private cache layout
+        return None
+
+
+def load_native_kernels() -> None:
+    """Load (or compile) the compiled host kernels and solver loop now, by a tiny search
+    (16 classes, 6 levels) that calls each of them; later searches in the process use them
+    with no load (see ``native`` in :class:`OptimalTreeSearch`)."""
+    from . import compiled_solver
+
+    X = ((np.arange(16)[:, None] >> np.arange(4)) & 1).astype(bool)
+    y = np.sin(np.arange(16.0))
+    OptimalTreeSearch(X, y, np.ones(16), regularization=0.0, depth_budget=6,
+                      native=True).run()
+    memo = compiled_solver._new_memo(4, 1)
+    compiled_solver.rebuild_table(memo, 0)  # used when a memo grows
+    _NATIVE_LOADED[0] = True
+
+
+def native_for_time_limit(seconds_left):
+    """The ``native`` argument for a squared-loss host search that must end within
+    ``seconds_left`` (None: no limit), the kernel load counted in that budget.
+
+    The compiled kernels are used when they are loaded; else, when the budget affords
+    their load (:data:`_LOAD_SECONDS` from numba's cache, :data:`_COMPILE_SECONDS` when
+    they must be compiled), they are loaded here, before the caller computes the time
+    left for the search; else the search uses the numpy kernels (slower per subproblem,
+    but nothing to load), so a short limit is not overrun by a one-time load.
+
+    Returns:
+      ``None`` (compiled; loaded now if they were not) or ``False`` (numpy kernels).
+    """
+    if seconds_left is None or _NATIVE_LOADED[0]:
+        return None
+    cached = native_kernels_cached()
+    if seconds_left >= (_LOAD_SECONDS if cached else _COMPILE_SECONDS):
+        load_native_kernels()
+        return None
+    return False
 
 
 @dataclass

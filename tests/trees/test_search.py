@@ -581,6 +581,41 @@ def test_estimator_maps_the_status_and_warns():
         OptimalTreeRegressor(max_steps=-1).fit(X, y)
 
 
+def test_time_limit_counts_the_kernel_load(monkeypatch):
+    """time_limit bounds the whole fit, the one-time load of the compiled kernels included:
+    with them not loaded, a limit too short for the load runs the numpy kernels (nothing
+    loaded) and stops with a valid tree and a valid bound; a limit that affords the load
+    has it done first, inside the budget (search.native_for_time_limit)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from jaxsr.trees import search as S
+
+    calls = []
+    monkeypatch.setattr(S, "_NATIVE_LOADED", [False])
+    monkeypatch.setattr(S, "load_native_kernels", lambda: calls.append(1))
+    X, y, w = _problem(53, n=300, M=12)
+    sst = float(np.sum((y - y.mean()) ** 2))
+    with pytest.warns(ConvergenceWarning, match="time limit"):
+        m = OptimalTreeRegressor(regularization=0.0005, depth_budget=7,
+                                 time_limit=0.05).fit(X, y)
+    assert m.timed_out_ and not m.optimal_ and not calls and not S._NATIVE_LOADED[0]
+    with pytest.warns(ConvergenceWarning):  # any tree's objective is above the optimum
+        ref = OptimalTreeRegressor(regularization=0.0005, depth_budget=7, max_steps=40).fit(
+            X, y)
+    assert m.fit_seconds_ < 2.0  # generous under load; a kernel load alone takes 1-2 s
+    assert m.lower_bound_ <= ref.objective_ * (1 + 1e-12)
+    assert _tree_objective(m.tree_, X, y, w, 0.0005, sst) == pytest.approx(m.objective_,
+                                                                           rel=1e-9)
+    monkeypatch.setattr(S, "native_kernels_cached", lambda: True)
+    S._NATIVE_LOADED[0] = False
+    OptimalTreeRegressor(regularization=0.01, depth_budget=3,
+                         time_limit=S._LOAD_SECONDS + 1.0).fit(X[:40], y[:40])
+    assert calls == [1]
+    OptimalTreeRegressor(regularization=0.01, depth_budget=3,
+                         time_limit=S._LOAD_SECONDS * 0.9).fit(X[:40], y[:40])
+    assert calls == [1]
+
+
 @pytest.mark.parametrize("depth", [None, 6])
 def test_stopped_search_is_never_worse_than_greedy_cart(depth):
     """Anytime: the incumbent starts from greedy CART on the same binary features, pruned at
