@@ -525,7 +525,8 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         memo.i[e, M_SOLVED] = 1
         memo.i[e, M_KLEV] = -1
         return e, False
-    if memo.i[e, M_KLEV] == _UNTRIED and d > kl + 1:
+    if (memo.i[e, M_KLEV] == _UNTRIED and d > kl + 1
+            and not _reaches(memo.f[e, M_LB], memo.f[e, M_DEEP])):
         n = 0
         for u in range(fr.cmask.shape[0]):
             if fr.cmask[u]:
@@ -705,6 +706,21 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
                 if hier and _reaches(fr.kf[t, K_LBSUM, i], bound):
                     fr.si[t, S_POS] = fr.si[t, S_NK]
                     continue
+                if hier and fr.ki[t, K_DF, i] > 1:
+                    # the false child's bounds first (its memo entry, k-Means included):
+                    # the split may fail on them, else the true child gets a tighter cap
+                    dd = fr.ki[t, K_DF, i]
+                    _child(P, fr, t, i, _nl(0))
+                    s = _find_slot(memo, fr.cwords)
+                    ce = _lookup(memo, s, dd)
+                    if ce < 0:
+                        ce = _entry(P, memo, ctr, s, fr.cwords, fr.cmask, dd)
+                    if memo.f[ce, M_LB] > fr.kf[t, K_LBF, i]:
+                        fr.kf[t, K_LBF, i] = memo.f[ce, M_LB]
+                        fr.kf[t, K_LBSUM, i] = fr.kf[t, K_LBT, i] + fr.kf[t, K_LBF, i]
+                        if _reaches(fr.kf[t, K_LBSUM, i], bound):
+                            fr.si[t, S_POS] += 1  # this split only: the order is stale
+                            continue
             fr.sf[t, S_BOUND] = bound
             fr.si[t, S_PHASE] = TRUE
             fr.si[t, S_CUR] = i

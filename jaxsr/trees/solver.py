@@ -227,6 +227,16 @@ def step(problem, state):
                 if problem.hier and reaches(fr.lbsum[i], bound):
                     fr = fr._replace(pos=fr.order.size)
                     continue
+                if problem.hier and fr.keysF[i] is not None:
+                    # the false child's bounds first (its memo entry, k-Means included):
+                    # the split may fail on them, else the true child gets a tighter cap
+                    lbf = problem.peek(fr.keysF[i], fr.maskF[i], fr.comp[i], fr.leafF[i]).lb
+                    if lbf > fr.lbF[i]:
+                        fr.lbF[i] = lbf
+                        fr.lbsum[i] = fr.lbT[i] + fr.lbF[i]
+                        if reaches(fr.lbsum[i], bound):
+                            fr = fr._replace(pos=fr.pos + 1)  # this split only
+                            continue
             fr = fr._replace(bound=bound, phase=TRUE, cur=i)
             if fr.keysT[i] is None:
                 child = Entry(fr.leafT[i], fr.leafT[i], -1, True, -1, np.inf)
