@@ -28,7 +28,7 @@ from . import beam as _beam
 from . import front as _pf
 from . import refine as _refine
 from . import unary as _unary
-from .expression import UNARY_NAMES, VAR, Expression
+from .expression import VAR, Expression
 from .front import FrontModel
 from .semantics import tree_output
 from .strategies import DomeSearch, scale_output
@@ -36,6 +36,10 @@ from .strategies import DomeSearch, scale_output
 __all__ = ["SymbolicRegressor"]
 
 _FORMAT = "jaxsr.SymbolicRegressor"
+PAPER_SHARE = 1.0 / 3.0
+"""With ``unary_operators``: the share of ``max_time`` that the paper's search (``+ - *
+/`` only) runs on before the search with the unary operators (issue 12)."""
+_EXACT_STOPS = ("rounding level", "goal", "constant target")
 READABLE_ROWS = 200  # training rows kept to tell which terms of a sum are too small to show
 _VERSION = 1
 
@@ -218,7 +222,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         on non-terminals and variables (``k`` from a 1-D search), are scored on ``p``'s
         node equation with the same domain rules (no search runs below a unary node); see
         :mod:`jaxsr.symbolic.unary` for what is and is not searched.
-        ``unary_terminals_`` lists the terminals offered.
+        ``unary_terminals_`` lists the terminals offered. **Two searches:** the unary
+        terminals and moves can lead the greedy away from a law of ``+ - * /`` alone, so a
+        fit with unary operators (and no ``initial_expression``) first runs the paper's
+        search (the same parameters, ``unary_operators=()``) on
+        :data:`PAPER_SHARE` of ``max_time``, then the search with the unary operators on
+        the rest of it (all of both in ``max_time`` and ``fit_seconds_``). When the
+        paper's search reaches the rounding level (or ``goal_mse``) the second search is
+        not run; otherwise ``equations_`` is the Pareto front of the models of both and
+        ``model_selection`` chooses among them as always (training or validation loss);
+        ``history_`` is the unary search's and ``portfolio_`` tells which search the
+        selected model comes from.
       mesh: run every pass sharded over the samples: ``None`` (default, one device),
         ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
         samples are split over all its axes). Results equal one device's up to the
@@ -256,6 +270,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         ``expression_``, ``expression_tree_`` and ``mse_`` describe that model.
       refinement_: with ``refine_constants``, :class:`jaxsr.symbolic.refine.RefineResult` of
         the final tree (``accepted``, ``mse_before``, ``mse``, ``n_iterations``); else None.
+      portfolio_: with ``unary_operators`` and no warm start, a dict: ``selected``
+        (``"paper"`` or ``"unary"``: the search the selected model comes from),
+        ``unary_search_run`` (False when the paper's search reached the rounding level)
+        and ``paper`` (that search's ``expression``, ``mse``, ``stop_reason``,
+        ``n_iterations``, ``seconds``); else None.
+      fit_seconds_: float, wall seconds of :meth:`fit` (both searches with unary
+        operators).
 
     Example:
       >>> import numpy as np
@@ -404,6 +425,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
+        paper = self._paper_search(X, y, sample_weight, initial_tree)  # issue 12
+        if paper is not None and paper.stop_reason_ in _EXACT_STOPS:
+            return self._adopt_paper_search(paper, Xa, dt, const_cols, names, start)
         y_scale = _check_scales(Xa, ya, dt)
         wn = np.ones_like(ya) if w is None else w / np.mean(w)  # weights of mean 1
         with np.errstate(over="ignore", invalid="ignore"):  # a target near 1e300
@@ -416,8 +440,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         # columns of the search (jaxsr.symbolic.unary); the search's trees are mapped back
         Xs, const_s, names_s, initial_s = Xa, const_cols, names, initial_tree
         cols, terms = _unary.transformed_terminals(Xa, self.unary_operators, dt,
-                                                   skip=const_cols)
-        self.unary_terminals_ = [f"{UNARY_NAMES[t.op]}({names[t.feature]})" for t in terms]
+                                                   skip=const_cols, pairs=_unary.PAIR_TERMINALS)
+        self.unary_terminals_ = [t.name(names) for t in terms]
         if terms:
             m = Xa.shape[1]
             Xs = np.column_stack([Xa, cols])
@@ -469,6 +493,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         models += [FrontModel(run.unscaled(m.expression, y_scale),
                               _unscaled_mse(m.loss, y_scale), m.iteration)
                    for m in getattr(run.engine, "front_models", ())]  # the beam's trees
+        own = {m.expression.to_string(names) for m in models}
+        if paper is not None:  # issue 12: the front over both searches' models
+            models += [FrontModel(e, float(loss), int(it)) for e, loss, it in zip(
+                paper._front_, paper._front_table_["loss"], paper._front_table_["iteration"],
+                strict=True)]
         if y_scale == 1.0:
             self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val, w_val)
         else:  # |y| near the float limits: the front compares losses of y / y_scale
@@ -482,6 +511,39 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 self._front_table_["loss"] = (self._front_table_["loss"]
                                               * np.float64(y_scale) ** 2)
         self.n_nodes_ = int(self.expression_tree_.n_nodes)
+        self.portfolio_ = None if paper is None else self._portfolio(
+            paper, "unary" if self.expression_ in own else "paper", run=True)
+        self.fit_seconds_ = time.perf_counter() - start
+        return self
+
+    # ---------------------------------------------------------------- two searches
+    def _paper_search(self, X, y, sample_weight, initial_tree):
+        """With ``unary_operators`` and no warm start: the paper's search (the same
+        parameters, ``unary_operators=()``, ``PAPER_SHARE`` of ``max_time``) fitted on the
+        same data (its own, identical, validation split); else ``None`` (issue 12)."""
+        if not self.unary_operators or initial_tree is not None:
+            return None
+        params = dict(self.get_params(deep=False), unary_operators=())
+        if self.max_time is not None:
+            params["max_time"] = PAPER_SHARE * float(self.max_time)
+        return type(self)(**params).fit(X, y, sample_weight)
+
+    def _portfolio(self, paper, selected: str, run: bool) -> dict:
+        return {"selected": selected, "unary_search_run": run,
+                "paper": {"expression": paper.expression_, "mse": paper.mse_,
+                          "stop_reason": paper.stop_reason_,
+                          "n_iterations": paper.n_iterations_,
+                          "seconds": paper.fit_seconds_}}
+
+    def _adopt_paper_search(self, paper, Xa, dt, const_cols, names, start):
+        """The paper's search reached the rounding level: its fit is this fit (the unary
+        search is not run); ``unary_terminals_`` still lists the terminals offered."""
+        fitted = {k: v for k, v in vars(paper).items() if k not in self.get_params(deep=False)}
+        self.__dict__.update(fitted)
+        terms = _unary.transformed_terminals(Xa, self.unary_operators, dt, skip=const_cols,
+                                             pairs=_unary.PAIR_TERMINALS)[1]
+        self.unary_terminals_ = [t.name(names) for t in terms]
+        self.portfolio_ = self._portfolio(paper, "paper", run=False)
         self.fit_seconds_ = time.perf_counter() - start
         return self
 

@@ -180,19 +180,18 @@ def _joint_constant_step(tree, XT, y, lam, weights=None, unary=False):
     tree at once: ``(capacity,)`` new values (non-constants unchanged). With ``weights``
     (mean 1; 0 on the sample-size padding) on the weighted MSE. The Jacobian comes from
     the node equations (:func:`_equation_jacobian`); ``unary=True`` (static: the tree
-    has a unary node) takes it by forward-mode differentiation of the semantics."""
+    has a unary node) by the chain rule through the unary nodes
+    (:func:`~jaxsr.symbolic.unary.chain_jacobian`, issue 12)."""
     is_const = (tree.op == CONST) & (jnp.arange(tree.op.shape[0]) < tree.n_nodes)
 
-    def out(v):
-        return node_semantics(tree._replace(value=v), XT)[0]
-
     sw = jnp.ones_like(y) if weights is None else jnp.sqrt(weights)
-    if unary:
-        r = (out(tree.value) - y) * sw
-        J = jax.jacfwd(out)(tree.value) * sw[:, None]  # (N, capacity)
+    sem = node_semantics(tree, XT)
+    r = (sem[0] - y) * sw
+    if unary:  # issue 12: the chain rule through unary nodes (no jacfwd program per shape)
+        from .unary import chain_jacobian
+
+        J = chain_jacobian(tree, sem, weights)
     else:
-        sem = node_semantics(tree, XT)
-        r = (sem[0] - y) * sw
         J = _equation_jacobian(tree, sem, y, weights)
     J = J * is_const[None, :]
     JtJ = J.T @ J

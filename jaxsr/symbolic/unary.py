@@ -86,8 +86,21 @@ not a ratio of affine functions of ``o``. The consequences:
   optimisation leaves it alone, the joint polish (strategies 2, 3) refines it with the
   other constants.
 
+* **Pair terminals ``u(x_m * x_n)``, ``u(x_m / x_n)`` (implemented:
+  :func:`transformed_terminals` with ``pairs``).** The greedy never builds the argument
+  of a unary function for its own sake; a product or a quotient of two variables is the
+  commonest argument in physics (``cos(omega*t)``, ``log(V2/V1)``, ``sqrt(I1*I2)``).
+  Each is one more fixed terminal column under the same domain rules (the argument
+  positive on every row for ``sqrt``/``log``), scored exactly like ``u(x_m)``; redundant
+  ones are left out (:func:`pair_arguments`), at most :data:`PAIR_TERMINALS_MAX`.
+* **The polish through unary nodes (implemented: :func:`chain_jacobian`).** The joint
+  constant polish needs the residual's derivative with respect to every constant; below
+  a unary node the node equations do not give it, and the chain rule through ``u'`` does
+  (one top-down pass; the same numbers as forward-mode differentiation, tested).
+
 A transformed terminal counts as one node in ``max_nodes`` (it is one leaf to the
-search); in ``equations_`` (complexity) and ``n_nodes_`` it counts as its two nodes.
+search); in ``equations_`` (complexity) and ``n_nodes_`` it counts as its two nodes
+(a pair terminal as its four).
 """
 
 from __future__ import annotations
@@ -104,6 +117,7 @@ from .expression import (
     ADD,
     CONST,
     COS,
+    DIV,
     EXP,
     LOG,
     MUL,
@@ -118,17 +132,44 @@ from .expression import (
 
 __all__ = ["UNARY_OPERATORS", "Terminal", "transformed_terminals", "expand_terminals",
            "contract_terminals", "check_unary_operators", "unary_moves", "scaled_unary_moves",
-           "scaled_forms", "move_subtree", "UnarySearch"]
+           "scaled_forms", "move_subtree", "UnarySearch", "chain_jacobian", "pair_arguments",
+           "PAIR_TERMINALS", "PAIR_TERMINALS_MAX"]
 
 UNARY_OPERATORS = tuple(UNARY_NAMES.values())  # ("sqrt", "exp", "log", "sin", "cos")
 _CODES = {v: k for k, v in UNARY_NAMES.items()}
 
 
 class Terminal(NamedTuple):
-    """An extra terminal column: ``op(x_feature)``."""
+    """An extra terminal column: ``op(x_feature)``, or with ``inner`` (``MUL``, ``DIV``)
+    the pair terminal ``op(x_feature inner x_other)``."""
 
     op: int  # unary operator code (expression.SQRT, ...)
     feature: int  # column of X it transforms
+    other: int = -1  # pair terminals: the second column
+    inner: int = 0  # pair terminals: MUL or DIV (0: a one-variable terminal)
+
+    def expression(self) -> Expression:
+        """The terminal as a tree over the columns of ``X``."""
+        arg = Expression.variable(self.feature)
+        if self.inner:
+            arg = Expression.binary(self.inner, arg, Expression.variable(self.other))
+        return Expression.unary(self.op, arg)
+
+    def name(self, names) -> str:
+        """``sqrt(x1)``, ``cos(x1*x2)``, ``log(x1/x2)`` with the feature names."""
+        if not self.inner:
+            return f"{UNARY_NAMES[self.op]}({names[self.feature]})"
+        sym = "*" if self.inner == MUL else "/"
+        return f"{UNARY_NAMES[self.op]}({names[self.feature]}{sym}{names[self.other]})"
+
+
+PAIR_TERMINALS = True
+"""The estimator offers the pair terminals (:func:`transformed_terminals` ``pairs``)."""
+PAIR_TERMINALS_MAX = 64
+"""At most this many pair terminals ``u(x_m * x_n)``, ``u(x_m / x_n)`` are offered (in
+the order of :func:`pair_arguments`, each pair under every operator, after the domain
+rules): each is one more column of
+every variable and constant-variable search."""
 
 
 def check_unary_operators(ops) -> tuple[str, ...]:
@@ -156,41 +197,76 @@ def _allowed(code: int, x: np.ndarray) -> bool:
     return True
 
 
-def transformed_terminals(X, ops, dtype=np.float64, skip=None):
+def pair_arguments(code: int, n_features: int, skip=None):
+    """The ``(m, inner, n)`` of the pair terminals ``u(x_m inner x_n)`` of operator
+    ``code``, in this order: products ``x_m * x_n`` (``m <= n``), then quotients ``x_m /
+    x_n`` (``m != n``). Left out as redundant: ``sqrt(x_m*x_m) = |x_m|``, ``log(x_m*x_m)
+    = 2 log|x_m|``, and for ``sqrt`` and ``log`` the quotient ``x_n / x_m`` of ``x_m /
+    x_n`` (its reciprocal / negative)."""
+    keep = [m for m in range(n_features) if skip is None or not skip[m]]
+    even = code in (SQRT, LOG)
+    out = [(m, MUL, n) for i, m in enumerate(keep) for n in keep[i:] if not (even and m == n)]
+    out += [(m, DIV, n) for m in keep for n in keep if m != n and not (even and m > n)]
+    return out
+
+
+def transformed_terminals(X, ops, dtype=np.float64, skip=None, pairs=False):
     """The columns ``u(x_m)`` for every operator ``u`` of ``ops`` and column ``m`` of
-    ``X`` that the domain rules admit (module docstring).
+    ``X`` that the domain rules admit (module docstring), and with ``pairs`` the pair
+    terminals ``u(x_m * x_n)``, ``u(x_m / x_n)`` (:func:`pair_arguments`; at most
+    :data:`PAIR_TERMINALS_MAX`, pair-major: each pair under every operator before the
+    next pair) under the same rules.
 
     Args:
       X: ``(n_samples, n_features)`` float array (the training rows).
       ops: names of unary operators (:data:`UNARY_OPERATORS`).
       dtype: the fit's dtype (its range decides which columns are safe).
       skip: optional bool ``(n_features,)``: columns not transformed (e.g. constant ones).
+      pairs: also the pair terminals.
 
     Returns:
       ``(columns, terminals)``: ``(n_samples, K)`` array of ``dtype`` and the ``K``
-      :class:`Terminal` definitions, in the order operator-major then column.
+      :class:`Terminal` definitions, in the order operator-major then column (then the
+      pair terminals, pair-major). A column equal to an earlier one is left out.
     """
     X = np.asarray(X, np.float64)
     fi = np.finfo(dtype)
     big, small = float(fi.max) ** 0.25, float(fi.tiny) ** 0.25
     cols, terms = [], []
-    for name in check_unary_operators(ops):
-        code = _CODES[name]
-        fn = Expression.unary(code, Expression.variable(0))
+    seen = {X[:, m].tobytes() for m in range(X.shape[1])}
+
+    def offer(term):
+        expr = term.expression()
+        arg = expr.subtree(1).evaluate(X) if term.inner else X[:, term.feature]
+        if not _allowed(term.op, arg):
+            return
+        with np.errstate(all="ignore"):
+            v = expr.evaluate(X)
+        a = np.abs(v)
+        if (not np.all(np.isfinite(v)) or np.any(a > big) or np.any((a > 0) & (a < small))
+                or np.all(v == v[0])):
+            return
+        v = v.astype(dtype)
+        if v.tobytes() in seen:
+            return
+        seen.add(v.tobytes())
+        cols.append(v)
+        terms.append(term)
+
+    names = check_unary_operators(ops)
+    for name in names:
         for m in range(X.shape[1]):
-            if skip is not None and skip[m]:
-                continue
-            x = X[:, m]
-            if not _allowed(code, x):
-                continue
-            with np.errstate(all="ignore"):
-                v = fn.evaluate(x[:, None])
-            a = np.abs(v)
-            if (not np.all(np.isfinite(v)) or np.any(a > big) or np.any((a > 0) & (a < small))
-                    or np.all(v == v[0])):
-                continue
-            cols.append(v.astype(dtype))
-            terms.append(Terminal(code, m))
+            if skip is None or not skip[m]:
+                offer(Terminal(_CODES[name], m))
+    if pairs:  # pair-major (every operator gets the same first pairs), up to the cap
+        n_single = len(terms)
+        codes = [_CODES[name] for name in names]
+        allowed = {c: set(pair_arguments(c, X.shape[1], skip)) for c in codes}
+        for m, inner, n in pair_arguments(COS, X.shape[1], skip):  # all pairs, in order
+            for code in codes:
+                if (m, inner, n) in allowed[code] and (
+                        len(terms) - n_single < PAIR_TERMINALS_MAX):
+                    offer(Terminal(code, m, n, inner))
     out = np.stack(cols, axis=1) if cols else np.zeros((X.shape[0], 0), dtype)
     return out, terms
 
@@ -205,10 +281,10 @@ def expand_terminals(expr: Expression, n_features: int, terminals) -> Expression
     ops, vals, feats = [], [], []
     for i in range(expr.n_nodes):
         if extra[i]:
-            t = terminals[int(expr.feature[i]) - n_features]
-            ops += [t.op, VAR]
-            vals += [0.0, 0.0]
-            feats += [0, t.feature]
+            t = terminals[int(expr.feature[i]) - n_features].expression()
+            ops += [int(o) for o in t.op]
+            vals += [0.0] * t.n_nodes
+            feats += [int(f) for f in t.feature]
         else:
             ops.append(int(expr.op[i]))
             vals.append(float(expr.value[i]) if expr.op[i] == CONST else 0.0)
@@ -222,19 +298,26 @@ def contract_terminals(expr: Expression, n_features: int, terminals) -> Expressi
     unary node stays a unary interior node of the search tree (module docstring)."""
     if not expr.has_unary:
         return expr
-    index = {(t.op, t.feature): n_features + k for k, t in enumerate(terminals)}
+    index = {(t.op, t.feature, t.other, t.inner): n_features + k
+             for k, t in enumerate(terminals)}
     ops, vals, feats = [], [], []
     i = 0
     while i < expr.n_nodes:
         code = int(expr.op[i])
         if code >= SQRT:
             j = i + 1
-            key = (code, int(expr.feature[j])) if expr.op[j] == VAR else None
+            key, size = None, 2
+            if expr.op[j] == VAR:
+                key = (code, int(expr.feature[j]), -1, 0)
+            elif (i + 3 < expr.n_nodes and int(expr.op[j]) in (MUL, DIV)
+                  and expr.op[j + 1] == VAR and expr.op[j + 2] == VAR):
+                key, size = (code, int(expr.feature[j + 1]), int(expr.feature[j + 2]),
+                             int(expr.op[j])), 4
             if key in index:
                 ops.append(VAR)
                 vals.append(0.0)
                 feats.append(index[key])
-                i += 2
+                i += size
                 continue
         ops.append(code)
         vals.append(float(expr.value[i]))
@@ -502,3 +585,56 @@ class UnarySearch:
         if not extra:
             return found
         return sorted(list(found) + extra, key=lambda c: -c.reduction)
+
+
+@jax.jit
+def chain_jacobian(tree, sem, weights=None):
+    """``(N, capacity)``: the derivative of the weighted residual ``sqrt(w) * (out - y)``
+    with respect to the value of each node, by the chain rule top-down from the root,
+    through unary nodes too (the joint constant polish of a tree with a unary node).
+
+    Row ``j`` of the result's transpose is ``G_j = G_p * d(sem_p)/d(sem_j)`` for the parent
+    ``p`` of ``j`` (``G_0 = sqrt(w)``), with the local derivatives ``1`` (``+``), ``+-1``
+    (``-``), the sibling (``*``), ``1/y`` and ``-sem_p/y`` (``/``, first and second child)
+    and ``u'(sem_j)`` at a unary node: ``0.5/sqrt``, ``exp``, ``1/x``, ``cos``, ``-sin``
+    (from the parent's semantic where it is the same number: ``sqrt`` and ``exp``). Above
+    every unary node this is the derivative the node equations give,
+    ``(b c - a d) / (c v - d)**2`` (equations 6-22, the paper's trees' Jacobian
+    :func:`~jaxsr.symbolic.strategies._equation_jacobian`); below one, where the node
+    equations do not hold, it is the chain rule through ``u``. One top-down pass (no
+    forward-mode tangents of the whole tree: a small program to compile).
+
+    Args:
+      tree: :class:`~jaxsr.symbolic.TreeArrays` (binary and unary nodes).
+      sem: ``(capacity, N)`` semantics (:func:`~jaxsr.symbolic.node_semantics`), finite
+        on the real rows (the tree of an accepted change).
+      weights: optional ``(N,)`` sample weights of mean 1.
+
+    Returns:
+      ``(N, capacity)`` float, 0 in the padding columns.
+    """
+    cap, n = sem.shape
+    dt = sem.dtype
+    g0 = jnp.ones((n,), dt) if weights is None else jnp.sqrt(weights.astype(dt))
+    G = jnp.zeros((cap, n), dt).at[0].set(g0)
+
+    def body(j, G):
+        p = tree.parent[j]
+        op = tree.op[p]
+        first = tree.left[p] == j
+        x, yv, out, own = sem[tree.left[p]], sem[tree.right[p]], sem[p], sem[j]
+        safe_y = jnp.where(yv == 0, 1.0, yv)
+        safe_own = jnp.where(own == 0, 1.0, own)
+        safe_out = jnp.where(out == 0, 1.0, out)
+        local = jnp.select(
+            [op == ADD, op == SUB, op == MUL, op == DIV,
+             op == SQRT, op == EXP, op == LOG, op == SIN, op == COS],
+            [jnp.ones_like(own), jnp.where(first, 1.0, -1.0) * jnp.ones_like(own),
+             jnp.where(first, yv, x), jnp.where(first, 1.0 / safe_y, -out / safe_y),
+             0.5 / safe_out, out, 1.0 / safe_own, jnp.cos(own), -jnp.sin(own)],
+            jnp.zeros_like(own))
+        row = jnp.where(j < tree.n_nodes, G[p] * local, 0.0)
+        return jax.lax.dynamic_update_index_in_dim(G, row.astype(dt), j, 0)
+
+    G = jax.lax.fori_loop(1, cap, body, G)
+    return G.T

@@ -89,6 +89,46 @@ def test_domain_rules_never_offer_a_non_finite_column():
         np.testing.assert_array_equal(cols[:, k], tree.evaluate(X))
 
 
+def test_pair_terminals_keep_the_domain_rules_and_map_back():
+    """u(x_m * x_n), u(x_m / x_n): only where every row is in the domain and the column
+    finite and in range, never redundant (sqrt(x*x), the reciprocal under sqrt/log, a
+    column equal to another); each column is its tree; expand / contract are inverse."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.uniform(-3, 3, 50), rng.uniform(0.1, 5, 50), rng.uniform(20, 80, 50),
+              np.r_[0.0, rng.uniform(1, 2, 49)]]
+    ops = ("sqrt", "exp", "log", "sin", "cos")
+    cols, terms = transformed_terminals(X, ops, pairs=True)
+    pairs = [t for t in terms if t.inner]
+    assert len(pairs) > 20
+    big = float(np.finfo(np.float64).max) ** 0.25
+    assert np.all(np.isfinite(cols)) and np.all(np.abs(cols) <= big)
+    for k, t in enumerate(terms):
+        np.testing.assert_array_equal(cols[:, k], t.expression().evaluate(X))
+    for t in pairs:
+        arg = t.expression().subtree(1).evaluate(X)
+        if t.op in (SQRT, LOG):  # positive arguments only, no x*x, one of x/y and y/x
+            assert np.all(arg > 0) and t.feature != t.other
+            assert t.inner == MUL or t.feature < t.other
+        assert not (t.inner == DIV and t.other == 3)  # x / column with a zero: not finite
+    assert (EXP, 2, 2, MUL) not in {tuple(t) for t in terms}  # exp(x3*x3) overflows
+    assert len({cols[:, k].tobytes() for k in range(cols.shape[1])}) == cols.shape[1]
+    assert [t.name(["a", "b", "c", "d"]) for t in pairs[:3]] == ["exp(a*a)", "sin(a*a)",
+                                                                  "cos(a*a)"]  # pair-major
+    n = X.shape[1]
+    idx = {tuple(t): n + k for k, t in enumerate(terms)}
+    k1, k2 = idx[(COS, 0, 1, MUL)], idx[(LOG, 1, 2, DIV)]
+    search_tree = Expression.parse(f"(2.0 * x{k1 + 1}) + (x1 / x{k2 + 1})")
+    user = expand_terminals(search_tree, n, terms)
+    assert user.to_string() == "((2.0 * cos((x1 * x2))) + (x1 / log((x2 / x3))))"
+    assert contract_terminals(user, n, terms) == search_tree
+    # the cap on their number
+    from jaxsr.symbolic import unary
+
+    many = np.abs(rng.normal(size=(20, 12))) + 0.5
+    _, terms = transformed_terminals(many, ("sin",), pairs=True)
+    assert sum(1 for t in terms if t.inner) == unary.PAIR_TERMINALS_MAX
+
+
 def test_expand_and_contract_are_inverse():
     X, _ = data()
     _, terms = transformed_terminals(X, ("sqrt",))
@@ -110,9 +150,11 @@ def test_searches_on_transformed_terminals_match_substitute_and_re_evaluate():
     from jaxsr.symbolic.strategies import DomeSearch
 
     X, y = data()
-    cols, terms = transformed_terminals(X, ("sqrt",))
+    cols, terms = transformed_terminals(X, ("sqrt",), pairs=True)  # + sqrt(x1*x2), sqrt(x1/x2)
+    assert [t.name(["x1", "x2"]) for t in terms] == ["sqrt(x1)", "sqrt(x2)", "sqrt(x1*x2)",
+                                                      "sqrt(x1/x2)"]
     Xs = np.column_stack([X, cols])
-    eng = DomeSearch(jnp.asarray(Xs.T), jnp.asarray(y), np.ones(4, bool), max_nodes=13,
+    eng = DomeSearch(jnp.asarray(Xs.T), jnp.asarray(y), np.ones(6, bool), max_nodes=13,
                      max_height=None, min_improvement=0.0, feature_names=None)
     start = Expression.parse("(1.5 * x1) + (x2 / 3.0)")
     eng.expr, eng.mse, eng._cache = start, float(np.mean((start.evaluate(X) - y) ** 2)), None
@@ -120,8 +162,9 @@ def test_searches_on_transformed_terminals_match_substitute_and_re_evaluate():
                             ("constant-variable", "all"),
                             ("constant-expression", "nonterminal")])
     at_terms = [c for c in cands if c.variable >= 2]
-    assert len(at_terms) >= 5
-    for c in at_terms[:12]:
+    assert len(at_terms) >= 5 and any(c.variable >= 4 for c in at_terms[:24])
+    pair_first = sorted(at_terms, key=lambda c: c.variable < 4)  # the pair terminals first
+    for c in at_terms[:12] + pair_first[:6]:
         new = expand_terminals(start.replace(c.node, eng.subtree_of(c)), 2, terms)
         assert new.has_unary
         mse = np.mean((new.evaluate(X) - y) ** 2)
@@ -322,19 +365,33 @@ def test_estimator_with_sqrt_finds_the_law_and_exports_it():
     y2 = 2.5 * X[:, 1] * np.sqrt(X[:, 0])
     sr = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
                            progress=False).fit(X, y2)
-    assert sr.unary_terminals_ == ["sqrt(x1)", "sqrt(x2)"]
+    assert sr.unary_terminals_ == ["sqrt(x1)", "sqrt(x2)", "sqrt(x1*x2)", "sqrt(x1/x2)"]
     assert sr.expression_tree_.has_unary
     assert np.mean((sr.predict(X) - y2) ** 2) <= 1e-20 * np.mean(y2**2)
-    assert str(sr) == "y = 2.5*sqrt(x1)*x2"
+    assert str(sr) == "y = 2.5*sqrt(x2)*sqrt(x1*x2)"  # the pair terminal sqrt(x1*x2) first
     np.testing.assert_allclose(sr.predict(X), sr.expression_tree_.evaluate(X), rtol=1e-14)
     np.testing.assert_allclose(np.asarray(sr.to_jax()(X)), sr.predict(X), rtol=1e-14)
-    assert r"\sqrt{x_{1}}" in sr.latex()
+    assert r"\sqrt{x_{1} x_{2}}" in sr.latex()
     for expr, loss in zip(sr.equations_["expression"], sr.equations_["loss"], strict=True):
         # front trees are user trees with their true losses
         out = Expression.parse(expr).evaluate(X)
         np.testing.assert_allclose(loss, np.mean((out - y2) ** 2), rtol=1e-9, atol=1e-28)
     back = SymbolicRegressor.from_dict(json.loads(json.dumps(sr.to_dict())))
     np.testing.assert_array_equal(back.predict(X), sr.predict(X))
+    # two searches: the paper's (+ - * / only) did not reach the law, the unary one did
+    assert sr.portfolio_["selected"] == "unary" and sr.portfolio_["unary_search_run"]
+    assert sr.portfolio_["paper"]["mse"] > 1e-6 * np.mean(y2**2)
+    # a rational law: the paper's search reaches the rounding level, the unary search is
+    # not run and the fit is the paper's (the terminals are still listed)
+    y5 = X[:, 0] * X[:, 1] + X[:, 0]
+    rat = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
+                            progress=False).fit(X, y5)
+    plain = SymbolicRegressor(strategy=1, max_nodes=9, progress=False).fit(X, y5)
+    assert rat.portfolio_["selected"] == "paper" and not rat.portfolio_["unary_search_run"]
+    assert rat.expression_ == plain.expression_ == rat.portfolio_["paper"]["expression"]
+    assert rat.unary_terminals_ == sr.unary_terminals_ and plain.portfolio_ is None
+    assert rat.history_ == [{**h, "seconds": g["seconds"]} for h, g in
+                            zip(plain.history_, rat.history_, strict=True)]
     # 2*sqrt(x1) + x2: the greedy search is stuck on these data, a beam of 4 finds it
     wide = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
                              beam_width=4, progress=False).fit(X, y)
@@ -368,14 +425,59 @@ def test_estimator_with_sqrt_finds_the_law_and_exports_it():
         SymbolicRegressor(unary_operators=("tanh",)).fit(X, y)
 
 
+def test_chain_jacobian_matches_forward_mode_and_the_node_equations():
+    """The polish's Jacobian through unary nodes (chain rule, unary.chain_jacobian)
+    equals jacfwd of the semantics at every node of trees with unary nodes at the root,
+    inside and over variables; on a tree of + - * / it equals the node equations'."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxsr.symbolic import node_semantics
+    from jaxsr.symbolic.strategies import _equation_jacobian
+    from jaxsr.symbolic.unary import chain_jacobian
+
+    @jax.jit
+    def forward(t, XT):  # one program for every tree of the bucket
+        return jax.jacfwd(lambda v: node_semantics(t._replace(value=v), XT)[0])(t.value)
+
+    X, y = data()
+    w = np.linspace(0.5, 1.5, X.shape[0])
+    w = w / w.mean()
+    with jax.enable_x64(True):
+        XT, yj, wj = jnp.asarray(X.T), jnp.asarray(y), jnp.asarray(w)
+        for text in ("sqrt((1.3 + (x1 / x2))) * 0.7 + exp((0.2 * x2))",
+                     "(cos((x1 + 0.5)) * x1) + 0.0",
+                     "log((x1 * 1.5)) / (sin(((0.3 * x2) + x1)) - 2.0)",
+                     "exp(sqrt((x1 * 2.0))) - (x2 / (x1 - 0.25))"):
+            e = Expression.parse(text)
+            t = e.padded(16, np.float64)
+            sem = node_semantics(t, XT)
+            assert np.all(np.isfinite(np.asarray(sem)))
+
+            # jacfwd w.r.t. the constants (the polish's variables): every constant node
+            const = np.flatnonzero(np.asarray(t.op) == 1)
+            Jf = np.asarray(forward(t, XT)) * np.sqrt(w)[:, None]
+            Jc = np.asarray(chain_jacobian(t, sem, wj))
+            np.testing.assert_allclose(Jc[:, const], Jf[:, const], rtol=1e-12, atol=1e-14)
+            assert np.all(Jc[:, e.n_nodes:] == 0)
+        e = Expression.parse("((x1 - (0.5 * x2)) / ((x2 * 1.2) + 0.3)) * x1")
+        t = e.padded(16, np.float64)
+        sem = node_semantics(t, XT)
+        Je = np.asarray(_equation_jacobian(t, sem, yj, wj))[:, : e.n_nodes]
+        Jc = np.asarray(chain_jacobian(t, sem, wj))[:, : e.n_nodes]
+        np.testing.assert_allclose(Jc, Je, rtol=1e-12, atol=1e-14)
+
+
 def test_default_and_inadmissible_operators_change_nothing():
     """unary_operators=() and operators that the domain rules exclude everywhere give the
     paper's fit exactly."""
     X, y = data()
+    # no column, product or quotient of two columns positive on every row
+    X = np.c_[-X[:, 0], X[:, 1] - 2.25]
     plain = SymbolicRegressor(strategy=1, max_nodes=9, progress=False, max_iterations=3)
-    a = plain.fit(-X, y)
+    a = plain.fit(X, y)
     b = SymbolicRegressor(strategy=1, max_nodes=9, progress=False, max_iterations=3,
-                          unary_operators=("sqrt", "log")).fit(-X, y)
+                          unary_operators=("sqrt", "log")).fit(X, y)
     assert b.unary_terminals_ == [] and a.unary_terminals_ == []
     strip = [{k: v for k, v in h.items() if k != "seconds"} for h in a.history_]
     assert strip == [{k: v for k, v in h.items() if k != "seconds"} for h in b.history_]
