@@ -12,6 +12,7 @@ Tools, in one run (``--tools``):
 * ``jaxsr-unary``: the same with ``unary_operators`` (``--unary``), when jaxsr has them;
 * ``jaxsr-beam``: the same with ``unary_operators`` and ``beam_width`` (``--beam-width``),
   when jaxsr has them;
+* ``jaxsr-beam-paper``: ``+ - * /`` only with ``beam_width``;
 * ``pyoperon``: ``pyoperon.sklearn.SymbolicRegressor`` with ``+ - * /``, the same unary
   functions, constants and variables, ``max_length`` 50, one thread, ``max_time``,
   ``random_state`` 0;
@@ -171,8 +172,24 @@ def jaxsr_configs(tools, unary, beam_width, max_nodes, max_time,
             out[tool] = dict(base, unary_operators=tuple(unary))
         elif tool == "jaxsr-beam" and {"unary_operators", "beam_width"} <= set(accepted):
             out[tool] = dict(base, unary_operators=tuple(unary), beam_width=beam_width)
+        elif tool == "jaxsr-beam-paper" and "beam_width" in accepted:
+            out[tool] = dict(base, beam_width=beam_width)
         elif tool.startswith("jaxsr"):
             print(f"{tool}: this jaxsr has no such option; skipped", file=sys.stderr)
+    return out
+
+
+def unary_fit_kind() -> dict:
+    """The parts of jaxsr's fit with unary operators that are not parameters (recorded in
+    the settings, so that a record of another kind of fit is not taken for this one): the
+    share of ``max_time`` of its paper's search and the pair terminals offered."""
+    from jaxsr.symbolic import regressor, unary
+
+    out = {}
+    if hasattr(regressor, "PAPER_SHARE"):
+        out["paper_search_share"] = round(float(regressor.PAPER_SHARE), 6)
+    if getattr(unary, "PAIR_TERMINALS", False):
+        out["pair_terminals_max"] = int(unary.PAIR_TERMINALS_MAX)
     return out
 
 
@@ -202,7 +219,8 @@ def run_jaxsr(params: dict, X, y, Xt, yt, warm: bool = False) -> dict:
         return {"rel_test_mse": relative_mse(sr.predict(Xt), yt), "seconds": seconds,
                 "cpu_seconds": cpu, "n_nodes": int(sr.n_nodes_), "stop": sr.stop_reason_,
                 "train_rel_mse": relative_mse(sr.predict(X), y),
-                "iterations": len(sr.history_), "expression": sr.expression_}
+                "iterations": len(sr.history_), "expression": sr.expression_,
+                **({"portfolio": sr.portfolio_} if getattr(sr, "portfolio_", None) else {})}
     except Exception as err:  # report, keep going
         return {"error": f"{type(err).__name__}: {err}"[:200], "rel_test_mse": float("inf"),
                 "seconds": float("nan")}
@@ -317,16 +335,20 @@ def portfolio_record(name: str, plain: dict, unary: dict) -> dict:
     return out
 
 
-def records_table(records: list[dict], names: list[str]) -> tuple[str, dict]:
+def records_table(records: list[dict], names: list[str],
+                  columns: list[str] | None = None) -> tuple[str, dict]:
     """:func:`summary` of a records file: one column per (tool, settings key), over the
     equations each has run (in the order of ``names``, then any others); the settings
-    and commits of each column are listed under the table."""
+    and commits of each column are listed under the table. ``columns``: only the
+    columns whose ``tool@key`` starts with one of these."""
     cols: dict[str, dict] = {}
     results: dict[str, dict] = {}
     rational: dict[str, bool] = {}
     order = {n: i for i, n in enumerate(names)}
     for rec in sorted(records, key=lambda r: order.get(r["equation"], len(order))):
         col = f"{rec['tool']}@{rec['settings_key'][:4]}"
+        if columns and not any(col.startswith(c) for c in columns):
+            continue
         info = cols.setdefault(col, {"settings": rec["settings"], "commits": set()})
         info["commits"].add(rec.get("commit", "unknown"))
         results.setdefault(rec["equation"], {})[col] = rec
@@ -383,6 +405,9 @@ def main(argv=None) -> None:
                         "there are skipped, new ones appended as they finish")
     p.add_argument("--summary-only", action="store_true",
                    help="with --records: only print (and --out) the table of the records")
+    p.add_argument("--columns", default="",
+                   help="with --summary-only: only the columns (tool@key) starting with "
+                        "one of these comma-separated prefixes")
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     tools = [t for t in a.tools.split(",") if t]
@@ -405,7 +430,8 @@ def main(argv=None) -> None:
     if a.summary_only:
         if not a.records:
             p.error("--summary-only needs --records")
-        text, blob = records_table(load_records(a.records), names)
+        text, blob = records_table(load_records(a.records), names,
+                                   [c for c in a.columns.split(",") if c])
         print(text)
         if a.out:
             Path(a.out).write_text(text + "\n")
@@ -486,6 +512,8 @@ def run_resumable(a, names: list[str], tools: list[str], unary: list[str]) -> No
     for t, c in configs.items():  # the second warm-up fit of run_jaxsr
         if a.warm and "cos" in c.get("unary_operators", ()):
             settings[t]["warm_unary_node"] = "(cos(x1 + 0.5) * x1) + 0.0, 3 iterations"
+        if c.get("unary_operators"):  # what the estimator's unary fit is (session 6 on)
+            settings[t].update(unary_fit_kind())
     peers = [t for t in tools if t in ("pyoperon", "gplearn")]
     for t in peers:
         settings[t] = dict(data_settings, **peer_settings(t, unary, a.max_time))
