@@ -90,9 +90,10 @@ not a ratio of affine functions of ``o``. The consequences:
   :func:`transformed_terminals` with ``pairs``).** The greedy never builds the argument
   of a unary function for its own sake; a product or a quotient of two variables is the
   commonest argument in physics (``cos(omega*t)``, ``log(V2/V1)``, ``sqrt(I1*I2)``).
-  Each is one more fixed terminal column under the same domain rules (the argument
-  positive on every row for ``sqrt``/``log``), scored exactly like ``u(x_m)``; redundant
-  ones are left out (:func:`pair_arguments`), at most :data:`PAIR_TERMINALS_MAX`.
+  Each is one more fixed terminal column under the same domain rules, scored exactly
+  like ``u(x_m)``; only for ``exp, sin, cos`` (:data:`PAIR_OPERATORS`: ``sqrt`` and
+  ``log`` split over a product or quotient, so ``u(x_m)`` terminals already build
+  them), at most :data:`PAIR_TERMINALS_MAX`.
 * **The polish through unary nodes (implemented: :func:`chain_jacobian`).** The joint
   constant polish needs the residual's derivative with respect to every constant; below
   a unary node the node equations do not give it, and the chain rule through ``u'`` does
@@ -133,7 +134,7 @@ from .expression import (
 __all__ = ["UNARY_OPERATORS", "Terminal", "transformed_terminals", "expand_terminals",
            "contract_terminals", "check_unary_operators", "unary_moves", "scaled_unary_moves",
            "scaled_forms", "move_subtree", "UnarySearch", "chain_jacobian", "pair_arguments",
-           "PAIR_TERMINALS", "PAIR_TERMINALS_MAX"]
+           "PAIR_TERMINALS", "PAIR_TERMINALS_MAX", "PAIR_OPERATORS"]
 
 UNARY_OPERATORS = tuple(UNARY_NAMES.values())  # ("sqrt", "exp", "log", "sin", "cos")
 _CODES = {v: k for k, v in UNARY_NAMES.items()}
@@ -197,16 +198,22 @@ def _allowed(code: int, x: np.ndarray) -> bool:
     return True
 
 
+PAIR_OPERATORS = (EXP, SIN, COS)
+"""The operators of the pair terminals: those that do not split over a product or a
+quotient (``sqrt(x*y) = sqrt(x)*sqrt(y)``, ``log(x/y) = log(x) - log(y)``: the terminals
+``sqrt(x_m)``, ``log(x_m)`` already build them, and the shortcut only lured the greedy
+into products of ``sqrt`` pairs)."""
+
+
 def pair_arguments(code: int, n_features: int, skip=None):
     """The ``(m, inner, n)`` of the pair terminals ``u(x_m inner x_n)`` of operator
-    ``code``, in this order: products ``x_m * x_n`` (``m <= n``), then quotients ``x_m /
-    x_n`` (``m != n``). Left out as redundant: ``sqrt(x_m*x_m) = |x_m|``, ``log(x_m*x_m)
-    = 2 log|x_m|``, and for ``sqrt`` and ``log`` the quotient ``x_n / x_m`` of ``x_m /
-    x_n`` (its reciprocal / negative)."""
+    ``code`` (none unless it is one of :data:`PAIR_OPERATORS`), in this order: products
+    ``x_m * x_n`` (``m <= n``), then quotients ``x_m / x_n`` (``m != n``)."""
+    if code not in PAIR_OPERATORS:
+        return []
     keep = [m for m in range(n_features) if skip is None or not skip[m]]
-    even = code in (SQRT, LOG)
-    out = [(m, MUL, n) for i, m in enumerate(keep) for n in keep[i:] if not (even and m == n)]
-    out += [(m, DIV, n) for m in keep for n in keep if m != n and not (even and m > n)]
+    out = [(m, MUL, n) for i, m in enumerate(keep) for n in keep[i:]]
+    out += [(m, DIV, n) for m in keep for n in keep if m != n]
     return out
 
 
@@ -262,7 +269,10 @@ def transformed_terminals(X, ops, dtype=np.float64, skip=None, pairs=False):
         n_single = len(terms)
         codes = [_CODES[name] for name in names]
         allowed = {c: set(pair_arguments(c, X.shape[1], skip)) for c in codes}
-        for m, inner, n in pair_arguments(COS, X.shape[1], skip):  # all pairs, in order
+        everything = [(m, MUL, n) for m in range(X.shape[1]) for n in range(m, X.shape[1])]
+        everything += [(m, DIV, n) for m in range(X.shape[1]) for n in range(X.shape[1])
+                       if m != n]
+        for m, inner, n in everything:  # all pairs, in pair_arguments' order
             for code in codes:
                 if (m, inner, n) in allowed[code] and (
                         len(terms) - n_single < PAIR_TERMINALS_MAX):
