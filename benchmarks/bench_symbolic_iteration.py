@@ -252,8 +252,9 @@ print(f"{t2 - t1:.3f} {t2 - t0:.3f} {sr.n_iterations_} {c2 - c1:.3f} {len(compil
 """
 
 
-def _cold_run(cache_dir=None) -> dict:
-    env = {**os.environ, "JAXSR_COMPILATION_CACHE": "0", "PYTHONPATH": ROOT}
+def _cold_run(cache_dir=None, fast=False) -> dict:
+    env = {**os.environ, "JAXSR_COMPILATION_CACHE": "0", "PYTHONPATH": ROOT,
+           "JAXSR_FAST_COMPILE": "1" if fast else "0"}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     if cache_dir is not None:
         env.update(JAXSR_COMPILATION_CACHE="1", JAXSR_CACHE_DIR=str(cache_dir))
@@ -270,10 +271,12 @@ def cold() -> dict:
     """The first fit in a fresh process with no compilation cache; then, in a second fresh
     process, with the persistent compilation cache (``jaxsr.enable_compilation_cache``,
     via ``JAXSR_COMPILATION_CACHE=1``) filled by a first process: what a user who switched
-    the cache on sees from the second session on."""
+    the cache on sees from the second session on; last, with no cache and jaxsr's fast
+    compilation options (``JAXSR_FAST_COMPILE=1``, :func:`jaxsr.fast_compilation`)."""
     import tempfile
 
     out = _cold_run()
+    out["fast_compile"] = _cold_run(fast=True)
     with tempfile.TemporaryDirectory(prefix="jaxsr-cache-") as tmp:
         _cold_run(tmp)  # fills the cache
         out["with_cache"] = _cold_run(tmp)
@@ -421,6 +424,12 @@ def main(argv=None) -> None:
                      f"filled by an earlier process: {w['first_fit_s']:.2f} s "
                      f"({w['fit_cpu_s']:.2f} CPU-s of the fit, {w['with_imports_s']:.2f} s with "
                      f"imports); {w['xla_compilations']} XLA compilations")
+        fc = c["fast_compile"]
+        lines.append(f"same first fit, no cache, JAXSR_FAST_COMPILE=1 (jaxsr.fast_compilation): "
+                     f"{fc['first_fit_s']:.2f} s ({fc['fit_cpu_s']:.2f} CPU-s of the fit, "
+                     f"{fc['with_imports_s']:.2f} s with imports); {fc['xla_compilations']} XLA "
+                     f"compilations, {fc['xla_compile_wall_s']:.2f} s wall in all, largest "
+                     f"{fc['largest_compiles_s']} s")
     lines.append(f"load average after: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print("\n".join(lines))
     _save(a.out, result, lines)

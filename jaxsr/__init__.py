@@ -14,6 +14,7 @@ The functional layers (pure kernels for research with ``jax.vmap``) live in
 __version__ = "0.1.0"
 
 from ._config import enable_compilation_cache as enable_compilation_cache
+from ._config import fast_compilation as fast_compilation
 from .symbolic import Expression as Expression
 from .symbolic import SymbolicRegressor as SymbolicRegressor
 from .trees import Binarizer as Binarizer
@@ -28,4 +29,5 @@ __all__ = [
     "Tree",
     "Binarizer",
     "enable_compilation_cache",
+    "fast_compilation",
 ]

@@ -117,6 +117,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._config import program
 from . import sorting
 
 __all__ = ["optimal_constant", "constant_mse", "N_NEWTON", "POLE_EXCLUSION", "POLE_RTOL",
@@ -663,7 +664,7 @@ def _solve(a, b, c, d, S, n_used, general: bool):
     return k, jnp.where(ok, f, jnp.inf), ok
 
 
-@jax.jit
+@program
 def optimal_constant(a, b, c, d, S=None, n_used=None):
     """Constant ``k`` minimising equation 27 for one node equation.
 

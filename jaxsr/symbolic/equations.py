@@ -30,13 +30,13 @@ prints some rows of Table 1 with the fraction's sign flipped; the squared terms 
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._config import program
 from .expression import ADD, DIV, MUL, SUB, TreeArrays
 
 __all__ = [
@@ -139,7 +139,7 @@ _STATIC_S = {
 }
 
 
-@jax.jit
+@program
 def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array,
                    weights: jax.Array | None = None) -> Equations:
     """Equations ``a, b, c, d`` of every node, top-down from the root.
@@ -186,7 +186,7 @@ def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array,
     return Equations(E[:, 0], E[:, 1], E[:, 2], E[:, 3])
 
 
-@functools.partial(jax.jit, static_argnames=("n_slots",))
+@program(static_argnames=("n_slots",))
 def forbidden_sets(tree: TreeArrays, sem: jax.Array, n_slots: int) -> jax.Array:
     """Forbidden sets ``S`` of every node (domain of division, section 2, Tables 1 and 2).
 

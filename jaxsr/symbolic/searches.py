@@ -40,7 +40,6 @@ then operator.
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -48,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._config import program
 from .constant import optimal_constant
 from .equations import (
     Equations,
@@ -351,7 +351,7 @@ def _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_rows, v_rows, ro
     return k, jnp.where(ok, f, jnp.inf), ok, jnp.where(ok_var, f_var, jnp.inf), ok_var
 
 
-@jax.jit
+@program
 def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, max_nodes,
                max_height) -> SearchResults:
     """The four searches (sections 2.1-2.4) of one tree in one jitted call.
@@ -390,7 +390,7 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
                    _array_equations(sem, eqs, S))
 
 
-@functools.partial(jax.jit, static_argnames=("n_slots",))
+@program(static_argnames=("n_slots",))
 def search_lean(tree: TreeArrays, sem, XT, y, weights, masks, var_mask, max_nodes, max_height,
                 n_slots: int) -> SearchResults:
     """:func:`search_all` from the semantics alone, in bounded memory (issue 8).

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .._config import program
 from .expression import ADD, CONST, EXP, LOG, MUL, SIN, SQRT, SUB, VAR, TreeArrays
 
 __all__ = ["node_semantics", "combine", "unary", "tree_mse", "tree_output"]
@@ -51,7 +52,7 @@ def combine(op, x, y):
                     lambda: _binary(op, x, y).astype(x.dtype))
 
 
-@jax.jit
+@program
 def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
     """Outputs of every node of ``tree`` on every pattern.
 
@@ -90,7 +91,7 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
     return lax.cond(jnp.any(tree.op >= SQRT), lambda: loop(True), lambda: loop(False))
 
 
-@jax.jit
+@program
 def tree_output(tree: TreeArrays, XT: jax.Array) -> jax.Array:
     """The root's semantic (the tree's outputs), ``(N,)``: row 0 of :func:`node_semantics`."""
     return node_semantics(tree, XT)[0]

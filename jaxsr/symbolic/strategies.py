@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from .._config import program
 from .constant import optimal_constant
 from .equations import (
     child_equation,
@@ -138,7 +139,7 @@ def scale_output(expr: Expression, s: float) -> Expression:
     return build(0, False)
 
 
-@functools.partial(jax.jit, static_argnames=("n_slots",))
+@program(static_argnames=("n_slots",))
 def _analyse(tree, XT, y, n_slots, weights=None):
     sem = node_semantics(tree, XT)
     eqs = node_equations(tree, sem, y, weights)
@@ -146,7 +147,7 @@ def _analyse(tree, XT, y, n_slots, weights=None):
     return sem, eqs, S
 
 
-@jax.jit
+@program
 def _check(tree, XT, y, weights=None):
     """MSE of a tree and whether it is valid: finite everywhere, no zero denominator, and
     no pole inside the training range (no denominator takes both signs on the training
@@ -174,7 +175,7 @@ def _equation_jacobian(tree, sem, y, weights=None):
     return ((eqs.b * eqs.c - eqs.a * eqs.d) / (den * den)).T
 
 
-@functools.partial(jax.jit, static_argnames=("unary",))
+@program(static_argnames=("unary",))
 def _joint_constant_step(tree, XT, y, lam, weights=None, unary=False):
     """One damped Gauss-Newton (Levenberg-Marquardt) step on all the constants of the
     tree at once: ``(capacity,)`` new values (non-constants unchanged). With ``weights``
@@ -307,7 +308,7 @@ def _write_path(tree, sem, path, dj, k, accept):
     return lax.fori_loop(0, jnp.where(accept, dj, 0), up, sem)
 
 
-@functools.partial(jax.jit, static_argnames=("n_slots",))
+@program(static_argnames=("n_slots",))
 def constant_passes(tree, XT, y, weights, const_idx, n_const, state: ConstantPasses,
                     min_improvement, floor, max_passes, max_visits, n_slots):
     """The paper's constant optimisation (section 2.6) in one jitted loop.
@@ -403,7 +404,7 @@ class Polish(NamedTuple):
     status: jax.Array  # int32 (): RUNNING or CONVERGED (ended)
 
 
-@functools.partial(jax.jit, static_argnames=("unary",))
+@program(static_argnames=("unary",))
 def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_calls,
                  unary=False):
     """Up to ``max_calls`` steps (of ``max_steps`` in all) of the joint constant polish

@@ -409,6 +409,40 @@ def test_enable_compilation_cache_is_opt_in_and_sets_the_folder(tmp_path, monkey
         assert jaxsr.enable_compilation_cache(tmp_path / "ro") is None
 
 
+def test_fast_compilation_is_opt_in_scoped_to_jaxsr_and_agrees_to_rounding():
+    import os
+
+    from compile_log import count_compilations
+
+    import jaxsr
+    from jaxsr import SymbolicRegressor
+    from jaxsr._config import _FAST
+
+    assert not _FAST["on"] or os.environ.get("JAXSR_FAST_COMPILE")  # opt-in
+    flags = os.environ.get("XLA_FLAGS")
+    params = dict(max_nodes=13, strategy=1, max_iterations=12)
+    X, y = _grow_data(37, 11)  # the fit of the growing test above: compiled already
+    ref = SymbolicRegressor(**params).fit(X, y)
+    previous = jaxsr.fast_compilation(True)
+    try:
+        with count_compilations() as n:
+            fast = SymbolicRegressor(**params).fit(X, y)
+        # inside a user's own jit a jaxsr program is inlined (the outer options apply)
+        e = Expression.binary(MUL, Expression.variable(0), Expression.variable(1))
+        inner = jax.jit(lambda t, x: node_semantics(t, x)[0])
+        np.testing.assert_allclose(inner(e.padded(16), jnp.asarray(X.T)), X[:, 0] * X[:, 1],
+                                   rtol=1e-15)
+    finally:
+        assert jaxsr.fast_compilation(previous) is True
+    assert n["compile"] >= 3, n  # check, analysis, searches: compiled again (fast options)
+    assert os.environ.get("XLA_FLAGS") == flags  # the user's XLA flags untouched
+    # the same fit, up to the rounding of sums vectorised differently
+    assert [(h["search"], h["node"]) for h in fast.history_] == [
+        (h["search"], h["node"]) for h in ref.history_]
+    assert fast.n_nodes_ == ref.n_nodes_
+    np.testing.assert_allclose(fast.predict(X), ref.predict(X), rtol=1e-9, atol=1e-12)
+
+
 def _host_constant_optimisation(eng):
     """Section 2.6 on the host, one constant search and one check per visit (the engine's
     procedure before it ran on the device): the oracle of the device pass."""
