@@ -176,6 +176,24 @@ def native_for_time_limit(seconds_left):
     return False
 
 
+def unique_rows(packed):
+    """``np.unique(packed, axis=0, return_inverse=True)`` of ``(n, b)`` uint8 rows, the
+    same order (lexicographic in the bytes), 5-30x faster: the rows are compared as one
+    big-endian uint64 each when ``b <= 8`` (at most 64 binary features), else as ``b``-byte
+    void scalars (``axis=0`` builds a structured dtype of ``b`` fields, ~0.7 ms at 557 x
+    2 bytes, which dominated a depth-3 fit). Returns ``(uniq (U, b), inverse (n,))``."""
+    packed = np.ascontiguousarray(packed, dtype=np.uint8)
+    n, b = packed.shape
+    if b <= 8:
+        key = np.zeros(n, dtype=np.uint64)
+        for j in range(b):
+            key = (key << np.uint64(8)) | packed[:, j].astype(np.uint64)
+    else:
+        key = packed.view(np.dtype((np.void, b))).reshape(n)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return packed[first], np.asarray(inv).reshape(-1)
+
+
 @dataclass
 class SearchResult:
     """What :meth:`OptimalTreeSearch.run` returns.
@@ -303,8 +321,7 @@ class OptimalTreeSearch:
 
         # equivalence classes = unique binary rows
         packed = np.packbits(X, axis=1)
-        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
-        inv = np.asarray(inv).reshape(-1)
+        uniq, inv = unique_rows(packed)
         self.inv = inv
         self.U = U = uniq.shape[0]
         self.Xc_bool = np.unpackbits(uniq, axis=1, count=self.M).astype(bool)  # (U, M)

@@ -581,6 +581,22 @@ def test_estimator_maps_the_status_and_warns():
         OptimalTreeRegressor(max_steps=-1).fit(X, y)
 
 
+def test_unique_rows_equals_numpy_unique_along_rows():
+    """search.unique_rows: the classes (unique binary rows) and inverse of np.unique(axis=0),
+    in the same order, for 1..130 features (one uint64 key per row up to 64, bytes above)."""
+    from jaxsr.trees.search import unique_rows
+
+    rng = np.random.default_rng(4)
+    for M in (1, 7, 8, 9, 63, 64, 65, 130):
+        X = rng.random((200, M)) < rng.uniform(0.05, 0.95, size=M)
+        X[50:120] = X[rng.integers(0, 50, size=70)]  # repeated rows
+        p = np.packbits(X, axis=1)
+        u, inv = unique_rows(p)
+        u0, inv0 = np.unique(p, axis=0, return_inverse=True)
+        np.testing.assert_array_equal(u, u0)
+        np.testing.assert_array_equal(inv, np.asarray(inv0).reshape(-1))
+
+
 def test_time_limit_counts_the_kernel_load(monkeypatch):
     """time_limit bounds the whole fit, the one-time load of the compiled kernels included:
     with them not loaded, a limit too short for the load runs the numpy kernels (nothing
