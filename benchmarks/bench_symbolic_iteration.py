@@ -294,6 +294,9 @@ def main(argv=None) -> None:
     p.add_argument("--sizes", default="10000,100000", help="comma-separated N")
     p.add_argument("--nodes", default="11,51,101", help="comma-separated tree sizes (odd)")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--row-timeout", type=float, default=None,
+                   help="--table: seconds per (N, nodes) row; a row past it is reported as "
+                        "not measured (the table is saved after every row)")
     p.add_argument("--feynman", action="store_true")
     p.add_argument("--strategies", default="3,1", help="strategies of --feynman")
     p.add_argument("--cold", action="store_true")
@@ -355,16 +358,28 @@ def main(argv=None) -> None:
         rows = []
         for n in [int(float(v)) for v in a.sizes.split(",")]:
             for nodes in [int(v) for v in a.nodes.split(",")]:
-                res = subprocess.run([sys.executable, __file__, "--one", str(n), str(nodes),
-                                      "--repeat", str(a.repeat), "--lean", a.lean],
-                                     capture_output=True,
-                                     text=True, env={**os.environ, "PYTHONPATH": ROOT})
+                try:
+                    res = subprocess.run([sys.executable, __file__, "--one", str(n), str(nodes),
+                                          "--repeat", str(a.repeat), "--lean", a.lean],
+                                         capture_output=True, text=True,
+                                         env={**os.environ, "PYTHONPATH": ROOT},
+                                         timeout=a.row_timeout)
+                except subprocess.TimeoutExpired:
+                    print(f"  N={n} nodes={nodes}: not measured in {a.row_timeout:.0f} s",
+                          file=sys.stderr, flush=True)
+                    rows.append({"n_samples": n, "n_nodes": nodes, "error":
+                                 f"not measured: over --row-timeout {a.row_timeout:.0f} s"})
+                    result["table"] = rows
+                    _save(a.out, result, lines)
+                    continue
                 if res.returncode != 0:
                     print(res.stderr[-2000:], file=sys.stderr)
                     rows.append({"n_samples": n, "n_nodes": nodes, "error": res.stderr[-300:]})
                     continue
                 r = json.loads(res.stdout.strip().splitlines()[-1])
                 rows.append(r)
+                result["table"] = rows
+                _save(a.out, result, lines)
                 print(f"  N={n} nodes={nodes}: {r['iteration_s']:.3f} s "
                       f"({r['iteration_cpu_s']:.3f} CPU-s), {r['ratio_to_matmul_cpu']:.0f}x matmul "
                       f"(CPU-s), "
@@ -377,7 +392,8 @@ def main(argv=None) -> None:
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if "error" in r:
-                lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} | error |" + " |" * 8)
+                lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} | {r['error'][:60]} |"
+                             + " |" * 8)
                 continue
             lines.append(
                 f"| {r['n_samples']:.0e} | {r['n_nodes']} ({r['general_nodes']})"
