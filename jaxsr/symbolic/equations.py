@@ -180,9 +180,11 @@ def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array,
         ep = lax.dynamic_index_in_dim(E, p, axis=0, keepdims=False)
         row = jnp.stack(child_equation(tree.op[p], first, ep[0], ep[1], ep[2], ep[3], other))
         row = jnp.where(j < tree.n_nodes, row, pad_row)
-        return lax.dynamic_update_slice(E, row[None], (j, 0, 0))
+        z = jnp.zeros_like(j)
+        return lax.dynamic_update_slice(E, row[None], (j, z, z))
 
-    E = lax.fori_loop(1, cap, body, E)
+    # real nodes only (padding rows keep pad_row): the work follows the tree's size
+    E = lax.fori_loop(1, jnp.clip(tree.n_nodes, 1, cap), body, E)
     return Equations(E[:, 0], E[:, 1], E[:, 2], E[:, 3])
 
 
@@ -216,9 +218,10 @@ def forbidden_sets(tree: TreeArrays, sem: jax.Array, n_slots: int) -> jax.Array:
         add_zero = (op == DIV) & ~first
         new = jnp.where(add_zero & (slot == cp), 0.0, new)
         new = jnp.where(j < tree.n_nodes, new, jnp.inf)
-        return lax.dynamic_update_slice(S, new[None], (j, 0, 0))
+        z = jnp.zeros_like(j)
+        return lax.dynamic_update_slice(S, new[None], (j, z, z))
 
-    return lax.fori_loop(1, cap, body, S)
+    return lax.fori_loop(1, jnp.clip(tree.n_nodes, 1, cap), body, S)  # real nodes only
 
 
 def equation_mse(a, b, c, d, o):

@@ -82,9 +82,12 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
             # op >= ADD: binary (or unary, issue 12: u of the first child) node
             row = jnp.where(op >= ADD, inner,
                             jnp.where((op == CONST) | (op == VAR), leaf, 0.0))
-            return lax.dynamic_update_slice(sem, row[None, :], (i, 0))
+            return lax.dynamic_update_slice(sem, row[None, :], (i, jnp.zeros_like(i)))
 
-        return lax.fori_loop(0, cap, body, sem0)
+        # only the real nodes (pre-order indices below n_nodes; padding rows stay 0): the
+        # work follows the tree, not its capacity bucket
+        first = cap - jnp.clip(tree.n_nodes, 0, cap)
+        return lax.fori_loop(first, cap, body, sem0)
 
     # a tree of + - * / runs the paper's loop as it was (no branch per node); only a tree
     # with a unary node (issue 12) runs the loop that branches on each node's arity
