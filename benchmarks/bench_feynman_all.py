@@ -182,12 +182,15 @@ def jaxsr_configs(tools, unary, beam_width, max_nodes, max_time,
 def unary_fit_kind() -> dict:
     """The parts of jaxsr's fit with unary operators that are not parameters (recorded in
     the settings, so that a record of another kind of fit is not taken for this one): the
-    share of ``max_time`` of its paper's search and the pair terminals offered."""
+    share of ``max_time`` of its paper's search, of its square-target search (session 7)
+    and the pair terminals offered."""
     from jaxsr.symbolic import regressor, unary
 
     out = {}
     if hasattr(regressor, "PAPER_SHARE"):
         out["paper_search_share"] = round(float(regressor.PAPER_SHARE), 6)
+    if hasattr(regressor, "SQUARE_SHARE"):
+        out["square_target_share"] = round(float(regressor.SQUARE_SHARE), 6)
     if getattr(unary, "PAIR_TERMINALS", False):
         out["pair_terminals_max"] = int(unary.PAIR_TERMINALS_MAX)
     return out

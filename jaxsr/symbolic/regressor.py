@@ -28,7 +28,7 @@ from . import beam as _beam
 from . import front as _pf
 from . import refine as _refine
 from . import unary as _unary
-from .expression import VAR, Expression
+from .expression import MUL, SQRT, VAR, Expression
 from .front import FrontModel
 from .semantics import tree_output
 from .strategies import DomeSearch, scale_output
@@ -39,6 +39,12 @@ _FORMAT = "jaxsr.SymbolicRegressor"
 PAPER_SHARE = 1.0 / 3.0
 """With ``unary_operators``: the share of ``max_time`` that the paper's search (``+ - *
 /`` only) runs on before the search with the unary operators (issue 12)."""
+SQUARE_SHARE = 1.0 / 6.0
+"""With ``"sqrt"`` among ``unary_operators`` and a target of one sign: the share of
+``max_time`` of the square-target search (the paper's search on ``y**2``, its models read
+as ``sqrt(p)``), which runs after the paper's search when that one did not reach the
+rounding level, and before the unary search (issue 12;
+:meth:`SymbolicRegressor._square_target_search`)."""
 _EXACT_STOPS = ("rounding level", "goal", "constant target")
 READABLE_ROWS = 200  # training rows kept to tell which terms of a sum are too small to show
 _VERSION = 1
@@ -232,7 +238,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         not run; otherwise ``equations_`` is the Pareto front of the models of both and
         ``model_selection`` chooses among them as always (training or validation loss);
         ``history_`` is the unary search's and ``portfolio_`` tells which search the
-        selected model comes from.
+        selected model comes from. **The square-target search:** with ``"sqrt"`` among the
+        operators and a target of one sign, between the two the paper's search also runs
+        on ``y**2`` (:data:`SQUARE_SHARE` of ``max_time``) and its models ``p`` join the
+        front as ``sign * sqrt(p)`` (where ``p > 0`` on every training row), scored on
+        ``y``; when one of them reaches the rounding floor the unary search is not run
+        (``m0 / sqrt(1 - v**2/c**2)`` is such a law: no search runs inside a ``sqrt``).
       mesh: run every pass sharded over the samples: ``None`` (default, one device),
         ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
         samples are split over all its axes). Results equal one device's up to the
@@ -271,10 +282,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       refinement_: with ``refine_constants``, :class:`jaxsr.symbolic.refine.RefineResult` of
         the final tree (``accepted``, ``mse_before``, ``mse``, ``n_iterations``); else None.
       portfolio_: with ``unary_operators`` and no warm start, a dict: ``selected``
-        (``"paper"`` or ``"unary"``: the search the selected model comes from),
-        ``unary_search_run`` (False when the paper's search reached the rounding level)
-        and ``paper`` (that search's ``expression``, ``mse``, ``stop_reason``,
-        ``n_iterations``, ``seconds``); else None.
+        (``"paper"``, ``"square target"`` or ``"unary"``: the search the selected model
+        comes from), ``unary_search_run`` (False when the paper's or the square-target
+        search reached the rounding level), ``paper`` (that search's ``expression``,
+        ``mse``, ``stop_reason``, ``n_iterations``, ``seconds``) and ``square_target``
+        (None when it did not run; else its best model of ``y`` as ``expression`` and
+        ``mse``, the model of ``y**2`` as ``target_expression`` and ``target_mse``, and
+        ``stop_reason``, ``n_iterations``, ``seconds``); else None.
       fit_seconds_: float, wall seconds of :meth:`fit` (both searches with unary
         operators).
 
@@ -405,6 +419,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._check_params()
         dt = resolve_dtype(self.dtype)
         Xa, ya = validate_X_y(self, X, y, dtype=dt)
+        square_target = self._square_target(ya)  # issue 12: y**2 for the sqrt(p) search
         w = (None if sample_weight is None
              else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt))
         X_val = y_val = w_val = None
@@ -428,6 +443,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         paper = self._paper_search(X, y, sample_weight, initial_tree)  # issue 12
         if paper is not None and paper.stop_reason_ in _EXACT_STOPS:
             return self._adopt_paper_search(paper, Xa, dt, const_cols, names, start)
+        square = transformed = None  # issue 12: the square-target search (y**2 = p)
+        if paper is not None and square_target is not None:
+            square = self._square_target_search(
+                X, square_target, sample_weight,
+                None if self.max_time is None else SQUARE_SHARE * float(self.max_time))
+            transformed = self._square_target_models(square, square_target[0], Xa, ya, w)
+        # when sign * sqrt(p) fits y to the rounding floor the unary search is not run
+        square_exact = bool(transformed) and min(m.loss for m in transformed) <= (
+            _pf.loss_floor(ya, dt))
         y_scale = _check_scales(Xa, ya, dt)
         wn = np.ones_like(ya) if w is None else w / np.mean(w)  # weights of mean 1
         with np.errstate(over="ignore", invalid="ignore"):  # a target near 1e300
@@ -454,7 +478,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             initial_s = _unary.contract_terminals(initial_tree, Xa.shape[1], terms)
         args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, deadline, w, initial_s)
         with _progress.FitProgress("SymbolicRegressor", self.progress):
-            if deadline is None:
+            if square_exact:
+                run.stop_reason = square.stop_reason_
+            elif deadline is None:
                 self._fit_run(*args)
             else:
                 # max_time is wall-clock including compilation (which cannot be
@@ -480,7 +506,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.n_iterations_ = sum(1 for h in self.history_ if h["search"] != "prune")
         final = FrontModel(expr, float(mse), self.n_iterations_)
         self.refinement_ = None
-        if self.refine_constants and self.stop_reason_ != "constant target":
+        if (self.refine_constants and self.stop_reason_ != "constant target"
+                and not square_exact):
             self.refinement_ = _refine.refine_constants(expr, Xa, ya, w)
             if self.refinement_.accepted:  # the true MSE dropped: the refined tree is final
                 final = FrontModel(self.refinement_.expression, self.refinement_.mse,
@@ -498,6 +525,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             models += [FrontModel(e, float(loss), int(it)) for e, loss, it in zip(
                 paper._front_, paper._front_table_["loss"], paper._front_table_["iteration"],
                 strict=True)]
+        if transformed:
+            models += transformed
         if y_scale == 1.0:
             self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val, w_val)
         else:  # |y| near the float limits: the front compares losses of y / y_scale
@@ -511,8 +540,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 self._front_table_["loss"] = (self._front_table_["loss"]
                                               * np.float64(y_scale) ** 2)
         self.n_nodes_ = int(self.expression_tree_.n_nodes)
+        names_t = {m.expression.to_string(names) for m in transformed or ()}
+        selected = ("unary" if self.expression_ in own
+                    else "square target" if self.expression_ in names_t else "paper")
         self.portfolio_ = None if paper is None else self._portfolio(
-            paper, "unary" if self.expression_ in own else "paper", run=True)
+            paper, selected, run=not square_exact, square=square,
+            square_models=transformed or (), names=names)
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
@@ -528,12 +561,77 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             params["max_time"] = PAPER_SHARE * float(self.max_time)
         return type(self)(**params).fit(X, y, sample_weight)
 
-    def _portfolio(self, paper, selected: str, run: bool) -> dict:
-        return {"selected": selected, "unary_search_run": run,
-                "paper": {"expression": paper.expression_, "mse": paper.mse_,
-                          "stop_reason": paper.stop_reason_,
-                          "n_iterations": paper.n_iterations_,
-                          "seconds": paper.fit_seconds_}}
+    def _portfolio(self, paper, selected: str, run: bool, square=None, square_models=(),
+                   names=None) -> dict:
+        out = {"selected": selected, "unary_search_run": run,
+               "paper": {"expression": paper.expression_, "mse": paper.mse_,
+                         "stop_reason": paper.stop_reason_,
+                         "n_iterations": paper.n_iterations_,
+                         "seconds": paper.fit_seconds_},
+               "square_target": None}
+        if square is not None:
+            best = min(square_models, key=lambda m: m.loss, default=None)
+            out["square_target"] = {
+                "expression": None if best is None else best.expression.to_string(names),
+                "mse": None if best is None else float(best.loss),
+                "target_expression": square.expression_, "target_mse": square.mse_,
+                "stop_reason": square.stop_reason_, "n_iterations": square.n_iterations_,
+                "seconds": square.fit_seconds_}
+        return out
+
+    # ---------------------------------------------------------------- square target
+    def _square_target(self, y):
+        """``(sign, y**2)`` when the square-target search applies (``"sqrt"`` among the
+        unary operators, every target (training and validation rows) of one sign,
+        ``y**2`` comfortably inside the float range: between ``sqrt(tiny)`` and
+        ``sqrt(max)`` of the dtype); else ``None``."""
+        if "sqrt" not in (self.unary_operators or ()):
+            return None
+        y = np.asarray(y, np.float64)
+        sign = 1.0 if np.all(y > 0) else -1.0 if np.all(y < 0) else 0.0
+        if sign == 0.0 or y.size == 0:
+            return None
+        with np.errstate(all="ignore"):
+            g = y * y
+        fi = np.finfo(resolve_dtype(self.dtype))
+        if not (np.all(np.isfinite(g)) and g.min() >= np.sqrt(fi.tiny)
+                and g.max() <= np.sqrt(fi.max)):
+            return None
+        return sign, g
+
+    def _square_target_search(self, X, square_target, sample_weight, seconds):
+        """The paper's search (the same parameters, ``unary_operators=()``) on ``y**2``
+        (``square_target[1]``), in ``seconds`` (``None``: no limit) (issue 12).
+
+        Why: a law ``y = sqrt(p)`` with ``p`` rational (``m0 / sqrt(1 - v**2/c**2)``,
+        ``sqrt(omega**2/c**2 - pi**2/d**2)``) is a law of ``+ - * /`` for ``y**2``, which
+        the paper's exact searches can find, while below a unary node no search runs (see
+        :mod:`jaxsr.symbolic.unary`). AI Feynman tries such transformations of the target
+        too. The models are then read back as ``sign * sqrt(p)`` and compared by their
+        true loss on ``y`` (:meth:`_square_target_models`)."""
+        params = dict(self.get_params(deep=False), unary_operators=(),
+                      max_time=None if seconds is None else float(seconds))
+        return type(self)(**params).fit(X, square_target[1], sample_weight)
+
+    @staticmethod
+    def _square_target_models(square, sign, Xa, ya, w) -> list[FrontModel]:
+        """The square-target search's front as models of ``y``: ``sqrt(p)`` (``-1 *
+        sqrt(p)`` for a negative target) for each front tree ``p`` that is positive and
+        finite on every training row (the domain rule of ``sqrt``), with its true
+        (weighted) training MSE on ``y``."""
+        out = []
+        with np.errstate(all="ignore"):
+            for e, it in zip(square._front_, square._front_table_["iteration"], strict=True):
+                p = e.evaluate(Xa)
+                if not (np.all(np.isfinite(p)) and np.all(p > 0)):
+                    continue
+                expr = Expression.unary(SQRT, e)
+                if sign < 0:
+                    expr = Expression.binary(MUL, Expression.constant(-1.0), expr)
+                loss = float(np.average((expr.evaluate(Xa) - ya) ** 2, weights=w))
+                if np.isfinite(loss):
+                    out.append(FrontModel(expr, loss, int(it)))
+        return out
 
     def _adopt_paper_search(self, paper, Xa, dt, const_cols, names, start):
         """The paper's search reached the rounding level: its fit is this fit (the unary

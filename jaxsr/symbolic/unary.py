@@ -94,6 +94,13 @@ not a ratio of affine functions of ``o``. The consequences:
   like ``u(x_m)``; only for ``exp, sin, cos`` (:data:`PAIR_OPERATORS`: ``sqrt`` and
   ``log`` split over a product or quotient, so ``u(x_m)`` terminals already build
   them), at most :data:`PAIR_TERMINALS_MAX`.
+* **The square-target search (implemented in the estimator,
+  :meth:`~jaxsr.symbolic.SymbolicRegressor._square_target_search`).** A law ``y =
+  sqrt(p)`` with a rational ``p`` needs its argument grown inside the ``sqrt``, where no
+  search runs; but ``y**2 = p`` is a law of ``+ - * /``, which the paper's exact searches
+  can find. With ``sqrt`` among the operators and a target of one sign, the fit runs the
+  paper's search on ``y**2`` and reads its models back as ``sign * sqrt(p)`` (only where
+  ``p > 0`` on every training row), scored by their true MSE on ``y``.
 * **The polish through unary nodes (implemented: :func:`chain_jacobian`).** The joint
   constant polish needs the residual's derivative with respect to every constant; below
   a unary node the node equations do not give it, and the chain rule through ``u'`` does

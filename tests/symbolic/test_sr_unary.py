@@ -366,19 +366,48 @@ def test_estimator_with_sqrt_finds_the_law_and_exports_it():
     assert sr.unary_terminals_ == ["sqrt(x1)", "sqrt(x2)"]  # no sqrt pair terminals
     assert sr.expression_tree_.has_unary
     assert np.mean((sr.predict(X) - y2) ** 2) <= 1e-20 * np.mean(y2**2)
-    assert str(sr) == "y = 2.5*sqrt(x1)*x2"
+    # a square-rooted rational law: the square-target search (the paper's search on
+    # y**2 = 6.25*x1*x2*x2, read back as sqrt(p)) reaches it first
+    assert str(sr) == "y = 2.5*sqrt(x1*x2**2)"
+    assert sr.expression_tree_.op[0] == SQRT
     np.testing.assert_allclose(sr.predict(X), sr.expression_tree_.evaluate(X), rtol=1e-14)
     np.testing.assert_allclose(np.asarray(sr.to_jax()(X)), sr.predict(X), rtol=1e-14)
-    assert r"\sqrt{x_{1}}" in sr.latex()
+    assert r"\sqrt{x_{1} x_{2}^{2}}" in sr.latex()
     for expr, loss in zip(sr.equations_["expression"], sr.equations_["loss"], strict=True):
         # front trees are user trees with their true losses
         out = Expression.parse(expr).evaluate(X)
         np.testing.assert_allclose(loss, np.mean((out - y2) ** 2), rtol=1e-9, atol=1e-28)
     back = SymbolicRegressor.from_dict(json.loads(json.dumps(sr.to_dict())))
     np.testing.assert_array_equal(back.predict(X), sr.predict(X))
-    # two searches: the paper's (+ - * / only) did not reach the law, the unary one did
-    assert sr.portfolio_["selected"] == "unary" and sr.portfolio_["unary_search_run"]
-    assert sr.portfolio_["paper"]["mse"] > 1e-6 * np.mean(y2**2)
+    # the searches: the paper's (+ - * / only) did not reach the law, the square-target
+    # one did, so the unary search was not run
+    pf = sr.portfolio_
+    assert pf["selected"] == "square target" and not pf["unary_search_run"]
+    assert pf["paper"]["mse"] > 1e-6 * np.mean(y2**2)
+    sq = pf["square_target"]
+    assert sq["expression"] == sr.expression_ and sq["mse"] == sr.mse_
+    assert sq["target_mse"] <= 1e-20 * np.mean(y2**4)
+    assert sr.history_ == [] and sr.stop_reason_ == "rounding level"
+    # a law that is no square root of a rational one: all three searches ran, the unary
+    # search's model is selected; the square target's models are in the front with their
+    # true losses on y (sqrt(p) for each positive front tree p)
+    y4 = y2 + X[:, 0]
+    un = SymbolicRegressor(strategy=1, max_nodes=9, unary_operators=("sqrt",),
+                           progress=False).fit(X, y4)
+    assert un.portfolio_["selected"] == "unary" and un.portfolio_["unary_search_run"]
+    assert str(un) == "y = 2.5*sqrt(x1)*x2 + x1"
+    sq = un.portfolio_["square_target"]
+    assert sq["mse"] > 1e-6 * np.mean(y4**2)
+    sq_tree = Expression.parse(sq["expression"])
+    assert sq_tree.op[0] == SQRT
+    np.testing.assert_allclose(sq["mse"], np.mean((sq_tree.evaluate(X) - y4) ** 2),
+                               rtol=1e-12)
+    np.testing.assert_allclose(sq_tree.evaluate(X) ** 2, Expression.parse(
+        sq["target_expression"]).evaluate(X), rtol=1e-12)
+    # a target of both signs: no square-target search
+    both = SymbolicRegressor(strategy=1, max_nodes=5, unary_operators=("sqrt",),
+                             progress=False).fit(X, y4 - 20.0)
+    assert both.portfolio_["square_target"] is None
     # a rational law: the paper's search reaches the rounding level, the unary search is
     # not run and the fit is the paper's (the terminals are still listed)
     y5 = X[:, 0] * X[:, 1] + X[:, 0]
@@ -468,13 +497,16 @@ def test_chain_jacobian_matches_forward_mode_and_the_node_equations():
 
 def test_default_and_inadmissible_operators_change_nothing():
     """unary_operators=() and operators that the domain rules exclude everywhere give the
-    paper's fit exactly."""
+    paper's fit exactly (a target of both signs: no square-target search either)."""
     X, y = data()
+    y = y - 6.0
+    assert y.min() < 0 < y.max()
     plain = SymbolicRegressor(strategy=1, max_nodes=9, progress=False, max_iterations=3)
     a = plain.fit(-X, y)
     b = SymbolicRegressor(strategy=1, max_nodes=9, progress=False, max_iterations=3,
                           unary_operators=("sqrt", "log")).fit(-X, y)
     assert b.unary_terminals_ == [] and a.unary_terminals_ == []
+    assert b.portfolio_["square_target"] is None
     strip = [{k: v for k, v in h.items() if k != "seconds"} for h in a.history_]
     assert strip == [{k: v for k, v in h.items() if k != "seconds"} for h in b.history_]
     assert a.expression_ == b.expression_
