@@ -175,16 +175,15 @@ def _equation_jacobian(tree, sem, y, weights=None):
     return ((eqs.b * eqs.c - eqs.a * eqs.d) / (den * den)).T
 
 
-@program(static_argnames=("unary",))
-def _joint_constant_step(tree, XT, y, lam, weights=None, unary=False):
-    """One damped Gauss-Newton (Levenberg-Marquardt) step on all the constants of the
-    tree at once: ``(capacity,)`` new values (non-constants unchanged). With ``weights``
-    (mean 1; 0 on the sample-size padding) on the weighted MSE. The Jacobian comes from
-    the node equations (:func:`_equation_jacobian`); ``unary=True`` (static: the tree
-    has a unary node) by the chain rule through the unary nodes
-    (:func:`~jaxsr.symbolic.unary.chain_jacobian`, issue 12)."""
+def _normal_equations(tree, XT, y, weights=None, unary=False):
+    """``(J^T J, J^T r)``, ``(capacity, capacity)`` and ``(capacity,)``: the Gauss-Newton
+    normal equations of the weighted residual ``r = sqrt(w) (out - y)`` in the constants
+    of the tree (columns of non-constants zero). The Jacobian comes from the node
+    equations (:func:`_equation_jacobian`); ``unary=True`` (static: the tree has a unary
+    node) by the chain rule through the unary nodes
+    (:func:`~jaxsr.symbolic.unary.chain_jacobian`, issue 12). They depend on the
+    constants only, so a rejected step of :func:`polish_steps` re-uses them."""
     is_const = (tree.op == CONST) & (jnp.arange(tree.op.shape[0]) < tree.n_nodes)
-
     sw = jnp.ones_like(y) if weights is None else jnp.sqrt(weights)
     sem = node_semantics(tree, XT)
     r = (sem[0] - y) * sw
@@ -195,11 +194,28 @@ def _joint_constant_step(tree, XT, y, lam, weights=None, unary=False):
     else:
         J = _equation_jacobian(tree, sem, y, weights)
     J = J * is_const[None, :]
-    JtJ = J.T @ J
+    return J.T @ J, J.T @ r
+
+
+def _damped_step(tree, JtJ, Jtr, lam):
+    """The constants after one Levenberg-Marquardt step of damping ``lam`` on the normal
+    equations ``JtJ, Jtr`` (:func:`_normal_equations`): ``(capacity,)`` (non-constants
+    unchanged; a non-finite step leaves a constant unchanged)."""
+    is_const = (tree.op == CONST) & (jnp.arange(tree.op.shape[0]) < tree.n_nodes)
     diag = jnp.where(is_const, jnp.diagonal(JtJ), 1.0)
     A = JtJ + lam * jnp.diag(diag) + jnp.diag(jnp.where(is_const, 0.0, 1.0))
-    delta = -jnp.linalg.solve(A, J.T @ r)
+    delta = -jnp.linalg.solve(A, Jtr)
     return tree.value + jnp.where(is_const & jnp.isfinite(delta), delta, 0.0)
+
+
+@program(static_argnames=("unary",))
+def _joint_constant_step(tree, XT, y, lam, weights=None, unary=False):
+    """One damped Gauss-Newton (Levenberg-Marquardt) step on all the constants of the
+    tree at once: ``(capacity,)`` new values (non-constants unchanged). With ``weights``
+    (mean 1; 0 on the sample-size padding) on the weighted MSE. The normal equations of
+    :func:`_normal_equations`, the step of :func:`_damped_step`."""
+    JtJ, Jtr = _normal_equations(tree, XT, y, weights, unary)
+    return _damped_step(tree, JtJ, Jtr, lam)
 
 
 # ------------------------------------------------------------------ section 2.6 on device
@@ -402,6 +418,20 @@ class Polish(NamedTuple):
     kept: jax.Array  # int32 (): steps kept
     steps: jax.Array  # int32 (): steps tried
     status: jax.Array  # int32 (): RUNNING or CONVERGED (ended)
+    jtj: jax.Array  # (capacity, capacity): the normal equations at ``value`` ...
+    jtr: jax.Array  # (capacity,): ... (:func:`_normal_equations`), valid when ``fresh``
+    fresh: jax.Array  # bool (): jtj, jtr are those of ``value``
+
+    @classmethod
+    def start(cls, value, mse, lam=1e-3):
+        """The state before the first step: constants ``value`` ``(capacity,)``, their
+        true MSE, damping ``lam``; the normal equations not yet computed."""
+        cap, dt = value.shape[0], value.dtype
+        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
+        return cls(value=value, mse=jnp.asarray(mse, dt), lam=jnp.asarray(lam, dt),
+                   kept=i32(0), steps=i32(0), status=i32(RUNNING),
+                   jtj=jnp.zeros((cap, cap), dt), jtr=jnp.zeros((cap,), dt),
+                   fresh=jnp.asarray(False))
 
 
 @program(static_argnames=("unary",))
@@ -411,7 +441,9 @@ def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_call
     of :meth:`DomeSearch.polish_constants` in one jitted loop: a damped Gauss-Newton step
     (:func:`_joint_constant_step`) is kept when the new tree is valid and its true MSE
     lower (then ``lam / 10``, at least ``1e-12``, and the loop ends at the floor), else
-    ``lam * 100`` (ends above ``1e6``)."""
+    ``lam * 100`` (ends above ``1e6``). The normal equations are computed once per point
+    (carried in the state): after a rejected step the next one re-uses them, the same
+    numbers as computing them again."""
 
     def cond(carry):
         s, calls = carry
@@ -420,7 +452,9 @@ def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_call
     def body(carry):
         s, calls = carry
         t = tree._replace(value=s.value)
-        v = _joint_constant_step(t, XT, y, s.lam, weights, unary=unary)
+        JtJ, Jtr = lax.cond(s.fresh, lambda: (s.jtj, s.jtr),
+                            lambda: _normal_equations(t, XT, y, weights, unary))
+        v = _damped_step(t, JtJ, Jtr, s.lam)
         mse, ok = _check(t._replace(value=v), XT, y, weights)
         good = ok & (mse < s.mse)
         lam = jnp.where(good, jnp.maximum(s.lam / 10, 1e-12), s.lam * 100)
@@ -429,7 +463,8 @@ def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_call
         return Polish(value=jnp.where(good, v, s.value), mse=jnp.where(good, mse, s.mse),
                       lam=lam, kept=(s.kept + good).astype(jnp.int32),
                       steps=steps.astype(jnp.int32),
-                      status=jnp.where(done, CONVERGED, RUNNING).astype(jnp.int32)), calls + 1
+                      status=jnp.where(done, CONVERGED, RUNNING).astype(jnp.int32),
+                      jtj=JtJ, jtr=Jtr, fresh=~good), calls + 1
 
     return lax.while_loop(cond, body, (state, jnp.int32(0)))[0]
 
@@ -763,9 +798,7 @@ class DomeSearch:
         cap = max(self.capacity, capacity_bucket(self.expr.n_nodes))
         tree = self.expr.padded(cap, self.dtype)
         i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-        state = Polish(value=jnp.asarray(tree.value), mse=jnp.asarray(self.mse, self.dtype),
-                       lam=jnp.asarray(1e-3, self.dtype), kept=i32(0), steps=i32(0),
-                       status=i32(RUNNING))
+        state = Polish.start(jnp.asarray(tree.value), self.mse)
         calls = i32(1 if self.deadline is not None else max_steps)
         while True:
             state = polish_steps(tree, self.XT, self.y, self.weights, state, self.floor,
