@@ -43,3 +43,48 @@ def test_polish_between_passes_ends_at_a_fixed_point_of_the_passes(start, coef):
     before = both.expr.value[both.expr.op == CONST].copy()
     assert both.optimise_constants() == (0, False)
     np.testing.assert_array_equal(both.expr.value[both.expr.op == CONST], before)
+
+
+def test_polish_steps_re_use_the_normal_equations_bit_for_bit():
+    """polish_steps carries J^T J, J^T r between a rejected step and the next (the same
+    point): the same constants, MSE, damping and counts as recomputing them at every
+    step (a host loop over _joint_constant_step and _check, the oracle), on a tree whose
+    polish rejects steps."""
+    from jaxsr.symbolic.strategies import (
+        CONVERGED,
+        RUNNING,
+        Polish,
+        _check,
+        _joint_constant_step,
+        polish_steps,
+    )
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(1.0, 2.0, size=(40, 2))
+    y = 2.5 * X[:, 0] / (0.7 + X[:, 1]) + 0.3
+    tree = Expression.parse("(1.0 * (x1 / (1.5 + x2))) + 0.1", ["x1", "x2"])
+    eng = _engine(X, y, tree)
+    t = tree.padded(16)
+    state = Polish.start(jnp.asarray(t.value), eng.mse)
+    out = polish_steps(t, eng.XT, eng.y, eng.weights, state, 0.0, jnp.int32(30),
+                       jnp.int32(30))
+    value, mse, lam = jnp.asarray(t.value), jnp.asarray(eng.mse), 1e-3
+    kept = rejected = steps = 0
+    status = RUNNING
+    while status == RUNNING and steps < 30:
+        cur = t._replace(value=value)
+        v = _joint_constant_step(cur, eng.XT, eng.y, lam, eng.weights)
+        m, ok = _check(cur._replace(value=v), eng.XT, eng.y, eng.weights)
+        good = bool(ok) and float(m) < float(mse)
+        steps += 1
+        if good:
+            value, mse, lam, kept = v, m, max(lam / 10, 1e-12), kept + 1
+            status = CONVERGED if float(m) <= 0.0 else RUNNING
+        else:
+            lam, rejected = lam * 100, rejected + 1
+            status = CONVERGED if lam > 1e6 else RUNNING
+    assert kept >= 2 and rejected >= 1  # the case the re-use is for
+    np.testing.assert_array_equal(np.asarray(out.value), np.asarray(value))
+    assert float(out.mse) == float(mse)
+    np.testing.assert_allclose(float(out.lam), lam, rtol=1e-12)  # XLA: x / 10 as x * 0.1
+    assert (int(out.kept), int(out.steps), int(out.status)) == (kept, steps, status)
