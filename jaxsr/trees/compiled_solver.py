@@ -32,8 +32,7 @@ import numba
 import numpy as np
 
 from . import solver
-from .compiled import (_NB, _sse, support_bounds, support_leaf_loss, support_splits,
-                       support_subtree)
+from .compiled import _NB, _sse, support_bounds, support_leaf_loss, support_splits, support_subtree
 from .solver import Entry, Status
 
 __all__ = ["Problem", "Memo", "Frames", "CompiledState", "init", "step", "terminate",
