@@ -372,6 +372,54 @@ def summary(results) -> str:
     return "\n".join(lines)
 
 
+def cpu_table(results) -> str:
+    """Process CPU seconds per case (jaxsr's second and first fit, pystreed) and, per depth
+    budget, totals, the total ratio, the geometric mean and the worst case of pystreed /
+    jaxsr, and how many cases each tool certified (jaxsr ``optimal_``, pystreed's claim)."""
+    lines = ["CPU seconds (process time around fit; jaxsr = second fit, 1st = first fit):",
+             f"{'dataset':<34} {'lam':>6} {'D':>2} | {'jx cpu':>8} {'jx 1st':>8} "
+             f"{'str cpu':>8} | {'str/jx':>7} | jx opt"]
+    for r in results:
+        j, st = r.get("jaxsr") or {}, r.get("pystreed") or {}
+        jc, sc = j.get("cpu_seconds"), st.get("cpu_seconds")
+        lines.append(f"{r['dataset'][:34]:<34} {r['regularization']:>6g} {r['depth_budget']:>2} | "
+                     f"{_fmt_s(jc):>8} {_fmt_s(j.get('cpu_seconds_cold')):>8} {_fmt_s(sc):>8} | "
+                     f"{_ratio(sc, jc):>7} | {j.get('optimal', 'n/a')}")
+    budgets = sorted({r["depth_budget"] for r in results})
+    for b in budgets + ["all"]:
+        rows = [r for r in results if b == "all" or r["depth_budget"] == b]
+        pairs = [((r.get("jaxsr") or {}), (r.get("pystreed") or {}), r) for r in rows]
+        pairs = [(j, st, r) for j, st, r in pairs
+                 if j.get("cpu_seconds") is not None and st.get("cpu_seconds") is not None]
+        if not pairs:
+            continue
+        tj = sum(j["cpu_seconds"] for j, _, _ in pairs)
+        ts = sum(st["cpu_seconds"] for _, st, _ in pairs)
+        ratios = [max(st["cpu_seconds"], 1e-6) / max(j["cpu_seconds"], 1e-6)
+                  for j, st, _ in pairs]
+        k = int(np.argmin(ratios))
+        w = pairs[k][2]
+        cj = sum(bool(j.get("optimal")) for j, _, _ in pairs)
+        cs = sum(bool(st.get("optimal_claimed")) for _, st, _ in pairs)
+        lines.append(f"CPU totals, budget {b}: jaxsr {tj:.3f} s, pystreed {ts:.3f} s, total ratio "
+                     f"{ts / tj:.3f}, geo-mean {float(np.exp(np.mean(np.log(ratios)))):.3f}, "
+                     f"worst {ratios[k]:.3f} ({w['dataset']} {w['regularization']:g} "
+                     f"D{w['depth_budget']}); certified jaxsr {cj}/{len(pairs)}, "
+                     f"pystreed claims {cs}/{len(pairs)}")
+    return "\n".join(lines)
+
+
+def merge_results(paths, note=None) -> dict:
+    """One results payload from several saved runs (e.g. one process per dataset)."""
+    runs = [json.loads(Path(p).read_text()) for p in paths]
+    payload = {k: v for k, v in runs[0].items() if k != "results"}
+    payload["results"] = [r for run in runs for r in run["results"]]
+    payload["merged_from"] = [str(p) for p in paths]
+    if note:
+        payload["note"] = note
+    return payload
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=["all", "peers", "jaxsr"], default="all")
@@ -393,7 +441,20 @@ def main(argv=None) -> int:
     ap.add_argument("--backends", default="auto,jax",
                     help="jaxsr backends to time (auto = numpy kernels on a CPU host)")
     ap.add_argument("--from-json", help="print the table of a saved results JSON and exit")
+    ap.add_argument("--merge", help="comma-separated saved results JSONs: write them as one "
+                    "(--out, and its .txt table) and exit")
+    ap.add_argument("--note", default=None, help="--merge: a note stored in the JSON")
     args = ap.parse_args(argv)
+    if args.merge:
+        payload = merge_results([p for p in args.merge.split(",") if p], args.note)
+        res = payload["results"]
+        text = table(res) + "\n\n" + summary(res) + "\n\n" + cpu_table(res)
+        print(text)
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(payload, indent=1) + "\n")
+        out.with_suffix(".txt").write_text(text + "\n")
+        return 0
 
     names = list(dataset_paths())
     if args.datasets:
@@ -413,7 +474,7 @@ def main(argv=None) -> int:
         return 0
     if args.from_json:  # re-render a saved run
         res = json.loads(Path(args.from_json).read_text())["results"]
-        print(table(res) + "\n\n" + summary(res))
+        print(table(res) + "\n\n" + summary(res) + "\n\n" + cpu_table(res))
         return 0
 
     peers = {"results": []}
@@ -459,7 +520,7 @@ def main(argv=None) -> int:
                   f"in {_fmt_s(row[key].get('seconds'))}", file=sys.stderr, flush=True)
         results.append(row)
 
-    text = table(results) + "\n\n" + summary(results)
+    text = table(results) + "\n\n" + summary(results) + "\n\n" + cpu_table(results)
     print(text)
     payload = {
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from . import solver
-from .compiled import _NB, _sse, support_bounds, support_splits, support_subtree
+from .compiled import _NB, _sse, support_bounds, support_leaf_loss, support_splits, support_subtree
 from .solver import Entry, Status
 
 __all__ = ["Problem", "Memo", "Frames", "CompiledState", "init", "step", "terminate",
@@ -277,6 +277,37 @@ def _cheap(P, E):
 
 
 @numba.njit(**_NB)
+def _eq(P, E):
+    """Equivalent points loss of a support (objective units; 0 without that bound)."""
+    return E / P.prm[1] if P.iprm[1] else 0.0
+
+
+@numba.njit(**_NB)
+def _leaf_budget(P, E, cap):
+    """The most leaves of a tree that can cost less than ``cap`` (``lambda > 0``).
+
+    A tree with ``L`` leaves costs at least ``eq + lambda L`` (its loss is at least the
+    equivalent points loss ``eq`` of the support, Theorem 3.3), so only trees with
+    ``L <= lmax`` leaves, the largest ``L`` with ``eq + lambda L`` short of the cap (by
+    :data:`RTOL`), can beat it; a tree with more than ``lmax - 1`` split levels has more
+    than ``lmax`` leaves. So the best tree with ``lmax - 1`` levels is the optimum when it
+    costs less than the cap, and else every tree costs at least
+    ``min(its cost, eq + lambda (lmax + 1))``, which reaches the cap. Returns 0 when not
+    even a leaf can beat the cap; at most ``2^30``."""
+    lam = P.prm[0]
+    eq = _eq(P, E)
+    x = (cap - eq) / lam
+    if not x < 2.0 ** 30:
+        return np.int64(1 << 30)
+    L = np.int64(max(np.floor(x), 0.0))
+    while L >= 1 and _reaches(eq + lam * L, cap):
+        L -= 1
+    while not _reaches(eq + lam * (L + 1), cap):
+        L += 1
+    return L
+
+
+@numba.njit(**_NB)
 def _kernel_work(M, n, levels):
     if levels >= 3:
         return n * M * M * 3.0 + 40.0 * M ** 3 + 1.0
@@ -515,6 +546,31 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         e = _entry(P, memo, ctr, slot, fr.cwords, fr.cmask, d)
     if memo.i[e, M_SOLVED] != 0 or _reaches(memo.f[e, M_LB], cap) or stopped:
         return e, False
+    if kl > 0 and cap < np.inf and P.prm[0] > 0:
+        # only trees with at most lmax leaves, so at most lmax - 1 split levels, can beat
+        # the cap (_leaf_budget): when that is fewer levels than the subproblem has and
+        # the kernel covers them, the kernel decides at once
+        lmax = _leaf_budget(P, E, cap)
+        lev = lmax - 1
+        if lev < d - 1 and lev <= kl:
+            if lev >= 1:
+                c, f = _kernel(P, fr.cmask, lev)
+                ctr[C_KERNEL] += 1
+            else:
+                c = support_leaf_loss(fr.cmask, P.cls[0], P.cls[1], P.cls[2]) / P.prm[1] \
+                    + P.prm[0]
+                f = _nl(-1)
+            if not _reaches(c, cap):  # the optimum: every deeper tree reaches the cap
+                memo.f[e, M_LB] = c
+                memo.f[e, M_UB] = c
+                memo.f[e, M_DEEP] = np.inf
+                memo.i[e, M_FEAT] = f
+                memo.i[e, M_SOLVED] = 1
+                memo.i[e, M_KLEV] = lev if (d > kl + 1 and lev >= 1) else -1
+                return e, False
+            lbk = min(c, _eq(P, E) + P.prm[0] * (lmax + 1))  # reaches the cap
+            memo.f[e, M_LB] = max(memo.f[e, M_LB], min(lbk, memo.f[e, M_UB]))
+            return e, False
     if kl > 0 and d <= kl + 1:
         c, f = _kernel(P, fr.cmask, d - 1)
         ctr[C_KERNEL] += 1

@@ -147,11 +147,36 @@ def load_native_kernels() -> None:
 
     X = ((np.arange(16)[:, None] >> np.arange(4)) & 1).astype(bool)
     y = np.sin(np.arange(16.0))
-    OptimalTreeSearch(X, y, np.ones(16), regularization=0.0, depth_budget=6,
+    # lambda > 0: with 0 the first bound solves the root and the solver loop never runs
+    # (nor gets compiled and cached)
+    OptimalTreeSearch(X, y, np.ones(16), regularization=0.01, depth_budget=6,
                       native=True).run()
     memo = compiled_solver._new_memo(4, 1)
     compiled_solver.rebuild_table(memo, 0)  # used when a memo grows
     _NATIVE_LOADED[0] = True
+
+
+def _leaf_budget(eq, lam, cap):
+    """The most leaves of a tree that can cost less than ``cap`` (``lam > 0``).
+
+    A tree with ``L`` leaves costs at least ``eq + lam L`` (its loss is at least the
+    equivalent points loss ``eq`` of its support, Theorem 3.3; 0 without that bound), so
+    only trees with ``L <= lmax`` leaves -- the largest ``L`` with ``eq + lam L`` short of
+    the cap by :data:`~jaxsr.trees.solver.RTOL` -- can beat it, and a tree with more than
+    ``lmax - 1`` split levels has more than ``lmax`` leaves. So the best tree with
+    ``lmax - 1`` levels is the optimum of the subproblem when it costs less than the cap,
+    and otherwise every tree costs at least ``min(its cost, eq + lam (lmax + 1))``, which
+    reaches the cap. Returns 0 when not even a leaf can beat the cap, at most ``2^30``
+    (the same arithmetic as :func:`jaxsr.trees.compiled_solver._leaf_budget`)."""
+    x = (cap - eq) / lam
+    if not x < 2.0 ** 30:
+        return 1 << 30
+    L = int(max(np.floor(x), 0.0))
+    while L >= 1 and _reaches(eq + lam * L, cap):
+        L -= 1
+    while not _reaches(eq + lam * (L + 1), cap):
+        L += 1
+    return L
 
 
 def native_for_time_limit(seconds_left):
@@ -613,6 +638,26 @@ class OptimalTreeSearch:
             e = self._entry(key, mask, tot, leaf)
         if e.solved or _reaches(e.lb, cap) or stopped:
             return e, None
+        if self.kl and not self.l1 and np.isfinite(cap) and self.lam > 0:
+            # only trees with at most lmax leaves (at most lmax - 1 levels) can beat the
+            # cap: when that is fewer levels than d - 1 and the kernel covers them, the
+            # kernel decides at once (compiled_solver._leaf_budget)
+            eq = float(tot[STAT_E]) / self.norm if self.equiv else 0.0
+            lmax = _leaf_budget(eq, self.lam, cap)
+            lev = lmax - 1
+            if lev < d - 1 and lev <= self.kl:
+                if lev >= 1:
+                    c, f = self._kernel(mask, lev)
+                    self.n_kernel += 1
+                else:
+                    c, f = self._leaf_cost(mask), -1
+                if not _reaches(c, cap):  # the optimum: every deeper tree reaches the cap
+                    klev = lev if (d > self.kl + 1 and lev >= 1) else -1
+                    e = memo[key] = Entry(c, c, f, True, klev, np.inf)
+                    return e, None
+                lbk = min(c, eq + self.lam * (lmax + 1))  # reaches the cap
+                e = memo[key] = e._replace(lb=max(e.lb, min(lbk, e.ub)))
+                return e, None
         if self.kl and d <= self.kl + 1:
             c, f = self._kernel(mask, d - 1)
             self.n_kernel += 1

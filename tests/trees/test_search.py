@@ -750,3 +750,42 @@ def test_compiled_solver_equals_the_python_solver(monkeypatch):
             assert ref.objective <= s.objective * (1 + 1e-12)
             assert _tree_objective(s.tree, X, y, w, lam, sst) == pytest.approx(s.objective,
                                                                                rel=1e-9)
+
+
+def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum(monkeypatch):
+    """Under a cap only trees with at most ``lmax`` leaves can win (each leaf costs lambda
+    on top of the equivalent points loss), so a kernel with ``lmax - 1`` levels decides the
+    subproblem (search._leaf_budget): on rows with repeated feature vectors (classes with
+    internal loss, where the budget is tight) the Python and the compiled solver keep the
+    exact optimum and certificate for every kernel depth, and the rule is used."""
+    from jaxsr.trees import search as search_mod
+
+    used = [0]
+    orig = search_mod._leaf_budget
+
+    def counting(eq, lam, cap):
+        L = orig(eq, lam, cap)
+        used[0] += L - 1 <= 3
+        return L
+
+    monkeypatch.setattr(search_mod, "_leaf_budget", counting)
+    for seed in range(3):
+        rng = np.random.default_rng(900 + seed)
+        base = rng.integers(0, 2, size=(10, 5))
+        rows = rng.integers(0, 10, size=70)
+        X = base[rows]
+        y = np.round(2.0 * X[:, 0] - 1.5 * X[:, 1] * X[:, 2] + X[:, 3] * X[:, 0]
+                     + rng.normal(size=70) * 0.8, 2)
+        w = rng.integers(1, 3, size=70).astype(float)
+        sst = float(np.dot(w, (y - np.dot(w, y) / w.sum()) ** 2))
+        for depth, lam in ((4, 0.002), (5, 0.004), (6, 0.01)):
+            ref = memo_oracle(X, y, w, lam, depth)
+            for el in (1, 2, 3):
+                for native in (False, True):
+                    r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
+                                          exact_levels=el, native=native).run()
+                    assert r.objective == pytest.approx(ref, rel=1e-9), (seed, depth, el)
+                    assert r.lower_bound == pytest.approx(ref, rel=1e-9), (seed, depth, el)
+                    assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(
+                        ref, rel=1e-9)
+    assert used[0] > 0
