@@ -315,6 +315,20 @@ def _kernel_work(M, n, levels):
 
 
 @numba.njit(**_NB)
+def _affordable(P, fst, mask, levels):
+    """A kernel call on ``mask`` is predicted to end before the deadline (as of the last
+    clock read; always without a time limit)."""
+    if not fst[F_DEADLINE] < np.inf:
+        return True
+    n = 0
+    for u in range(mask.shape[0]):
+        if mask[u]:
+            n += 1
+    work = _kernel_work(P.X.shape[1], n, levels)
+    return fst[F_RATE] * work < fst[F_DEADLINE] - fst[F_NOW]
+
+
+@numba.njit(**_NB)
 def _kernel(P, mask, levels):
     c, f = support_subtree(mask, P.X, P.cls[0], P.cls[1], P.cls[2], P.cls[3], levels,
                            P.prm[0] * P.prm[1], P.prm[2])
@@ -552,7 +566,7 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         # the kernel covers them, the kernel decides at once
         lmax = _leaf_budget(P, E, cap)
         lev = lmax - 1
-        if lev < d - 1 and lev <= kl:
+        if lev < d - 1 and lev <= kl and (lev < 1 or _affordable(P, fst, fr.cmask, lev)):
             if lev >= 1:
                 c, f = _kernel(P, fr.cmask, lev)
                 ctr[C_KERNEL] += 1

@@ -645,7 +645,8 @@ class OptimalTreeSearch:
             eq = float(tot[STAT_E]) / self.norm if self.equiv else 0.0
             lmax = _leaf_budget(eq, self.lam, cap)
             lev = lmax - 1
-            if lev < d - 1 and lev <= self.kl:
+            if lev < d - 1 and lev <= self.kl and (
+                    lev < 1 or self._affordable(int(mask.sum()), lev)):
                 if lev >= 1:
                     c, f = self._kernel(mask, lev)
                     self.n_kernel += 1
