@@ -419,7 +419,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._check_params()
         dt = resolve_dtype(self.dtype)
         Xa, ya = validate_X_y(self, X, y, dtype=dt)
-        square_target = self._square_target(ya)  # issue 12: y**2 for the sqrt(p) search
+        square_target = self._square_target(ya, dt)  # issue 12: y**2 for the sqrt(p) search
         w = (None if sample_weight is None
              else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt))
         X_val = y_val = w_val = None
@@ -580,20 +580,20 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return out
 
     # ---------------------------------------------------------------- square target
-    def _square_target(self, y):
+    def _square_target(self, y, dt):
         """``(sign, y**2)`` when the square-target search applies (``"sqrt"`` among the
         unary operators, every target (training and validation rows) of one sign,
         ``y**2`` comfortably inside the float range: between ``sqrt(tiny)`` and
-        ``sqrt(max)`` of the dtype); else ``None``."""
+        ``sqrt(max)`` of the dtype ``dt``); else ``None``."""
         if "sqrt" not in (self.unary_operators or ()):
             return None
         y = np.asarray(y, np.float64)
         sign = 1.0 if np.all(y > 0) else -1.0 if np.all(y < 0) else 0.0
-        if sign == 0.0 or y.size == 0:
+        if sign == 0.0:
             return None
         with np.errstate(all="ignore"):
             g = y * y
-        fi = np.finfo(resolve_dtype(self.dtype))
+        fi = np.finfo(dt)
         if not (np.all(np.isfinite(g)) and g.min() >= np.sqrt(fi.tiny)
                 and g.max() <= np.sqrt(fi.max)):
             return None

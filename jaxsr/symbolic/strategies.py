@@ -439,11 +439,12 @@ def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_call
                  unary=False):
     """Up to ``max_calls`` steps (of ``max_steps`` in all) of the joint constant polish
     of :meth:`DomeSearch.polish_constants` in one jitted loop: a damped Gauss-Newton step
-    (:func:`_joint_constant_step`) is kept when the new tree is valid and its true MSE
-    lower (then ``lam / 10``, at least ``1e-12``, and the loop ends at the floor), else
-    ``lam * 100`` (ends above ``1e6``). The normal equations are computed once per point
-    (carried in the state): after a rejected step the next one re-uses them, the same
-    numbers as computing them again."""
+    (:func:`_damped_step` on the normal equations of :func:`_normal_equations`, the
+    step of :func:`_joint_constant_step`) is kept when the new tree is valid and its true
+    MSE lower (then ``lam / 10``, at least ``1e-12``, and the loop ends at the floor),
+    else ``lam * 100`` (ends above ``1e6``). The normal equations are computed once per
+    point (carried in the state): after a rejected step the next one re-uses them, the
+    same numbers as computing them again."""
 
     def cond(carry):
         s, calls = carry
