@@ -989,7 +989,7 @@ def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> Compi
     status = None
     if entry.solved:
         status = Status.OPTIMAL
-    elif time_limit is not None and time_limit <= 0:
+    elif time_limit is not None and (time_limit <= 0 or time.perf_counter() > t0 + time_limit):
         status = Status.TIME_LIMIT
     if status is not None:
         ctr[C_STATUS] = {Status.OPTIMAL: 1, Status.TIME_LIMIT: 2}[status]

@@ -47,6 +47,23 @@ _batched_kmeans = jax.jit(
     static_argnums=(5, 7))
 
 
+# seconds of the slowest call seen per compiled signature, process-wide (jit caches its
+# compilations per process): a time-limited search makes a device call only when it is
+# predicted to end before the deadline (:meth:`DeviceBatcher.affordable`)
+_CALL_SECONDS: dict = {}
+_MEASURED: set = set()  # signatures timed after their compiling call
+COMPILE_SECONDS = 20.0
+"""Seconds allowed for the first call of a signature (its compilation: 1-7 s measured on
+CPU); a time-limited search with less time left skips the call (the host evaluates those
+children instead, the same optimum)."""
+
+
+def compiled_for(Up: int, M: int) -> bool:
+    """Whether a batched kernel was already called (compiled) in this process for
+    ``Up`` padded classes (and ``M`` features, for the subtree kernel)."""
+    return any(sig[1] == Up and (sig[0] == "kmeans" or sig[2] == M) for sig in _CALL_SECONDS)
+
+
 def _pad_rows(a, n):
     out = np.zeros((n,) + a.shape[1:], dtype=a.dtype)
     out[: a.shape[0]] = a
@@ -120,22 +137,52 @@ class DeviceBatcher:
 
         return put
 
+    def affordable(self, sig, deadline) -> bool:
+        """A call of signature ``sig`` is predicted to end before ``deadline``
+        (``time.perf_counter`` seconds; None: no limit): its slowest time seen, or
+        :data:`COMPILE_SECONDS` when it was never called (compiled) in this process."""
+        if deadline is None:
+            return True
+        import time
+
+        need = _CALL_SECONDS.get(sig, COMPILE_SECONDS)
+        return need < deadline - time.perf_counter()
+
+    def _timed(self, sig, fn, *args):
+        import time
+
+        t = time.perf_counter()
+        out = jax.block_until_ready(fn(*args))
+        dt = time.perf_counter() - t
+        if sig not in _CALL_SECONDS:  # the first call compiles: a tenth of it as a guess
+            _CALL_SECONDS[sig] = 0.1 * dt
+            _MEASURED.discard(sig)
+        elif sig not in _MEASURED:
+            _CALL_SECONDS[sig] = dt
+            _MEASURED.add(sig)
+        else:
+            _CALL_SECONDS[sig] = max(_CALL_SECONDS[sig], dt)
+        return out
+
     def _chunks(self, B, per_item_bytes):
         c = int(max(1, min(64, self.chunk_bytes // max(per_item_bytes, 1))))
         c = 1 << (c.bit_length() - 1)  # power of two
         # two batch shapes per kernel (8 and the memory cap): few compilations per fit
         return min(c, 8) if B <= 8 else c
 
-    def subtrees(self, masks: np.ndarray, levels: int, centre: float = 0.0):
+    def subtrees(self, masks: np.ndarray, levels: int, centre: float = 0.0, deadline=None):
         """Exact optimal subtrees of a batch of supports.
 
         Args:
           masks: ``(B, U)`` bool supports. levels: split levels (1..3).
           centre: the targets' centre for the sums (the parent subproblem's mean, so the
             losses round relative to its spread).
+          deadline: ``time.perf_counter`` seconds or None: the chunks not predicted to end
+            before it are not evaluated (:meth:`affordable`).
 
         Returns:
-          ``(costs (B,) float, features (B,) int)``.
+          ``(costs (B,) float, features (B,) int, done)``: the first ``done`` are evaluated
+          (all of them without a deadline).
         """
         B = masks.shape[0]
         M = self.M
@@ -143,41 +190,54 @@ class DeviceBatcher:
         c = self._chunks(B, per)
         costs = np.empty(B)
         feats = np.empty(B, dtype=int)
+        sig = ("subtrees", self.Up, M, c, int(levels), self.m1)
+        done = 0
         with jax.enable_x64(True):
             for s in range(0, B, c):
+                if not self.affordable(sig, deadline):
+                    break
                 m = _pad_rows(masks[s:s + c], c)
                 m = np.concatenate([m, np.zeros((c, self.Up - self.U), bool)], axis=1)
-                cc, ff = _batched_subtrees(self.X, self.W, self.mean, self.E, self.N,
-                                           float(centre), self._place(m, 1), self.lam,
-                                           self.norm, levels, self.m1)
+                cc, ff = self._timed(sig, _batched_subtrees, self.X, self.W, self.mean,
+                                     self.E, self.N, float(centre), self._place(m, 1),
+                                     self.lam, self.norm, levels, self.m1)
                 n = min(c, B - s)
                 costs[s:s + n] = np.asarray(cc)[:n]
                 feats[s:s + n] = np.asarray(ff)[:n]
                 self.n_calls += 1
-        return costs, feats
+                done = s + n
+        return costs, feats, done
 
-    def kmeans_bounds(self, masks: np.ndarray, max_clusters: int, min_clusters: int):
+    def kmeans_bounds(self, masks: np.ndarray, max_clusters: int, min_clusters: int,
+                      deadline=None):
         """k-Means equivalent-points lower bounds of a batch of supports.
 
         Args:
           masks: ``(B, U)`` bool supports (class order of the search).
           max_clusters: static cap on the clusters (leaves). min_clusters: 1 or 2.
+          deadline: as in :meth:`subtrees`.
 
         Returns:
-          ``(B,)`` float bounds (objective units).
+          ``(bounds (B,) float (objective units), done)``: the first ``done`` evaluated.
         """
         B = masks.shape[0]
         per = 8.0 * 6 * self.Up * self.Up
         c = self._chunks(B, per)
         out = np.empty(B)
+        sig = ("kmeans", self.Up, c, int(max_clusters), int(min_clusters))
+        done = 0
         with jax.enable_x64(True):
             for s in range(0, B, c):
+                if not self.affordable(sig, deadline):
+                    break
                 m = _pad_rows(masks[s:s + c][:, self.korder], c)
                 m = np.concatenate([m, np.zeros((c, self.Up - self.U), bool)], axis=1)
-                lb = _batched_kmeans(self.kW, self.kS, self.kQ, self._place(m, 1), self.lam,
-                                     int(max_clusters), self.norm, int(min_clusters))
+                lb = self._timed(sig, _batched_kmeans, self.kW, self.kS, self.kQ,
+                                 self._place(m, 1), self.lam, int(max_clusters), self.norm,
+                                 int(min_clusters))
                 n = min(c, B - s)
                 out[s:s + n] = np.asarray(lb)[:n]
                 self.n_calls += 1
                 self.n_kmeans_items += n
-        return out
+                done = s + n
+        return out, done

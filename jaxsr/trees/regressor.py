@@ -378,7 +378,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         lam, depth, msl, bounds, dt = self._check_params()
         # the host backend computes in numpy only: no JAX scope (its float64 check compiles
         # a JAX op, 0.2-0.5 s on the first fit of a process)
-        scope = (precision(dt) if self._resolve_backend() == "jax"
+        # (nor under a time limit shorter than a device compilation: the device is then
+        # used only if its kernels are compiled, and the check costs ~0.05 s)
+        from .device import COMPILE_SECONDS
+
+        short = self.time_limit is not None and float(self.time_limit) < COMPILE_SECONDS
+        scope = (precision(dt) if self._resolve_backend() == "jax" and not short
                  else contextlib.nullcontext(resolve_dtype(dt)))
         with scope:
             ya = check_target(y, dtype=dt)
@@ -399,9 +404,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             time_left = (None if self.time_limit is None else
                          max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
             native = None
-            if time_left is not None and backend == "numpy" and self.loss == "squared_error":
+            if time_left is not None and self.loss == "squared_error":
                 # the one-time load of the compiled kernels counts in the time limit: done
-                # here when the budget affords it, else the numpy kernels are used
+                # here when the budget affords it, else the numpy kernels are used (both
+                # backends: the "jax" one runs host kernels between its device calls)
                 native = native_for_time_limit(time_left)
                 time_left = max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit))
             search = OptimalTreeSearch(
@@ -410,6 +416,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 bounds=bounds, exact_levels=el, time_limit=time_left,
                 verbose=bool(self.verbose), backend=backend, native=native,
                 mesh=resolve_mesh(self.mesh, "classes")[0])
+            if self.time_limit is not None:  # what is left after the search's set-up
+                search.time_limit = max(0.0, float(self.time_limit)
+                                        - (time.perf_counter() - t_fit))
             res = search.run(max_steps=self.max_steps)
         tree = res.tree
         tree.feature_names = list(bnames)

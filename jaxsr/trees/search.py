@@ -69,6 +69,7 @@ the minimum over the root's splits of the (memoised or cheap) bounds of their ch
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -91,6 +92,7 @@ from .stats import (
     class_statistics,
     recentre,
     scale_targets,
+    sse,
     stats_loss,
 )
 from .subtrees import best_subtree_np, distinct_splits
@@ -194,6 +196,8 @@ def native_for_time_limit(seconds_left):
     """
     if seconds_left is None or _NATIVE_LOADED[0]:
         return None
+    if seconds_left < _LOAD_SECONDS:
+        return False  # not even a load from the cache fits (and telling costs ~0.3 s)
     cached = native_kernels_cached()
     if seconds_left >= (_LOAD_SECONDS if cached else _COMPILE_SECONDS):
         load_native_kernels()
@@ -411,13 +415,19 @@ class OptimalTreeSearch:
         # would prune real improvements where the optimum is small next to the root loss)
         self.rtol = _RTOL
         self.dev = None
-        if backend == "jax":
-            from .device import DeviceBatcher
-            self.dev = DeviceBatcher(self.Xc, self.st4, self.korder, self.lam, self.norm,
-                                     self.m1, mean=self.cls_mean, E=st[:, STAT_E],
-                                     mesh=mesh)
+        self.deadline = None
+        self._jax = backend == "jax"
+        self._mesh = mesh
+        if self._jax:
+            from .device import COMPILE_SECONDS
+
+            # under a short time limit the device is set up only when a call can be made
+            # (:meth:`_device`): its first use in a process costs ~0.1 s
+            if time_limit is None or time_limit >= COMPILE_SECONDS:
+                self._device()
         self.deadline = None
         self._kernel_rate = 3e-8  # seconds per element operation of the kernel (updated)
+        self._kmeans_rate = 0.0  # seconds per class of a k-means bound (the most seen)
         self.memo: dict = {}  # (packed support, levels) -> solver.Entry
         self._by_support: dict = {}  # support -> [memo keys] (lower bounds shared)
         self.n_kernel = 0
@@ -503,6 +513,14 @@ class OptimalTreeSearch:
             return b, deep
         if cmax < self.look:
             return np.inf, np.inf
+        # the time limit: no k-means (the cheap bounds stay: valid, weaker) when it is
+        # predicted not to end before the deadline (the largest seconds per class, or
+        # per sample for k-medians, seen so far: the root's comes first)
+        size = max(float(tot[STAT_N] if self.l1 else tot[STAT_C]), 1.0)
+        if self.deadline is not None and (self._kmeans_rate * size
+                                          >= self.deadline - time.perf_counter()):
+            return b, deep
+        t_k = time.perf_counter()
         stop = self.lam * self.norm
         if self.l1:
             sm = mask[self.cls_s]
@@ -528,6 +546,7 @@ class OptimalTreeSearch:
             s = self._sub_stats(sel)
             losses = kmeans_losses_np(s[:, STAT_W], s[:, STAT_S], s[:, STAT_Q], cmax, stop)
         self.n_kmeans += 1
+        self._kmeans_rate = max(self._kmeans_rate, (time.perf_counter() - t_k) / size)
         if not self.l1 and self.kl and cmax >= kdeep:
             deep = max(deep, kmeans_bound(losses, self.lam, self.norm, kdeep))
         return max(b, kmeans_bound(losses, self.lam, self.norm, self.look)), deep
@@ -561,6 +580,13 @@ class OptimalTreeSearch:
         print(f"[osrt] lower bound {lb:.6f}  upper bound {e.ub:.6f}  "
               f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
               f"elapsed {time.perf_counter() - state.t0:.2f} s", file=sys.stderr, flush=True)
+
+    def _build_seconds(self, nodes):
+        """Predicted seconds to extract a tree of ``nodes`` nodes (:meth:`_build`: a leaf
+        value per node from the samples) and for the estimator to recompute its objective
+        from its predictions (measured ~15 us + 5 ns per sample a node, ~1 ms + 10 ns per
+        sample for the rest; doubled, as a margin)."""
+        return 2.0 * (nodes * (1.5e-5 + 5e-9 * self.n) + 1e-3 + 1e-8 * self.n)
 
     def _kernel_work(self, n_classes, levels):
         """Rough element operations of one shallow-kernel call (for the time limit)."""
@@ -734,8 +760,29 @@ class OptimalTreeSearch:
             lt, lf = stats_loss(a), stats_loss(comp)
         return F, a, comp, lt / self.norm + self.lam, lf / self.norm + self.lam
 
+    def _device(self):
+        """The :class:`~jaxsr.trees.device.DeviceBatcher` (``backend="jax"``), made at the
+        first call; None while a time limit leaves less than a compilation
+        (:data:`~jaxsr.trees.device.COMPILE_SECONDS`) and nothing is compiled for this
+        fit's shapes in the process (the host then evaluates the children)."""
+        if self.dev is None and self._jax:
+            from . import device
+
+            n_dev = 1 if self._mesh is None else int(self._mesh.devices.size)
+            Up = max(64 * n_dev, -(-self.U // (64 * n_dev)) * 64 * n_dev)
+            if (self.deadline is None
+                    or self.deadline - time.perf_counter() >= device.COMPILE_SECONDS
+                    or device.compiled_for(Up, self.M)):
+                self.dev = device.DeviceBatcher(
+                    self.Xc, self.st4, self.korder, self.lam, self.norm, self.m1,
+                    mean=self.cls_mean, E=self.stats[:, STAT_E], mesh=self._mesh)
+        return self.dev
+
     def _device_children(self, mask, d, masks, keys, stats, leaves, deffs):
-        """Evaluate all new children of a subproblem in batched device calls."""
+        """Evaluate all new children of a subproblem in batched device calls; False when
+        the device is not used (see :meth:`_device`)."""
+        if self._device() is None:
+            return False
         memo = self.memo
         sel_m, sel_k, sel_st, sel_leaf, sel_d = [], [], [], [], []
         for side in (0, 1):
@@ -747,30 +794,32 @@ class OptimalTreeSearch:
                     sel_leaf.append(leaves[side][i])
                     sel_d.append(int(deffs[side][i]))
         if not sel_k:
-            return
+            return True
         bm = np.stack(sel_m)
         if not self.l1 and d - 1 <= self.kl + 1:
             W = self.stats[mask, STAT_W]
             Wt = float(W.sum())
             centre = float(np.dot(W, self.cls_mean[mask]) / Wt) if Wt > 0 else 0.0
-            costs, feats = self.dev.subtrees(bm, d - 2, centre)
-            self.n_kernel += len(sel_k)
-            for k, c, f in zip(sel_k, costs, feats, strict=True):
+            # under a time limit, only the chunks predicted to end before the deadline
+            # (a first call compiles): the others stay new, solved on the host if visited
+            costs, feats, done = self.dev.subtrees(bm, d - 2, centre, self.deadline)
+            self.n_kernel += done
+            for k, c, f in zip(sel_k[:done], costs[:done], feats[:done], strict=True):
                 memo[k] = Entry(float(c), float(c), int(f), True, -1, np.inf)
-            return
+            return done == len(sel_k)
         if (self.l1 or not self.use_kmeans or self.U > _DEVICE_KMEANS_MAX_CLASSES
                 or not self.dev.batch_kmeans):
-            return
+            return True
         st = np.stack(sel_st)
         cheap = np.broadcast_to(self._cheap_split_bound(st), (len(sel_k),))
         # children have at most max(sel_d) levels, so at most 2^(max(sel_d)-1) leaves
         kmax = int(min(1 << min(max(sel_d) - 1, 20), self.U))
         K = max(min(kmax, _DEVICE_KMEANS_MAX_CLUSTERS), self.look)
-        kb = self.dev.kmeans_bounds(bm, K, self.look)
+        kb, done = self.dev.kmeans_bounds(bm, K, self.look, self.deadline)
         if kmax > K:  # trees with more than K leaves: loss >= E, leaves >= K + 1
             kb = np.minimum(kb, st[:, STAT_E] / self.norm + self.lam * (K + 1))
-        self.n_kmeans += len(sel_k)
-        for j, k in enumerate(sel_k):
+        self.n_kmeans += done
+        for j, k in enumerate(sel_k[:done]):
             leaf = sel_leaf[j]
             sb = max(float(cheap[j]), float(kb[j]))
             if _reaches(sb, leaf):
@@ -780,6 +829,7 @@ class OptimalTreeSearch:
                 deep = max(sb, float(self._deep_base(sel_st[j]))) if kd else np.inf
                 memo[k] = Entry(float(min(leaf, sb)), float(leaf), -1, False,
                                 _UNTRIED if kd else -1, float(deep))
+        return done == len(sel_k)
 
     def _expansion(self, key, mask, cap, is_root):
         """The children of every split of a subproblem, their bounds and their order."""
@@ -804,9 +854,10 @@ class OptimalTreeSearch:
                  for i in range(F.size)]
         keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None
                  for i in range(F.size)]
-        if self.dev is not None and d >= 3:
-            self._device_children(mask, d, (maskT, maskF), (keysT, keysF), (a, comp),
-                                  (leafT, leafF), (dT, dF))
+        if self._jax and d >= 3 and self._device_children(
+                mask, d, (maskT, maskF), (keysT, keysF), (a, comp), (leafT, leafF),
+                (dT, dF)):
+            pass
         elif is_root:
             # anytime: the bounds of every root child at once (k-means included), so the
             # root's lower bound is the least bound sum over all its splits from the start
@@ -855,30 +906,37 @@ class OptimalTreeSearch:
         blas.__enter__()
         self.deadline = None if self.time_limit is None else t0 + float(self.time_limit)
         try:
-            e = self._new_entry(mask, tot, leaf, d)
             self._greedy_nodes = None
-            if not e.solved and self.greedy and not (self.kl and d <= self.kl + 1):
-                # anytime: the search starts from the greedy CART tree's objective, and
-                # never returns a worse tree
+            g = np.inf
+            if self.greedy and d > 1 and not (self.kl and d <= self.kl + 1):
+                # anytime: the greedy CART tree first (a few ms), so the search starts
+                # from its objective and never returns a worse tree, even when the time
+                # limit stops it before the root's bounds are computed
                 g, nodes = self._greedy(mask, d)
-                if solver.improves(g, e.ub):
-                    self._greedy_nodes = nodes
-                    e = e._replace(ub=g, feat=_GREEDY, lb=min(e.lb, g))
-                    if _reaches(e.lb, e.ub):
-                        e = e._replace(lb=e.ub, solved=True)
+            if self.deadline is not None:
+                # the time limit covers the tree's extraction and the estimator's
+                # objective after the search: both are reserved, sized by the incumbent
+                kept = 1 if g == np.inf else sum(1 for nd in nodes if nd[1] >= 0) * 2 + 1
+                self.deadline -= self._build_seconds(kept)
+            e = self._new_entry(mask, tot, leaf, d)
+            if not e.solved and solver.improves(g, e.ub):
+                self._greedy_nodes = nodes
+                e = e._replace(ub=g, feat=_GREEDY, lb=min(e.lb, g))
+                if _reaches(e.lb, e.ub):
+                    e = e._replace(lb=e.ub, solved=True)
+            limit = None if self.deadline is None else self.deadline - t0
             next_print = t0 + 1.0
             bar = self._progress_bar()
-            if self._native() and not self.l1 and self.dev is None:
+            if self._native() and not self.l1 and not self._jax:
                 # the same solver, compiled (:mod:`jaxsr.trees.compiled_solver`)
                 from . import compiled_solver as cs
 
-                ref = [cs.init(self, (key, mask, d), e, self.time_limit, max_steps, t0)]
+                ref = [cs.init(self, (key, mask, d), e, limit, max_steps, t0)]
                 self.memo = cs.CompiledMemo(self, ref)
                 mod = cs
             else:
                 self.memo[key] = e
-                ref = [solver.init(self, (key, mask, tot, leaf), self.time_limit,
-                                   max_steps, t0)]
+                ref = [solver.init(self, (key, mask, tot, leaf), limit, max_steps, t0)]
                 mod = None
             state = ref[0]
             while state.status is None:
@@ -963,54 +1021,110 @@ class OptimalTreeSearch:
             loss = float(self.scale.loss_to_y(np.sum(ws * (ys - t) ** 2), 2))
         return v, int(sm.sum()), W * self.scale.w_max, loss
 
+    def _greedy_node(self, m, lev):
+        """A node of the greedy tree on support ``m`` with at most ``lev`` levels:
+        ``(leaf cost, levels, feature, gain)``.
+
+        ``levels`` is ``lev`` capped by the node's own leaf budget (:meth:`_deff`, the
+        same arithmetic); the split (when ``levels > 1``) is the one of least children's
+        loss (vectorised over all features: one product of the support's statistics with
+        its class rows, or the compiled one-split kernel), kept only when it lowers the
+        loss; ``gain = leaf - (children's loss + lambda)`` in objective units. ``feature =
+        -1`` (gain 0) when no split lowers the loss."""
+        if self.l1 or self._native():
+            leaf = self._leaf_cost(m)
+            tot = self.stats[m].sum(0)
+            st = None
+        else:  # one pass: the support's statistics serve the leaf, the budget and the split
+            idx = np.flatnonzero(m)
+            raw = self.stats[idx]
+            tot = raw.sum(0)
+            st = recentre(raw, self.cls_mean[idx])[:, _ST4]  # W, S, Q, N about its mean
+            stot = st.sum(0)
+            leaf = float(max(sse(stot[0], stot[1], stot[2]), tot[STAT_E])) / self.norm + self.lam
+        r = min(float(tot[STAT_C]), math.floor(float(tot[STAT_N]) / self.m1), float(lev))
+        if self.lam > 0:
+            gap = leaf - (float(tot[STAT_E]) / self.norm if self.equiv else 0.0)
+            r = min(r, math.floor(gap / self.lam * (1 + 1e-9) + 1e-9))
+        lev = int(max(r, 1))
+        if lev <= 1:
+            return leaf, lev, -1, 0.0
+        if self.l1:
+            F, _, _, leafT, leafF = self._children(m)
+            if F.size == 0:
+                return leaf, lev, -1, 0.0
+            c = leafT + leafF - self.lam  # the children's loss + lambda
+            k = int(np.argmin(c))
+            f, c = int(F[k]), float(c[k])
+        elif st is None:
+            # the compiled one-split kernel with no leaf penalty: the split of least
+            # children's loss, or -1 when none decreases the loss
+            from .compiled import support_subtree
+
+            c, f = support_subtree(m, self._Xu8, self._Wc, self.cls_mean, self._Ec,
+                                   self._Nc, 1, 0.0, float(self.m1))
+            f, c = int(f), float(c) / self.norm + self.lam
+            if f < 0:
+                return leaf, lev, -1, 0.0
+        else:
+            a = st.T @ self.Xc[idx]  # (4, M): every feature's "true" child at once
+            comp = stot[:, None] - a
+            ok = (a[3] >= self.m1) & (comp[3] >= self.m1)
+            if not ok.any():
+                return leaf, lev, -1, 0.0
+            c = np.where(ok, sse(a[0], a[1], a[2]) + sse(comp[0], comp[1], comp[2]), np.inf)
+            f = int(np.argmin(c))
+            c = float(c[f]) / self.norm + self.lam
+        return (leaf, lev, f, leaf - c) if solver.improves(c, leaf) else (leaf, lev, -1, 0.0)
+
     def _greedy(self, mask, d):
         """Greedy CART on the binary features, pruned for the objective (the incumbent).
 
-        Grows depth first (explicit stack) with the split of least children's loss while
-        the loss decreases, to at most ``d`` levels (and while time is left); then keeps,
-        bottom up, a split only
-        where its subtrees cost less than a leaf (cost-complexity pruning at ``lambda``).
+        Grows best first (a heap on the split's gain, so a tree cut short by the time
+        limit holds the most useful splits), each node with the split of least children's
+        loss while the loss decreases (:meth:`_greedy_split`), to at most ``d`` levels and
+        at most the levels a node's own leaf budget allows (:meth:`_deff`: a subtree with
+        more than ``h = (leaf - E / normaliser) / lambda`` leaves cannot beat the node's
+        leaf, so the pruning below would cut it: stopping there gives the same pruned
+        tree); then keeps, bottom up, a split only where its subtrees cost less than a
+        leaf (cost-complexity pruning at ``lambda``: the best subtree of the grown tree).
+        Without a time limit the grown tree does not depend on the growth order; at the
+        deadline the growth stops and the nodes not yet split stay leaves.
 
         Returns ``(objective, nodes)``; ``nodes[i] = [mask, feature, true, false, leaf]``
         (``feature = -1``: a leaf; children after their parent).
         """
+        import heapq
+
         nodes = []
-        todo = [(mask, d, -1, 0)]
-        while todo:
-            m, lev, parent, side = todo.pop()
+        heap = []  # (-gain, node, levels)
+        deadline = self.deadline
+
+        def add(m, lev, parent, side):
+            if parent >= 0 and deadline is not None and time.perf_counter() > deadline:
+                return False
             i = len(nodes)
-            leaf = self._leaf_cost(m)
+            leaf, lev, f, gain = self._greedy_node(m, lev)
             nodes.append([m, -1, -1, -1, leaf])
             if parent >= 0:
                 nodes[parent][side] = i
-            if lev <= 1 or (self.deadline is not None
-                            and time.perf_counter() > self.deadline):
-                continue  # out of time: the rest of the greedy tree stays leaves
-            if self._native() and not self.l1:
-                # the compiled one-split kernel with no leaf penalty: the split of least
-                # children's loss, or -1 when none decreases the loss
-                from .compiled import support_subtree
+            if f >= 0:
+                heapq.heappush(heap, (-gain, i, f, lev))
+            return True
 
-                f = int(support_subtree(m, self._Xu8, self._Wc, self.cls_mean, self._Ec,
-                                        self._Nc, 1, 0.0, float(self.m1))[1])
-                if f < 0:
-                    continue
-            else:
-                F, _, _, leafT, leafF = self._children(m)
-                if F.size == 0:
-                    continue
-                s = leafT + leafF - self.lam  # the children's loss + lambda
-                k = int(np.argmin(s))
-                if not solver.improves(s[k], leaf):
-                    continue
-                f = int(F[k])
+        add(mask, d, -1, 0)
+        while heap:
+            _, i, f, lev = heapq.heappop(heap)
+            m = nodes[i][0]
             nodes[i][1] = f
-            todo.append((m & ~self.Xc_bool[:, f], lev - 1, i, 3))
-            todo.append((m & self.Xc_bool[:, f], lev - 1, i, 2))
+            mt, mf = m & self.Xc_bool[:, f], m & ~self.Xc_bool[:, f]
+            if not (add(mt, lev - 1, i, 2) and add(mf, lev - 1, i, 3)):
+                nodes[i][1] = -1 if nodes[i][3] < 0 else f
+                break  # out of time: the nodes not split stay leaves
         cost = np.empty(len(nodes))
         for i in range(len(nodes) - 1, -1, -1):
             _, f, t, fl, leaf = nodes[i]
-            if f >= 0 and solver.improves(cost[t] + cost[fl], leaf):
+            if f >= 0 and t >= 0 and fl >= 0 and solver.improves(cost[t] + cost[fl], leaf):
                 cost[i] = cost[t] + cost[fl]
             else:
                 nodes[i][1] = -1

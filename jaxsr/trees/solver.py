@@ -155,7 +155,8 @@ def init(problem, root, time_limit=None, max_steps=None, t0=None):
 
     ``root``: ``(key, mask, tot, leaf)`` of the root subproblem, whose memo entry the
     problem holds. The root is solved at once when its bounds already meet (status
-    OPTIMAL); a ``time_limit <= 0`` stops before anything is expanded.
+    OPTIMAL); a deadline (``t0 + time_limit``) already past stops before anything is
+    expanded.
     """
     root_key, mask, tot, leaf = root
     root_entry = problem.memo[root_key]
@@ -166,7 +167,7 @@ def init(problem, root, time_limit=None, max_steps=None, t0=None):
                         max_steps=None if max_steps is None else int(max_steps))
     if root_entry.solved:
         return state._replace(status=Status.OPTIMAL)
-    if time_limit is not None and time_limit <= 0:
+    if deadline is not None and (time_limit <= 0 or time.perf_counter() > deadline):
         return state._replace(status=Status.TIME_LIMIT)
     ent, exp = problem.visit(root_key, mask, tot, leaf, np.inf, is_root=True)
     if exp is None:

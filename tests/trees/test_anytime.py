@@ -1,0 +1,210 @@
+"""Anytime: under a time limit the tree is never worse than greedy CART, the bound is valid,
+and the limit (binarization included) is honoured.
+
+The oracle of greedy CART is plain numpy on the samples (no classes, no statistics), written
+here independently of the search. The time assertions are generous (``1.1 x limit + 0.5 s``:
+the suite runs on loaded machines); the exact figures are in
+``benchmarks/results/trees_anytime_s8.txt`` (``benchmarks/bench_trees_anytime.py``).
+"""
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from jaxsr.trees import Binarizer, OptimalTreeRegressor
+from jaxsr.trees.search import OptimalTreeSearch
+
+
+def _leaf_loss(y, w, absolute):
+    if y.size == 0:
+        return 0.0
+    if not absolute:
+        W = w.sum()
+        mu = np.dot(w, y) / W if W > 0 else y.mean()
+        return float(np.dot(w, (y - mu) ** 2))
+    return float(min(np.dot(w, np.abs(y - c)) for c in y))  # a median is a sample value
+
+
+def greedy_cart(X, y, w, lam, depth, msl=1, absolute=False):
+    """Greedy CART pruned at ``lam``: each node splits on the feature of least summed
+    children's loss (lowest index on ties; both children with >= ``msl`` samples) while
+    that loss is below the node's, to ``depth`` levels (None: no limit); then the subtree
+    at a node is kept only where it costs less than the node's leaf (bottom up).
+    Returns the objective ``loss / one-leaf loss + lam * leaves``."""
+    X = np.asarray(X, dtype=bool)
+    norm = _leaf_loss(y, w, absolute) or 1.0
+
+    def solve(idx, lev):
+        leaf = _leaf_loss(y[idx], w[idx], absolute) / norm + lam
+        if lev <= 1:
+            return leaf
+        best, bj = np.inf, -1
+        for j in range(X.shape[1]):
+            t = X[idx, j]
+            if t.sum() < msl or (~t).sum() < msl:
+                continue
+            c = (_leaf_loss(y[idx[t]], w[idx[t]], absolute)
+                 + _leaf_loss(y[idx[~t]], w[idx[~t]], absolute)) / norm + lam
+            if c < best:
+                best, bj = c, j
+        if bj < 0 or not best < leaf * (1 - 1e-12):
+            return leaf
+        t = X[idx, bj]
+        return min(leaf, solve(idx[t], lev - 1) + solve(idx[~t], lev - 1))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
+    return float(solve(np.arange(y.size), 1 << 30 if depth is None else depth))
+
+
+def _tree_data(seed, n=300, m=8):
+    """Binary features, y from a depth-3 tree plus noise (the example's kind of data)."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 2, size=(n, m)).astype(float)
+    y = np.where(X[:, 0] == 1, np.where(X[:, 3] == 1, 10.0, 6.0),
+                 np.where(X[:, 5] == 1, 2.0, 0.0)) + rng.normal(0.0, 1.0, n)
+    return X, y
+
+
+def _smooth_data(seed, n=250):
+    """Continuous features binarized by quantiles: greedy and optimum differ."""
+    rng = np.random.default_rng(seed)
+    Xr = rng.normal(size=(n, 4))
+    y = np.sin(2 * Xr[:, 0]) + Xr[:, 1] * Xr[:, 2] + 0.3 * rng.normal(size=n)
+    return Xr, y
+
+
+def _diabetes():
+    from jaxsr.datasets import load_diabetes
+
+    X, y = load_diabetes()
+    return np.asarray(X, float)[:200], np.asarray(y, float)[:200]
+
+
+DATA = {
+    "tree": lambda: (_tree_data(0), None),
+    "smooth": lambda: (_smooth_data(1), Binarizer(n_thresholds=6)),
+    "diabetes": lambda: (_diabetes(), Binarizer(n_thresholds=5)),
+}
+
+
+def _binary(X, binarizer):
+    return (np.asarray(X) if binarizer is None
+            else np.asarray(Binarizer(**binarizer.get_params()).fit_transform(X))) > 0.5
+
+
+def _fit(X, y, binarizer, **kw):
+    m = OptimalTreeRegressor(binarizer=binarizer, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the time-limit warning
+        return m.fit(X, y)
+
+
+@pytest.mark.parametrize("name", list(DATA))
+@pytest.mark.parametrize("backend,loss", [("numpy", "squared_error"), ("jax", "squared_error"),
+                                          ("compiled", "squared_error"),
+                                          ("numpy", "absolute_error")])
+def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
+    """At short limits (0.02 and 0.2 s, no depth budget, lambda 0.002: far from a
+    certificate) on three datasets, both backends (host: Python solver with the numpy
+    kernels, or the compiled solver once the numba kernels are loaded) and both losses:
+    the objective is at most greedy CART's on the same binary features (numpy oracle), the
+    certificate is consistent and the limit holds (generous margin)."""
+    from jaxsr.trees import search
+
+    if backend == "compiled":
+        search.load_native_kernels()  # ~1 s once per process (numba's cache)
+        backend = "numpy"
+    (X, y), binarizer = DATA[name]()
+    lam = 0.002
+    Xb = _binary(X, binarizer)
+    g = greedy_cart(Xb, y, np.ones(y.size), lam, None, absolute=loss == "absolute_error")
+    for limit in (0.02, 0.2):
+        m = _fit(X, y, binarizer, regularization=lam, depth_budget=None, loss=loss,
+                 time_limit=limit, backend=backend)
+        assert m.fit_seconds_ <= 1.1 * limit + 0.5
+        if limit >= 0.2:  # greedy CART (a few ms here) finished inside the budget
+            assert m.objective_ <= g * (1 + 1e-9), (name, limit)
+        assert m.objective_ <= 1.0 + lam + 1e-12  # never worse than the one leaf
+        assert 0.0 <= m.lower_bound_ <= m.objective_
+        assert m.gap_ == pytest.approx(m.objective_ - m.lower_bound_, abs=1e-15)
+        assert m.optimal_ or m.status_ == "time_limit"
+
+
+@pytest.mark.parametrize("native", [False, True])
+@pytest.mark.parametrize("msl,depth", [(1, None), (3, 4)])
+def test_greedy_incumbent_equals_the_oracle(native, msl, depth):
+    """The search's incumbent (:meth:`OptimalTreeSearch._greedy`, numpy or compiled
+    kernels, best-first growth with per-node leaf budgets) is greedy CART pruned at lambda:
+    the oracle's objective, on weighted and unweighted data."""
+    from jaxsr.trees.search import load_native_kernels
+
+    if native:
+        load_native_kernels()
+    for seed, (X, y) in enumerate([_tree_data(3, n=200), _smooth_data(4, n=200)]):
+        Xb = _binary(X, None if seed == 0 else Binarizer(n_thresholds=5))
+        w = np.random.default_rng(seed).uniform(0.5, 2.0, y.size) if seed else np.ones(y.size)
+        for lam in (0.002, 0.02):
+            s = OptimalTreeSearch(Xb, y, w, regularization=lam, depth_budget=depth,
+                                  min_samples_leaf=msl, native=native)
+            mask = np.ones(s.U, dtype=bool)
+            tot = s.stats.sum(0)
+            d = int(s._deff(s.depth, tot, s._leaf_cost(mask)))
+            obj, _ = s._greedy(mask, d)
+            assert obj == pytest.approx(greedy_cart(Xb, y, w, lam, depth, msl), rel=1e-9)
+
+
+def test_partial_greedy_at_a_tiny_limit_is_a_valid_tree():
+    """A limit too short for greedy CART to finish: the tree returned is the greedy tree
+    grown so far (best-first: its most useful splits), pruned; valid certificate, an
+    objective from its own predictions, never worse than the one leaf."""
+    X, y = _tree_data(5, n=400)
+    sst = float(np.sum((y - y.mean()) ** 2))
+    s = OptimalTreeSearch(X > 0.5, y, np.ones(y.size), regularization=0.001,
+                          depth_budget=None, native=False, time_limit=0.0)
+    s.deadline = 0.0  # already past: only the root is grown
+    mask = np.ones(s.U, dtype=bool)
+    obj, nodes = s._greedy(mask, 50)
+    assert len(nodes) == 1 and obj == pytest.approx(s._leaf_cost(mask))
+    for limit in (1e-4, 1e-3, 5e-3):
+        m = _fit(X, y, None, regularization=0.001, depth_budget=None, time_limit=limit)
+        r = y - m.predict(X)
+        assert m.objective_ == pytest.approx(r @ r / sst + 0.001 * m.n_leaves_, rel=1e-9)
+        assert 0.0 <= m.lower_bound_ <= m.objective_ <= 1.001 + 1e-12
+        assert m.fit_seconds_ <= 0.5
+
+
+def test_time_limited_lower_bound_is_below_the_optimum():
+    """lower_bound_ at any limit is at most the optimum certified by a full run (small
+    data, no depth budget), and the full run is never worse than greedy CART."""
+    X, y = _tree_data(6, n=200, m=6)
+    lam = 0.003
+    full = _fit(X, y, None, regularization=lam, depth_budget=None)
+    assert full.optimal_
+    assert full.objective_ <= greedy_cart(X > 0.5, y, np.ones(y.size), lam, None) * (1 + 1e-9)
+    for limit in (0.005, 0.02, 0.1):
+        for backend in ("numpy", "jax"):
+            m = _fit(X, y, None, regularization=lam, depth_budget=None, time_limit=limit,
+                     backend=backend)
+            assert m.lower_bound_ <= full.objective_ * (1 + 1e-9)
+            assert m.objective_ >= full.objective_ * (1 - 1e-9)
+
+
+def test_time_limit_counts_binarization_and_device_compilation():
+    """With backend="jax" and a limit shorter than a compilation, no device call is made
+    for shapes not compiled in the process (jaxsr.trees.device.COMPILE_SECONDS), so the
+    limit holds; the binarization is inside the limit too."""
+    from jaxsr.trees import device
+
+    X, y = _smooth_data(7, n=300)
+    b = Binarizer(strategy="midpoints")
+    n_feat = np.asarray(Binarizer(strategy="midpoints").fit_transform(X)).shape[1]
+    assert n_feat > 1000  # thousands of binary features: greedy stays vectorised
+    before = dict(device._CALL_SECONDS)
+    m = _fit(X, y, b, regularization=0.002, depth_budget=None, time_limit=0.3,
+             backend="jax")
+    assert m.fit_seconds_ <= 1.1 * 0.3 + 0.5
+    assert m.objective_ < 1.0  # the greedy tree, at least
+    new = set(device._CALL_SECONDS) - set(before)
+    assert not new  # nothing was compiled inside the short limit
