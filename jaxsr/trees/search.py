@@ -912,12 +912,16 @@ class OptimalTreeSearch:
                 # anytime: the greedy CART tree first (a few ms), so the search starts
                 # from its objective and never returns a worse tree, even when the time
                 # limit stops it before the root's bounds are computed
-                g, nodes = self._greedy(mask, d)
+                g, nodes = self._greedy(mask, d, polish=self.deadline is not None)
             if self.deadline is not None:
                 # the time limit covers the tree's extraction and the estimator's
                 # objective after the search: both are reserved, sized by the incumbent
                 kept = 1 if g == np.inf else sum(1 for nd in nodes if nd[1] >= 0) * 2 + 1
                 self.deadline -= self._build_seconds(kept)
+                if g < np.inf:  # a kept exact subtree is rebuilt by the kernel, level by
+                    # level (its root call and the calls below: ~2.5 of the first)
+                    self.deadline -= 2.5 * sum(dt for i, dt in self._polish_seconds.items()
+                                               if nodes[i][6] >= 1)
             e = self._new_entry(mask, tot, leaf, d)
             if not e.solved and solver.improves(g, e.ub):
                 self._greedy_nodes = nodes
@@ -1077,7 +1081,7 @@ class OptimalTreeSearch:
             c = float(c[f]) / self.norm + self.lam
         return (leaf, lev, f, leaf - c) if solver.improves(c, leaf) else (leaf, lev, -1, 0.0)
 
-    def _greedy(self, mask, d):
+    def _greedy(self, mask, d, polish=False):
         """Greedy CART on the binary features, pruned for the objective (the incumbent).
 
         Grows best first (a heap on the split's gain, so a tree cut short by the time
@@ -1091,8 +1095,15 @@ class OptimalTreeSearch:
         Without a time limit the grown tree does not depend on the growth order; at the
         deadline the growth stops and the nodes not yet split stay leaves.
 
-        Returns ``(objective, nodes)``; ``nodes[i] = [mask, feature, true, false, leaf]``
-        (``feature = -1``: a leaf; children after their parent).
+        With ``polish`` (squared loss, ``exact_levels >= 2``) each grown node, root first
+        and while the time lasts, also gets the exact best tree with at most
+        ``min(exact_levels, its levels - 1)`` split levels on its support (the shallow
+        kernel): the pruning then keeps, at each node, the least of its leaf, its greedy
+        split's subtrees and that exact subtree, a tree never worse than greedy CART's.
+
+        Returns ``(objective, nodes)``; ``nodes[i] = [mask, feature, true, false, leaf,
+        levels, klev]`` (``feature = -1``: a leaf; ``klev = L >= 1``: the kernel's exact
+        subtree with ``L`` split levels; children after their parent).
         """
         import heapq
 
@@ -1105,7 +1116,7 @@ class OptimalTreeSearch:
                 return False
             i = len(nodes)
             leaf, lev, f, gain = self._greedy_node(m, lev)
-            nodes.append([m, -1, -1, -1, leaf])
+            nodes.append([m, -1, -1, -1, leaf, lev, 0])
             if parent >= 0:
                 nodes[parent][side] = i
             if f >= 0:
@@ -1121,14 +1132,32 @@ class OptimalTreeSearch:
             if not (add(mt, lev - 1, i, 2) and add(mf, lev - 1, i, 3)):
                 nodes[i][1] = -1 if nodes[i][3] < 0 else f
                 break  # out of time: the nodes not split stay leaves
+        kern = {}
+        self._polish_seconds = {}  # node -> seconds of its kernel call
+        if polish and self.kl >= 2 and not self.l1:
+            for i, nd in enumerate(nodes):
+                L = min(self.kl, nd[5] - 1)
+                if deadline is not None and time.perf_counter() > deadline:
+                    break
+                n_cls = int(nd[0].sum())
+                if L < 2 or n_cls < 3 or not self._affordable(n_cls, L):
+                    continue
+                t_k = time.perf_counter()
+                kern[i] = (self._kernel(nd[0], L)[0], L)
+                dt = time.perf_counter() - t_k
+                self._kernel_rate = max(self._kernel_rate, dt / self._kernel_work(n_cls, L))
+                self._polish_seconds[i] = dt
+                self.n_kernel += 1
         cost = np.empty(len(nodes))
         for i in range(len(nodes) - 1, -1, -1):
-            _, f, t, fl, leaf = nodes[i]
+            _, f, t, fl, leaf, _, _ = nodes[i]
             if f >= 0 and t >= 0 and fl >= 0 and solver.improves(cost[t] + cost[fl], leaf):
                 cost[i] = cost[t] + cost[fl]
             else:
                 nodes[i][1] = -1
                 cost[i] = leaf
+            if i in kern and solver.improves(kern[i][0], cost[i]):
+                cost[i], nodes[i][6] = kern[i]
         return float(cost[0]), nodes
 
     def _build(self, mask, d) -> Tree:
@@ -1137,22 +1166,25 @@ class OptimalTreeSearch:
         Depth first with an explicit stack (no recursion: a chain of any depth works).
         """
         rows = []  # (feature, true, false, value, n, w, loss)
+        todo = [(mask, d, True, -1, 0)]  # (support, levels, effective, parent row, side)
         if self.memo[(np.packbits(mask).tobytes(), d)].feat == _GREEDY:
-            todo = [0]
+            todo = []  # the exact shallow subtrees of the greedy tree, built below
+            stack = [0]
             parents = {0: (-1, 0)}
-            while todo:
-                j = todo.pop()
-                m, f, t, fl, _ = self._greedy_nodes[j]
+            while stack:
+                j = stack.pop()
+                m, f, t, fl, _, _, klev = self._greedy_nodes[j]
+                p, side = parents[j]
+                if klev >= 1:  # the kernel's best tree with klev split levels
+                    todo.append((m, klev + 1, True, p, side))
+                    continue
                 i = len(rows)
                 rows.append([f, -1, -1, *self._node_value(m)])
-                p, side = parents[j]
                 if p >= 0:
                     rows[p][side] = i
                 if f >= 0:
                     parents[fl], parents[t] = (i, 2), (i, 1)
-                    todo += [fl, t]
-            return self._rows_to_tree(rows)
-        todo = [(mask, d, True, -1, 0)]  # (support, levels, effective, parent row, side)
+                    stack += [fl, t]
         while todo:
             m, d_in, effective, parent, side = todo.pop()
             if effective:
