@@ -1014,6 +1014,26 @@ def step(state, chunk=2048) -> CompiledState:
                           status=_STATUS.get(st), steps=int(ctr[C_STEPS]))
 
 
+def live_lower_bound(state) -> float:
+    """:func:`jaxsr.trees.solver.live_lower_bound` on the compiled frontier (its arrays,
+    read here in Python: for progress lines)."""
+    fr, memo = state.frames, state.memo
+    below = None
+    for t in range(int(state.ctr[C_TOP]), -1, -1):
+        e = int(fr.si[t, S_EID])
+        nk = int(fr.si[t, S_NK])
+        lbsum = fr.kf[t, K_LBSUM, :nk].copy()
+        i, ph = int(fr.si[t, S_CUR]), int(fr.si[t, S_PHASE])
+        if below is not None and 0 <= i < nk and ph in (TRUE, FALSE):
+            if ph == TRUE:
+                lbsum[i] = max(fr.kf[t, K_LBT, i], below) + fr.kf[t, K_LBF, i]
+            else:
+                lbsum[i] = fr.kf[t, K_LBT, i] + max(fr.kf[t, K_LBF, i], below)
+        lb, ub = float(memo.f[e, M_LB]), float(memo.f[e, M_UB])
+        below = max(lb, min(ub, float(lbsum.min()))) if nk else lb
+    return float(state.root_lb) if below is None else max(float(state.root_lb), below)
+
+
 def terminate(state) -> Status | None:
     """``None`` while the search goes on, else why it ended."""
     return state.status

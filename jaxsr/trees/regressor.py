@@ -380,10 +380,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         # a JAX op, 0.2-0.5 s on the first fit of a process)
         # (nor under a time limit shorter than a device compilation: the device is then
         # used only if its kernels are compiled, and the check costs ~0.05 s)
-        from .device import COMPILE_SECONDS
+        backend = self._resolve_backend()
+        short = False
+        if backend == "jax" and self.time_limit is not None:
+            from .device import COMPILE_SECONDS
 
-        short = self.time_limit is not None and float(self.time_limit) < COMPILE_SECONDS
-        scope = (precision(dt) if self._resolve_backend() == "jax" and not short
+            short = float(self.time_limit) < COMPILE_SECONDS
+        scope = (precision(dt) if backend == "jax" and not short
                  else contextlib.nullcontext(resolve_dtype(dt)))
         with scope:
             ya = check_target(y, dtype=dt)
@@ -400,7 +403,6 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             if el is None and self.loss == "squared_error":
                 el = OptimalTreeSearch.auto_exact_levels(n, M)
             self._check_memory(n, M, n, el)
-            backend = self._resolve_backend()
             time_left = (None if self.time_limit is None else
                          max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
             native = None

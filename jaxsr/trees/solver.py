@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["Status", "Entry", "Expansion", "SolverState", "init", "step", "terminate",
-           "reaches", "improves", "RTOL"]
+           "reaches", "improves", "live_lower_bound", "RTOL"]
 
 RTOL = 1e-12  # relative tolerance of every prune / solved test (rounding of the sums)
 NEXT, TRUE, FALSE = range(3)  # Expansion.phase: start the next split / await a child
@@ -337,6 +337,35 @@ def _best_first_split(fr, ub):
         bound = min(ub, max(second, lbsum[i] + 0.5 * (ub - lbsum[i])))
     tries[i] += 1
     return fr._replace(tries=tries), i, float(bound)
+
+
+def live_lower_bound(problem, state) -> float:
+    """The root's proven lower bound now, bottom up through the frontier stack.
+
+    Validity: every ``lbT[i]``, ``lbF[i]`` of an expansion is a lower bound of every tree
+    on that child (they only ever rise to the max of valid bounds, whatever cap a child
+    was solved against), so the least bound sum over a subproblem's splits bounds every
+    tree that splits, and with its best tree found (``ub``, at most its leaf) ``max(lb,
+    min(ub, least bound sum))`` bounds every tree on it. The top expansion's bound is
+    valid for the child its parent awaits (phase TRUE: the true child, FALSE: the false
+    one), so it replaces that child's bound in the parent's sum, and so on down to the
+    root. The same arithmetic as the unwinding after a limit (:func:`_finish`), so the
+    certificate at a time limit is the best this gives; computed here on demand (for the
+    progress lines), O(stack x splits)."""
+    memo = problem.memo
+    below = None
+    for fr in reversed(state.stack):
+        e = memo[fr.key]
+        lbsum = fr.lbsum
+        if below is not None and fr.cur >= 0 and fr.phase in (TRUE, FALSE):
+            i = fr.cur
+            lbsum = lbsum.copy()
+            if fr.phase == TRUE:
+                lbsum[i] = max(fr.lbT[i], below) + fr.lbF[i]
+            else:
+                lbsum[i] = fr.lbT[i] + max(fr.lbF[i], below)
+        below = max(e.lb, min(e.ub, float(lbsum.min()))) if lbsum.size else e.lb
+    return float(state.root_lb) if below is None else max(float(state.root_lb), below)
 
 
 def _offer(memo, key, total, feat):

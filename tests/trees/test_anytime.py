@@ -231,3 +231,48 @@ def test_polished_greedy_incumbent_is_exact_and_not_worse(native):
     assert float(r @ r / sst + lam * res.tree.n_leaves) == pytest.approx(res.objective,
                                                                          rel=1e-9)
     assert res.objective < g * (1 - 1e-6)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_live_lower_bound_is_valid_and_tightens(monkeypatch, native):
+    """solver.live_lower_bound (bottom up through the frontier stack; the compiled
+    solver's twin on its arrays) after every step: never below the root's recorded bound,
+    never above the optimum, and at the end the certified optimum."""
+    from jaxsr.trees import compiled_solver as cs
+    from jaxsr.trees import solver
+    from jaxsr.trees.search import load_native_kernels
+
+    X, y = _smooth_data(9, n=200)
+    Xb = _binary(X, Binarizer(n_thresholds=4))
+    lam = 0.004
+    kw = dict(regularization=lam, depth_budget=5, exact_levels=1)
+    opt = OptimalTreeSearch(Xb, y, np.ones(y.size), native=False, **kw).run()
+    assert opt.status is solver.Status.OPTIMAL
+    lbs = []
+    if native:
+        load_native_kernels()
+        step = cs.step
+
+        def rec(state, chunk=2048):
+            st = step(state, chunk=1)
+            if st.status is None:
+                lbs.append((cs.live_lower_bound(st), st.root_lb))
+            return st
+
+        monkeypatch.setattr(cs, "step", rec)
+    else:
+        step = solver.step
+
+        def rec(problem, state):
+            st = step(problem, state)
+            if st.status is None:
+                lbs.append((solver.live_lower_bound(problem, st), st.root_lb))
+            return st
+
+        monkeypatch.setattr(solver, "step", rec)
+    res = OptimalTreeSearch(Xb, y, np.ones(y.size), native=native, **kw).run()
+    assert res.objective == pytest.approx(opt.objective, rel=1e-9)
+    assert len(lbs) > 5
+    for live, rec_lb in lbs:
+        assert rec_lb - 1e-12 <= live <= opt.objective * (1 + 1e-9)
+    assert max(v for v, _ in lbs) > lbs[0][0]  # it rises during the search
