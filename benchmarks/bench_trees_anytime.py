@@ -98,10 +98,10 @@ def greedy_cart_objective(X, y, w, lam, depth, min_samples_leaf=1, absolute=Fals
     """Objective ``loss / (one-leaf loss) + lam * leaves`` of greedy CART pruned at lam.
 
     Plain numpy on the samples: each node takes the feature of least summed children's
-    loss (lowest index on ties, both children with at least ``min_samples_leaf`` samples)
-    while that loss is below the node's; grown to ``depth`` levels (root = 1; None: no
-    limit); then the cost-complexity pruning at ``lam`` (bottom up: a split is kept when
-    its subtrees cost less than a leaf)."""
+    loss (near-ties, 1e-12 of the node's loss, to the lowest index; both children with at
+    least ``min_samples_leaf`` samples) while that loss is below the node's; grown to
+    ``depth`` levels (root = 1; None: no limit); then the cost-complexity pruning at
+    ``lam`` (bottom up: a split is kept when its subtrees cost less than a leaf)."""
     X = np.asarray(X, dtype=bool)
     norm = _leaf_loss(y, w, absolute)
     norm = norm if norm > 0 else 1.0
@@ -111,16 +111,20 @@ def greedy_cart_objective(X, y, w, lam, depth, min_samples_leaf=1, absolute=Fals
         leaf = _leaf_loss(y[idx], w[idx], absolute) / norm + lam
         if lev <= 1:
             return leaf
-        best, bj = np.inf, -1
+        node = _leaf_loss(y[idx], w[idx], absolute)
+        c = np.full(X.shape[1], np.inf)
         for j in range(X.shape[1]):
             t = X[idx, j]
             if t.sum() < min_samples_leaf or (~t).sum() < min_samples_leaf:
                 continue
-            c = (_leaf_loss(y[idx[t]], w[idx[t]], absolute)
-                 + _leaf_loss(y[idx[~t]], w[idx[~t]], absolute)) / norm + lam
-            if c < best:
-                best, bj = c, j
-        if bj < 0 or not best < leaf * (1 - 1e-12):
+            c[j] = (_leaf_loss(y[idx[t]], w[idx[t]], absolute)
+                    + _leaf_loss(y[idx[~t]], w[idx[~t]], absolute))
+        if not np.isfinite(c.min()):
+            return leaf
+        # the least children's loss; near-ties (1e-12 of the node's loss) to the lowest
+        bj = int(np.flatnonzero(c <= c.min() + 1e-12 * node)[0])
+        best = c[bj] / norm + lam
+        if not best < leaf * (1 - 1e-12):
             return leaf
         t = X[idx, bj]
         sub = solve(idx[t], lev - 1) + solve(idx[~t], lev - 1)

@@ -153,13 +153,24 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         (the paper's unconstrained problem; needs ``regularization > 0``).
       loss: ``"squared_error"`` or ``"absolute_error"``.
       min_samples_leaf: every leaf holds at least this many training samples (unweighted).
-      time_limit: seconds for the whole :meth:`fit` (binarization, the one-time load of
-        the compiled kernels and the search); the search stops there and returns the best
-        tree found, with ``optimal_`` False unless the bounds already met. The kernels'
-        load (about a second from numba's cache, and once per process) is done inside the
-        budget when it affords it (at least 5 s left; 150 s when they must be compiled
-        first), else the fit uses the numpy kernels
-        (:func:`~jaxsr.trees.search.native_for_time_limit`). ``None``: no limit.
+      time_limit: seconds for the whole :meth:`fit` (binarization, set-up, the one-time
+        load of the compiled kernels, the search and the extraction of the tree, which is
+        reserved before the search stops); the search stops there and returns the best
+        tree found, with ``optimal_`` False unless the bounds already met. Anytime: the
+        search starts from greedy CART on the same binary features, grown best first
+        (largest loss decrease first) and pruned at ``regularization``; under a limit each
+        grown node's exact shallow subtree (``exact_levels`` split levels) is an
+        alternative in that pruning. So the tree returned is never worse than greedy
+        CART's; only when the limit is too short for greedy CART itself (about 0.05 s on a
+        thousand binary features) it is the greedy tree grown so far, pruned (never worse
+        than one leaf). The kernels' load (about a second from numba's cache, and once
+        per process) is done inside the budget when it affords it (at least 2 s left; 150
+        s when they must be compiled first), else the fit uses the numpy kernels
+        (:func:`~jaxsr.trees.search.native_for_time_limit`); ``backend="jax"`` makes a
+        device call only when it is predicted to end in time (a first call, which
+        compiles, is allowed :data:`jaxsr.trees.device.COMPILE_SECONDS`), else the host
+        evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
+        ``None``: no limit.
       binarizer: ``None`` (``X`` must already be 0/1) or an unfitted
         :class:`~jaxsr.trees.Binarizer`; a copy is fitted on ``X`` in :meth:`fit` and
         applied in :meth:`predict`.

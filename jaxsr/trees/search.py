@@ -63,7 +63,18 @@ datasets at depth budget 7 this cuts the solver's steps 2-4x (yacht lambda 0.001
 
 The result carries the certificate: the root's lower bound and the objective of the tree
 returned. With a time limit the search stops, and the lower bound is still valid: it is
-the minimum over the root's splits of the (memoised or cheap) bounds of their children.
+the minimum over the root's splits of the (memoised or cheap) bounds of their children,
+raised bottom up through the frontier as the stack unwinds
+(:func:`jaxsr.trees.solver.live_lower_bound` gives the same bound during the search).
+
+Anytime (a time limit): the incumbent is greedy CART, computed first
+(:meth:`OptimalTreeSearch._greedy`: best-first growth, one product of the support's
+statistics with its class rows per node, vectorised over all features; a node's leaf
+budget caps its levels, which leaves the pruned tree unchanged), with each grown node's
+exact shallow subtree as an alternative in the pruning; the search only replaces it by a
+better tree. The limit covers the set-up and the extraction of the tree (reserved from
+the incumbent's size); a k-means bound or a kernel call predicted not to end before the
+deadline is skipped (the cheap bounds stay: valid, weaker).
 """
 
 from __future__ import annotations
@@ -116,9 +127,13 @@ _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 _NATIVE_LOADED = [False]
 # a search under a time limit counts the load of the compiled kernels in its budget
 # (:func:`native_for_time_limit`): loading them from numba's on-disk cache takes ~1-2 s of
-# wall time on a loaded machine, compiling them (a fresh install, or an edited source)
-# ~50 CPU seconds; a budget smaller than this allowance uses the numpy kernels instead
-_LOAD_SECONDS = 5.0
+# wall time on a loaded machine (0.75 s on an idle core: 0.3 s numba's import, 0.45 s
+# the load), compiling them (a fresh install, or an edited source) ~50 CPU seconds; a
+# budget smaller than this allowance uses the numpy kernels instead. 2 s: at limits of 1-2
+# s the compiled search reaches better trees even after the load (seoul-bike lambda 0.001
+# depth 7, 1 s: 0.3519 vs 0.3650 with the numpy kernels; enb-heat lambda 0.001, no depth
+# budget, 2 s: certified in 1.24 s, else a gap of 0.012)
+_LOAD_SECONDS = 2.0
 _COMPILE_SECONDS = 150.0
 
 
@@ -274,6 +289,16 @@ def _blas_single_thread():
     """
     ctl = _blas_controller()
     return contextlib.nullcontext() if ctl is None else ctl.limit(limits=1, user_api="blas")
+
+
+def _least_split(c, node_loss):
+    """Greedy CART's split among children's losses ``c`` (one per feature, inf where not
+    admissible): the lowest feature among those within ``1e-12`` of the node's loss of the
+    least (near-ties, which rounding would otherwise decide, go to the lowest feature, as
+    in the shallow-subtree kernels). Returns ``(feature, its children's loss)``."""
+    cmin = float(np.min(c))
+    f = int(np.argmax(c <= cmin + 1e-12 * abs(node_loss)))
+    return f, float(c[f])
 
 
 def _wmad_columns(ys, Wm):
@@ -1067,12 +1092,17 @@ class OptimalTreeSearch:
         if lev <= 1:
             return leaf, lev, -1, 0.0
         if self.l1:
-            F, _, _, leafT, leafF = self._children(m)
-            if F.size == 0:
+            # every feature's two children at once, on the support's samples in y order
+            sm = m[self.cls_s]
+            ys, ws, Xn = self.ys[sm], self.ws[sm], self.Xsamp[sm]
+            cnt = Xn.sum(axis=0)
+            ok = (cnt >= self.m1) & (ys.size - cnt >= self.m1)
+            if not ok.any():
                 return leaf, lev, -1, 0.0
-            c = leafT + leafF - self.lam  # the children's loss + lambda
-            k = int(np.argmin(c))
-            f, c = int(F[k]), float(c[k])
+            c = (_wmad_columns(ys, ws[:, None] * Xn)[0]
+                 + _wmad_columns(ys, ws[:, None] * ~Xn)[0])
+            f, c = _least_split(np.where(ok, c, np.inf), (leaf - self.lam) * self.norm)
+            c = c / self.norm + self.lam
         elif st is None:
             # the compiled one-split kernel with no leaf penalty: the split of least
             # children's loss, or -1 when none decreases the loss
@@ -1090,8 +1120,8 @@ class OptimalTreeSearch:
             if not ok.any():
                 return leaf, lev, -1, 0.0
             c = np.where(ok, sse(a[0], a[1], a[2]) + sse(comp[0], comp[1], comp[2]), np.inf)
-            f = int(np.argmin(c))
-            c = float(c[f]) / self.norm + self.lam
+            f, c = _least_split(c, (leaf - self.lam) * self.norm)
+            c = c / self.norm + self.lam
         return (leaf, lev, f, leaf - c) if solver.improves(c, leaf) else (leaf, lev, -1, 0.0)
 
     def _greedy(self, mask, d, polish=False):
