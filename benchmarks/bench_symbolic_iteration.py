@@ -13,9 +13,10 @@ Parts (any combination; default ``--table``):
   (N = 1000, 30 nodes): median warm fit (the second fit of the same shapes), wall and CPU
   seconds, per equation, and on how many strategy 3 is at most strategy 1's time.
 * ``--cold``: the first fit in a fresh process (N = 1000, 5 variables, max 20 nodes,
-  strategy 3), compilation included, with no persistent compilation cache; then the same
-  in a fresh process whose persistent cache (``jaxsr.enable_compilation_cache``) an
-  earlier process filled.
+  strategy 3), compilation included, with jaxsr's persistent compilation cache switched
+  off (``JAXSR_COMPILATION_CACHE=0``); then the same in a fresh process whose cache
+  (``jaxsr.enable_compilation_cache``, on by default) an earlier process filled; then
+  with no cache and ``jaxsr.fast_compilation``.
 
 Run (pin to one core on a shared machine and compare figures taken at similar load)::
 
@@ -269,10 +270,10 @@ def _cold_run(cache_dir=None, fast=False) -> dict:
 
 def cold() -> dict:
     """The first fit in a fresh process with no compilation cache; then, in a second fresh
-    process, with the persistent compilation cache (``jaxsr.enable_compilation_cache``,
-    via ``JAXSR_COMPILATION_CACHE=1``) filled by a first process: what a user who switched
-    the cache on sees from the second session on; last, with no cache and jaxsr's fast
-    compilation options (``JAXSR_FAST_COMPILE=1``, :func:`jaxsr.fast_compilation`)."""
+    process, with jaxsr's persistent compilation cache (on by default,
+    ``jaxsr.enable_compilation_cache``) filled by a first process: what a user sees from
+    the second session on; last, with no cache and jaxsr's fast compilation options
+    (``JAXSR_FAST_COMPILE=1``, :func:`jaxsr.fast_compilation`)."""
     import tempfile
 
     out = _cold_run()

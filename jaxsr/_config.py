@@ -6,11 +6,14 @@
   ``jax.enable_x64`` context, so the user's own JAX code keeps its settings;
 * sample-size buckets (:func:`sample_bucket`): the number of samples is padded up to one of
   a few sizes per octave, so datasets of similar size share their compiled kernels;
-* the persistent compilation cache (:func:`enable_compilation_cache`), opt-in: compiled
-  kernels are kept on disk and a new process loads them instead of compiling again;
-* fast compilation (:func:`fast_compilation`), opt-in: jaxsr's own jitted programs
-  (:func:`program`) compile on the CPU with options that cut XLA's compile time about
-  4x and make the compiled kernels 2-6x slower, for first fits in fresh processes.
+* jaxsr's programs (:func:`program`): ``jax.jit`` with, on the CPU, the compile options
+  :data:`COMPILE_OPTIONS` (XLA's compile time down about 40%, kernels as fast);
+* the persistent compilation cache (:func:`enable_compilation_cache`), on by default:
+  the executables of jaxsr's programs are kept on disk and a new process loads them
+  instead of compiling again (:mod:`jaxsr._compilation_cache`);
+* fast compilation (:func:`fast_compilation`), opt-in: jaxsr's programs compile on the
+  CPU with options that cut XLA's compile time about 4x more and make the compiled
+  kernels 2-6x slower, for first fits in fresh processes.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 
 __all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket",
            "enable_compilation_cache", "default_cache_dir", "resolve_mesh",
-           "fast_compilation", "FAST_COMPILE_OPTIONS", "program"]
+           "fast_compilation", "COMPILE_OPTIONS", "FAST_COMPILE_OPTIONS", "program"]
 
 DEFAULT_DTYPE = np.dtype(np.float64)
 _ALLOWED = (np.dtype(np.float64), np.dtype(np.float32))
@@ -130,7 +133,8 @@ def resolve_mesh(mesh, axis_name: str):
 
 
 def default_cache_dir() -> Path:
-    """``$JAXSR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/jaxsr`` or ``~/.cache/jaxsr``."""
+    """``$JAXSR_CACHE_DIR`` if set (and not ``none``), else ``$XDG_CACHE_HOME/jaxsr`` or
+    ``~/.cache/jaxsr``: the folder of :func:`enable_compilation_cache`."""
     env = os.environ.get("JAXSR_CACHE_DIR")
     if env and env.strip().lower() not in ("none", "0", "off"):
         return Path(env).expanduser()
@@ -139,47 +143,72 @@ def default_cache_dir() -> Path:
 
 
 def enable_compilation_cache(path=None) -> str | None:
-    """Keep jaxsr's compiled kernels on disk (JAX's persistent compilation cache), opt-in.
+    """jaxsr's persistent compilation cache: on by default; choose its folder or switch it off.
 
-    On a CPU most of a first fit is XLA compilation (seconds per new tree capacity or
-    sample-size bucket); with the cache a new process loads the kernels instead. This sets
-    JAX's global ``jax_compilation_cache_dir`` (and caches every compiled kernel, however
-    quick), which is why the library never does it by itself: call it once, or set the
-    environment variable ``JAXSR_COMPILATION_CACHE=1`` before importing jaxsr. The
-    ``jaxsr`` command calls it (``JAXSR_CACHE_DIR=none`` switches it off there).
+    On a CPU most of a first fit in a fresh process is XLA compilation (seconds per new
+    tree capacity or sample-size bucket). jaxsr keeps the executables of its own programs
+    on disk and a new process loads them instead (:mod:`jaxsr._compilation_cache`): the
+    symbolic first fit of ``benchmarks/bench_symbolic_iteration.py --cold`` goes from
+    about 8 s to under 2 s from the second process on. Only jaxsr's programs are cached:
+    JAX's global ``jax_compilation_cache_dir`` and the user's own jitted functions are
+    untouched. The folder is :func:`default_cache_dir` (``~/.cache/jaxsr``) unless set
+    here; the environment variables ``JAXSR_COMPILATION_CACHE=0`` or
+    ``JAXSR_CACHE_DIR=none`` (read at import) switch it off.
 
     Args:
-      path: folder for the cache; default :func:`default_cache_dir`.
+      path: ``None`` (the default folder), a folder (created when first written), or
+        ``False`` to switch the disk cache off for this process.
 
     Returns:
-      The folder in use, or ``None`` if it could not be created or written (a cache is an
-      optimisation only: this never raises for that).
+      The folder in use, or ``None`` when switched off or when the folder cannot be
+      created or written (a cache is an optimisation only: this never raises for that).
 
     Example:
       >>> import jaxsr
-      >>> folder = jaxsr.enable_compilation_cache()   # doctest: +SKIP
+      >>> folder = jaxsr.enable_compilation_cache("/tmp/jaxsr-cache")   # doctest: +SKIP
+      >>> jaxsr.enable_compilation_cache(False)                        # doctest: +SKIP
     """
-    target = default_cache_dir() if path is None else Path(path).expanduser()
+    from . import _compilation_cache
+
+    if path is False:
+        return _compilation_cache.set_folder(None)
+    return _compilation_cache.set_folder(default_cache_dir() if path is None else path)
+
+
+def _cache_from_environment() -> None:
+    from . import _compilation_cache
+
+    off = ("0", "false", "no", "off", "none")
+    if (os.environ.get("JAXSR_COMPILATION_CACHE", "").strip().lower() in off
+            or os.environ.get("JAXSR_CACHE_DIR", "").strip().lower() in off):
+        _compilation_cache.set_folder(None)
+    else:  # the default folder, created when first written
+        _compilation_cache.set_folder(default_cache_dir(), create=False)
+
+
+# XLA:CPU options of every jaxsr program (:func:`program`): the older (non-MLIR) fusion
+# emitters. Measured on a first symbolic fit (N = 1000, 5 variables, 20 nodes, strategy 3,
+# one core, session 8): 12.7 -> 7.9 CPU-s, XLA's compile time down about 40%, with kernels
+# as fast (warm fits 0.22 / 0.16 s at N = 1000, 0.66 / 0.62 s at N = 2e4, 3.25 / 3.33 s at
+# N = 1e5). ``JAXSR_COMPILE_OPTIONS`` (a JSON object, read at import; ``{}`` for XLA's own
+# defaults) replaces them.
+COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+if os.environ.get("JAXSR_COMPILE_OPTIONS", "").strip():
+    import json as _json
+
     try:
-        target.mkdir(parents=True, exist_ok=True)
-        if not os.access(target, os.W_OK):
-            return None
-        jax.config.update("jax_compilation_cache_dir", str(target))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
-    except Exception:  # noqa: BLE001 - never fail a fit because of a cache
-        return None
-    return str(target)
+        COMPILE_OPTIONS = _json.loads(os.environ["JAXSR_COMPILE_OPTIONS"])
+    except ValueError as _err:
+        raise ValueError("JAXSR_COMPILE_OPTIONS must be a JSON object of XLA options, e.g. "
+                         "'{\"xla_cpu_use_fusion_emitters\": false}' or '{}'") from _err
+    if not isinstance(COMPILE_OPTIONS, dict):
+        raise ValueError("JAXSR_COMPILE_OPTIONS must be a JSON object of XLA options, got "
+                         f"{COMPILE_OPTIONS!r}")
 
-
-if os.environ.get("JAXSR_COMPILATION_CACHE", "").strip().lower() in ("1", "true", "yes", "on"):
-    enable_compilation_cache()
-
-
-# XLA:CPU options of :func:`fast_compilation`: the older (non-MLIR) fusion emitters and
-# LLVM at -O0. Measured on the programs of a first symbolic fit (N = 1024, capacity 32,
-# one core): 26.7 -> 5.6 CPU-s of compilation (either option alone: 23.6 / 15.1 s), the
-# kernels 1.5-6x slower (benchmarks/results/symbolic_iteration_s6.txt).
+# XLA:CPU options of :func:`fast_compilation`: the older fusion emitters and LLVM at -O0.
+# Measured on the programs of a first symbolic fit (N = 1024, capacity 32, one core):
+# 26.7 -> 5.6 CPU-s of compilation (either option alone: 23.6 / 15.1 s), the kernels
+# 1.5-6x slower (benchmarks/results/symbolic_iteration_s6.txt).
 FAST_COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False,
                         "xla_backend_optimization_level": 0}
 _FAST = {"on": os.environ.get("JAXSR_FAST_COMPILE", "").strip().lower()
@@ -189,13 +218,15 @@ _FAST = {"on": os.environ.get("JAXSR_FAST_COMPILE", "").strip().lower()
 def fast_compilation(enabled: bool = True) -> bool:
     """Compile jaxsr's own programs for compile time rather than run time (opt-in).
 
-    On a CPU most of a first fit in a fresh process is XLA compilation (about 27 s for a
-    symbolic fit of 1000 samples on one core, against 3 s with a filled
-    :func:`enable_compilation_cache`). With this switched on, the programs jaxsr
-    compiles from then on (:func:`program`) pass :data:`FAST_COMPILE_OPTIONS` to XLA
-    through ``jax.jit(..., compiler_options=...)``: about 4x less compile time, kernels
-    1.5-6x slower; the results agree to rounding (sums vectorised differently), not to
-    the bit. Worth it for a few small fits per process; not for long or repeated fits.
+    On a CPU most of a first fit in a fresh process is XLA compilation (8-10 s for a
+    symbolic fit of 1000 samples on one core with :data:`COMPILE_OPTIONS`, under 2 s
+    once :func:`enable_compilation_cache`'s folder holds the kernels). With this switched
+    on, the programs jaxsr compiles from then on (:func:`program`) pass
+    :data:`FAST_COMPILE_OPTIONS` to XLA through ``jax.jit(..., compiler_options=...)``:
+    about 2.5x less compile time than the defaults, kernels 1.5-3x slower; the results
+    agree to rounding (sums vectorised differently), not to the bit. Worth it for a few
+    small fits in a process that has no cached kernels; not for long or repeated fits.
+    Its executables are cached too (apart from the default ones).
     Only jaxsr's programs and only the CPU backend are affected: the user's own JAX
     code and ``XLA_FLAGS`` are untouched. Also set by the environment variable
     ``JAXSR_FAST_COMPILE=1`` before importing jaxsr.
@@ -225,23 +256,39 @@ def _top_level() -> bool:
 
 
 class _Program:
-    """A jitted program of jaxsr: ``jax.jit`` twice (default options, and
-    :data:`FAST_COMPILE_OPTIONS`), the one in use chosen at each call by
-    :func:`fast_compilation` and the backend (CPU only)."""
+    """A jitted program of jaxsr: ``jax.jit`` three times (XLA's defaults,
+    :data:`COMPILE_OPTIONS` and :data:`FAST_COMPILE_OPTIONS`), the one in use chosen at
+    each call: the options only on the CPU backend and at the top level (a call inside
+    another trace is inlined with XLA's defaults: JAX refuses options on a nested jit),
+    the fast ones when :func:`fast_compilation` is on."""
 
     def __init__(self, fun, **jit_kwargs):
+        from ._compilation_cache import CachedProgram
+
         functools.update_wrapper(self, fun)
-        self._full = jax.jit(fun, **jit_kwargs)
+        self._plain = jax.jit(fun, **jit_kwargs)
+        self._full = (jax.jit(fun, compiler_options=COMPILE_OPTIONS, **jit_kwargs)
+                      if COMPILE_OPTIONS else self._plain)
         self._fast = jax.jit(fun, compiler_options=FAST_COMPILE_OPTIONS, **jit_kwargs)
+        static = jit_kwargs.get("static_argnames") or ()
+        static = (static,) if isinstance(static, str) else tuple(static)
+        self._full_cached = CachedProgram(fun, self._full, COMPILE_OPTIONS, static)
+        self._fast_cached = CachedProgram(fun, self._fast, FAST_COMPILE_OPTIONS, static)
 
     def _pick(self):
         # under an outer trace (jit, vmap, grad) this is inlined: options are the outer
         # program's (JAX refuses them on a nested jit)
-        if _FAST["on"] and jax.default_backend() == "cpu" and _top_level():
-            return self._fast
-        return self._full
+        if jax.default_backend() != "cpu" or not _top_level():
+            return self._plain
+        return self._fast if _FAST["on"] else self._full
 
     def __call__(self, *args, **kwargs):
+        if jax.default_backend() == "cpu" and _top_level():
+            # the executables of the compilation cache (memory, then disk)
+            cached = self._fast_cached if _FAST["on"] else self._full_cached
+            out = cached(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
         return self._pick()(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
@@ -262,3 +309,6 @@ def program(fun=None, *, static_argnames=None):
         return functools.partial(program, static_argnames=static_argnames)
     kwargs = {} if static_argnames is None else {"static_argnames": static_argnames}
     return _Program(fun, **kwargs)
+
+
+_cache_from_environment()

@@ -50,16 +50,20 @@ def _progress(msg: str) -> None:
 
 
 def _enable_compilation_cache() -> str | None:
-    """Keep compiled kernels on disk between runs of the command (JAX's persistent cache).
-
-    The first ``jaxsr demo`` compiles every kernel (most of its time on a CPU); later runs
-    load them. The folder is ``$JAXSR_CACHE_DIR`` if set (``none`` or empty: no cache), else
-    ``$XDG_CACHE_HOME/jaxsr`` or ``~/.cache/jaxsr``. Only the command does this: the library
-    never changes JAX's global configuration.
+    """Create the folder of jaxsr's compilation cache (on by default in the library:
+    :func:`jaxsr.enable_compilation_cache`) at the start of the command, so the first
+    ``jaxsr demo`` keeps its compiled kernels and later runs load them. The folder is
+    ``$JAXSR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/jaxsr`` or ``~/.cache/jaxsr``;
+    ``JAXSR_CACHE_DIR=none`` or ``JAXSR_COMPILATION_CACHE=0`` (or an empty value of
+    either) switches it off.
     """
-    env = os.environ.get("JAXSR_CACHE_DIR")
-    if env is not None and env.strip().lower() in ("", "none", "0", "off"):
-        return None
+    off = ("", "none", "0", "off", "false", "no")
+    for name in ("JAXSR_CACHE_DIR", "JAXSR_COMPILATION_CACHE"):
+        env = os.environ.get(name)
+        if env is not None and env.strip().lower() in off:
+            from jaxsr._config import enable_compilation_cache
+
+            return enable_compilation_cache(False)
     from jaxsr._config import enable_compilation_cache
 
     return enable_compilation_cache()

@@ -36,7 +36,6 @@ State and loop follow the library's init / step / terminate shape: :class:`BeamS
 
 from __future__ import annotations
 
-import functools
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -44,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._config import program
 from .expression import ADD, CONST, MUL, UNARY_NAMES, VAR, Expression, capacity_bucket
 from .front import FrontModel
 from .searches import search_all
@@ -153,7 +153,7 @@ def canonical_text(expr: Expression) -> str:
 
 
 # ------------------------------------------------------------------------- batched kernels
-@functools.partial(jax.jit, static_argnames=("n_slots",))
+@program(static_argnames=("n_slots",))
 def _search_batch(trees, XT, y, weights, masks, var_mask, max_nodes, max_height, n_slots):
     def one(tree, m):
         sem, eqs, S = _analyse(tree, XT, y, n_slots, weights)
@@ -162,7 +162,7 @@ def _search_batch(trees, XT, y, weights, masks, var_mask, max_nodes, max_height,
     return jax.vmap(one)(trees, masks)
 
 
-@functools.partial(jax.jit, static_argnames=("vmap",))
+@program(static_argnames=("vmap",))
 def _check_batch(trees, XT, y, weights, vmap=True):
     def one(tree):
         mse, ok = _check(tree, XT, y, weights)

@@ -120,6 +120,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._config import program
 from .equations import equation_mse, is_forbidden
 from .expression import (
     ADD,
@@ -343,7 +344,7 @@ def contract_terminals(expr: Expression, n_features: int, terminals) -> Expressi
     return Expression(ops, vals, feats)
 
 
-@functools.partial(jax.jit, static_argnames=("codes",))
+@program(static_argnames=("codes",))
 def unary_moves(tree, sem, eqs, S, node_mask, codes):
     """MSE reductions of every move ``p -> u(p)`` (module docstring), scored on ``p``'s
     own node equation.
@@ -389,7 +390,7 @@ def scaled_forms(codes) -> tuple[tuple[int, int], ...]:
     return tuple((u, inner) for u in codes for inner in _INNER[u])
 
 
-@functools.partial(jax.jit, static_argnames=("forms",))
+@program(static_argnames=("forms",))
 def scaled_unary_moves(tree, sem, eqs, S, node_mask, forms):
     """MSE reductions of the moves ``p -> u(k op p)`` (module docstring: the scaled and
     shifted moves), each with its ``k`` from a 1-D search on ``p``'s own node equation.
@@ -604,7 +605,7 @@ class UnarySearch:
         return sorted(list(found) + extra, key=lambda c: -c.reduction)
 
 
-@jax.jit
+@program
 def chain_jacobian(tree, sem, weights=None):
     """``(N, capacity)``: the derivative of the weighted residual ``sqrt(w) * (out - y)``
     with respect to the value of each node, by the chain rule top-down from the root,

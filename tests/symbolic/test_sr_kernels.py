@@ -386,29 +386,6 @@ def test_initial_expression_warm_start():
         SymbolicRegressor(initial_expression=3.0, **params).fit(X, y)
 
 
-def test_enable_compilation_cache_is_opt_in_and_sets_the_folder(tmp_path, monkeypatch):
-    import jaxsr
-    from jaxsr._config import default_cache_dir
-
-    keys = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-            "jax_persistent_cache_min_entry_size_bytes")
-    before = {k: getattr(jax.config, k) for k in keys}
-    assert before["jax_compilation_cache_dir"] in (None, "")  # importing jaxsr set nothing
-    monkeypatch.setenv("JAXSR_CACHE_DIR", str(tmp_path / "env"))
-    assert default_cache_dir() == tmp_path / "env"
-    try:
-        folder = jaxsr.enable_compilation_cache(tmp_path / "c")
-        assert folder == str(tmp_path / "c") and (tmp_path / "c").is_dir()
-        assert jax.config.jax_compilation_cache_dir == folder
-    finally:
-        for k, v in before.items():
-            jax.config.update(k, v)
-    (tmp_path / "ro").mkdir(mode=0o500)
-    import os
-    if not os.access(tmp_path / "ro", os.W_OK):  # (root can write anywhere)
-        assert jaxsr.enable_compilation_cache(tmp_path / "ro") is None
-
-
 def test_fast_compilation_is_opt_in_scoped_to_jaxsr_and_agrees_to_rounding():
     import os
 

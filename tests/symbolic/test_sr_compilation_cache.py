@@ -1,0 +1,117 @@
+"""jaxsr's persistent compilation cache (``jaxsr._compilation_cache``): executables on
+disk, loaded by a new process instead of compiled; JAX's global configuration untouched."""
+
+import os
+
+import jax
+import numpy as np
+import pytest
+from compile_log import count_compilations
+
+import jaxsr
+from jaxsr import _compilation_cache as cc
+from jaxsr.symbolic.expression import ADD, MUL, Expression
+from jaxsr.symbolic.strategies import _check
+
+
+@pytest.fixture
+def restore_folder():
+    previous = cc.folder()
+    yield
+    cc.set_folder(previous, create=False)
+
+
+def _forget(program):
+    """What a new process sees: none of ``program``'s executables in memory."""
+    program._full_cached._memory.clear()
+    program._fast_cached._memory.clear()
+
+
+def _data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    XT = rng.uniform(1.0, 2.0, size=(2, n))
+    tree = Expression.binary(ADD, Expression.binary(MUL, Expression.variable(0),
+                                                    Expression.variable(1)),
+                             Expression.variable(0)).padded(8)
+    return tree, XT, XT[0] * XT[1] + 0.1
+
+
+def _files(folder):
+    return sorted(folder.glob("*" + cc._SUFFIX))
+
+
+def test_a_new_process_loads_the_executable_instead_of_compiling(tmp_path, restore_folder):
+    folder = tmp_path / "cache"
+    assert jaxsr.enable_compilation_cache(folder) == str(folder) and folder.is_dir()
+    jax_dir = jax.config.jax_compilation_cache_dir
+    tree, XT, y = _data(23)  # a sample size no other test uses
+    _forget(_check)
+    with count_compilations() as first:
+        ref = _check(tree, XT, y)
+    assert first["compile"] >= 1 and len(_files(folder)) == 1
+    _forget(_check)
+    with count_compilations() as again:
+        out = _check(tree, XT, y)
+    assert again["compile"] == 0, again  # loaded from the folder
+    for r, o in zip(ref, out, strict=True):
+        np.testing.assert_array_equal(np.asarray(r), np.asarray(o))
+    assert float(out[0]) == pytest.approx(np.mean((XT[0] * XT[1] + XT[0] - y) ** 2),
+                                          rel=1e-12)
+    # another sample size is another executable; JAX's global cache is left alone
+    _check(tree, XT[:, :21], y[:21])
+    assert len(_files(folder)) == 2
+    assert jax.config.jax_compilation_cache_dir == jax_dir
+
+
+def test_a_broken_file_is_compiled_again_with_one_warning(tmp_path, restore_folder,
+                                                          monkeypatch):
+    folder = tmp_path / "cache"
+    jaxsr.enable_compilation_cache(folder)
+    tree, XT, y = _data(19, seed=1)
+    _forget(_check)
+    ref = _check(tree, XT, y)
+    (path,) = _files(folder)
+    path.write_bytes(b"not an executable")
+    monkeypatch.setitem(cc._STATE, "warned", False)
+    _forget(_check)
+    with pytest.warns(RuntimeWarning, match="compilation cache could not be used"):
+        out = _check(tree, XT, y)
+    assert float(out[0]) == float(ref[0]) and bool(out[1]) == bool(ref[1])
+    assert path.stat().st_size > 100  # written again, whole
+
+
+def test_false_or_an_unusable_folder_switch_the_disk_cache_off(tmp_path, restore_folder,
+                                                               monkeypatch):
+    assert jaxsr.enable_compilation_cache(False) is None and cc.folder() is None
+    tree, XT, y = _data(17, seed=2)
+    _forget(_check)
+    ok = _check(tree, XT, y)  # compiled, kept in memory only
+    assert bool(ok[1]) and not list(tmp_path.rglob("*" + cc._SUFFIX))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert jaxsr.enable_compilation_cache(blocker) is None  # not a folder
+    # the environment switches read at import
+    for name, value in (("JAXSR_COMPILATION_CACHE", "0"), ("JAXSR_CACHE_DIR", "none")):
+        cc.set_folder(tmp_path, create=False)
+        with monkeypatch.context() as m:
+            m.setenv(name, value)
+            jaxsr._config._cache_from_environment()
+        assert cc.folder() is None, name
+    monkeypatch.setenv("JAXSR_CACHE_DIR", str(tmp_path / "env"))
+    jaxsr._config._cache_from_environment()
+    assert cc.folder() == str(tmp_path / "env") and not (tmp_path / "env").exists()
+
+
+def test_the_folder_is_trimmed_least_recently_used_first(tmp_path, restore_folder,
+                                                         monkeypatch):
+    folder = tmp_path / "cache"
+    jaxsr.enable_compilation_cache(folder)
+    tree, XT, y = _data(29, seed=3)
+    _forget(_check)
+    _check(tree, XT, y)
+    (old,) = _files(folder)
+    os.utime(old, (1e9, 1e9))  # long unused
+    monkeypatch.setattr(cc, "MAX_BYTES", int(old.stat().st_size * 1.5))
+    _check(tree, XT[:, :27], y[:27])
+    (kept,) = _files(folder)
+    assert kept != old and not old.exists()
