@@ -112,10 +112,11 @@ def _fit(X, y, binarizer, **kw):
                                           ("numpy", "absolute_error"),
                                           ("jax", "absolute_error")])
 def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
-    """At short limits (0.02 and 0.2 s, no depth budget, lambda 0.002: far from a
+    """At short limits (0.02 and 0.4 s, no depth budget, lambda 0.002: far from a
     certificate) on three datasets, both backends (host: Python solver with the numpy
     kernels, or the compiled solver once the numba kernels are loaded) and both losses:
-    the objective is at most greedy CART's on the same binary features (numpy oracle), the
+    the objective is at most greedy CART's on the same binary features (numpy oracle; at
+    0.4 s, which greedy CART fits in with a wide margin on a loaded machine), the
     certificate is consistent and the limit holds (generous margin)."""
     from jaxsr.trees import search
 
@@ -126,11 +127,11 @@ def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
     lam = 0.002
     Xb = _binary(X, binarizer)
     g = greedy_cart(Xb, y, np.ones(y.size), lam, None, absolute=loss == "absolute_error")
-    for limit in (0.02, 0.2):
+    for limit in (0.02, 0.4):
         m = _fit(X, y, binarizer, regularization=lam, depth_budget=None, loss=loss,
                  time_limit=limit, backend=backend)
         assert m.fit_seconds_ <= 1.1 * limit + 0.5
-        if limit >= 0.2:  # greedy CART (a few ms here) finished inside the budget
+        if limit >= 0.4:  # greedy CART (a few ms here) finished inside the budget
             assert m.objective_ <= g * (1 + 1e-9), (name, limit)
         assert m.objective_ <= 1.0 + lam + 1e-12  # never worse than the one leaf
         assert 0.0 <= m.lower_bound_ <= m.objective_
