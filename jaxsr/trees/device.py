@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._config import program
 from .kmeans import kmeans_lower_bound
 from .subtrees import optimal_subtree_cost
 
@@ -41,10 +42,16 @@ def _recentred_subtrees(X, W, mean, E, N, centre, masks, lam, norm, levels, m1):
         X, st4, masks, lam, norm, levels, m1)
 
 
-_batched_subtrees = jax.jit(_recentred_subtrees, static_argnums=(9, 10))
-_batched_kmeans = jax.jit(
-    jax.vmap(kmeans_lower_bound, in_axes=(None, None, None, 0, None, None, None, None)),
-    static_argnums=(5, 7))
+def _kmeans_bounds(weights, sums, sq_sums, masks, regularization, max_clusters,
+                   normalizer, min_clusters):
+    """k-Means lower bounds of a batch of supports (``masks``, ``(B, U)``)."""
+    return jax.vmap(kmeans_lower_bound, in_axes=(None, None, None, 0, None, None, None, None))(
+        weights, sums, sq_sums, masks, regularization, max_clusters, normalizer, min_clusters)
+
+
+# jaxsr programs: the CPU compile options and the persistent compilation cache apply
+_batched_subtrees = program(_recentred_subtrees, static_argnames=("levels", "m1"))
+_batched_kmeans = program(_kmeans_bounds, static_argnames=("max_clusters", "min_clusters"))
 
 
 # seconds of the slowest call seen per compiled signature, process-wide (jit caches its

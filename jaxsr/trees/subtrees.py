@@ -30,12 +30,10 @@ least ``max(1, min_samples_leaf)`` samples.
 
 from __future__ import annotations
 
-from functools import partial
-
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._config import program
 from .stats import sse
 
 __all__ = [
@@ -134,7 +132,7 @@ def best_subtree(xp, Xs, st, levels, lam, norm, m1):
     return _BEST[levels](xp, *stats, lam, norm, m1)
 
 
-@partial(jax.jit, static_argnames=("levels", "min_samples_leaf"))
+@program(static_argnames=("levels", "min_samples_leaf"))
 def optimal_subtree_cost(class_features, class_stats, mask, regularization, normalizer,
                          levels: int = 2, min_samples_leaf: int = 1):
     """Optimal objective of trees with at most ``levels`` levels of splits (squared loss).

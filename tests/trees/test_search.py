@@ -411,12 +411,32 @@ def test_jax_backend_compiles_once_per_shape():
 
     X, y, w = _problem(43, n=60, M=6)
     rng = np.random.default_rng(0)
+    calls = {"n": 0}
+    original = device.DeviceBatcher._timed
+
+    def counted(self, sig, fn, *args):
+        calls["n"] += 1
+        return original(self, sig, fn, *args)
+
     OptimalTreeSearch(X, y, w, regularization=0.01, depth_budget=5, backend="jax").run()
-    before = device._batched_subtrees._cache_size()
-    for _ in range(2):
-        y2 = rng.normal(size=y.shape[0])
-        OptimalTreeSearch(X, y2, w, regularization=0.01, depth_budget=5, backend="jax").run()
-    assert device._batched_subtrees._cache_size() == before
+    compiles = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(device.DeviceBatcher, "_timed", counted)
+            for _ in range(2):
+                y2 = rng.normal(size=y.shape[0])
+                OptimalTreeSearch(X, y2, w, regularization=0.01, depth_budget=5,
+                                  backend="jax").run()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert calls["n"] > 0  # the device kernels ran
+    assert not compiles, compiles
 
 
 # ------------------------------------------------------------------ certificates at every scale
