@@ -389,10 +389,10 @@ class OptimalTreeSearch:
         self.Xc = self.Xc_bool.astype(np.float64)
         st, self.cls_mean = class_statistics(inv, t, wi, U)
 
-        # samples sorted by y (for absolute loss)
-        order = np.argsort(t, kind="stable")
-        self.ys, self.ws, self.cls_s = t[order], wi[order], inv[order]
+        # samples sorted by y (absolute loss only: the sort is ~0.2 s at 2e6 samples)
         if self.l1:
+            order = np.argsort(t, kind="stable")
+            self.ys, self.ws, self.cls_s = t[order], wi[order], inv[order]
             E = np.zeros(U)
             grp = np.argsort(self.cls_s, kind="stable")  # by class, y-sorted inside
             bounds_ = np.searchsorted(self.cls_s[grp], np.arange(U + 1))

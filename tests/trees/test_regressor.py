@@ -10,6 +10,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from jaxsr.trees import Binarizer, OptimalTreeRegressor, Tree
 from jaxsr.trees import regressor as regressor_module
+from jaxsr.trees.search import OptimalTreeSearch
 
 
 def _data(seed=0, n=200, M=12):
@@ -249,3 +250,21 @@ def test_sklearn_clone_and_params_round_trip():
     assert c.binarizer is not m.binarizer
     c.set_params(binarizer__n_thresholds=5)
     assert c.binarizer.n_thresholds == 5 and m.binarizer.n_thresholds == 3
+
+
+def test_auto_exact_levels_from_distinct_rows_not_samples():
+    # many samples, few distinct rows (household-like): the automatic kernel depth follows
+    # the distinct rows (3 levels), not the sample count (1 level at 3.2e5 x 60), and the
+    # optimum is the one every explicit choice of levels gives
+    rng = np.random.default_rng(7)
+    base = rng.integers(0, 2, size=(300, 60)).astype(np.uint8)
+    rows = rng.integers(0, 300, size=320_000)
+    X = base[rows]
+    y = base[rows, 0] * 2.0 + base[rows, 1] * base[rows, 2] + rng.normal(0, 0.3, rows.size)
+    assert OptimalTreeSearch.auto_exact_levels(X.shape[0], 60) == 1
+    auto = OptimalTreeRegressor(regularization=0.01, depth_budget=4).fit(X, y)
+    assert auto.exact_levels_ == OptimalTreeSearch.auto_exact_levels(300, 60) == 3
+    for el in (0, 1):
+        m = OptimalTreeRegressor(regularization=0.01, depth_budget=4, exact_levels=el).fit(X, y)
+        assert m.exact_levels_ == el and m.optimal_ and auto.optimal_
+        assert m.objective_ == pytest.approx(auto.objective_, rel=1e-9, abs=1e-12)
