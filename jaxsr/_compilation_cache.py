@@ -156,7 +156,14 @@ def _single_default_device(leaves) -> bool:
 
 
 def _trim(target: Path) -> None:
+    """Delete the least recently used files until the folder is under MAX_BYTES, and
+    temporary files a crashed writer left behind (older than a day)."""
+    import time
+
     try:
+        for p in target.glob("*.tmp"):
+            if p.stat().st_mtime < time.time() - 86400:
+                p.unlink(missing_ok=True)
         files = [(p.stat(), p) for p in target.glob("*" + _SUFFIX)]
         total = sum(st.st_size for st, _ in files)
         if total <= MAX_BYTES:
@@ -198,20 +205,20 @@ class CachedProgram:
     def __call__(self, *args, **kwargs):
         if self._names is None:
             return NotImplemented
-        n = len(args)
-        if not kwargs and n <= len(self._names) and all(
-                d is not inspect.Parameter.empty for d in self._defaults[n:]):
-            values = args + self._defaults[n:]
+        n_args = len(args)
+        if not kwargs and n_args <= len(self._names) and all(
+                d is not inspect.Parameter.empty for d in self._defaults[n_args:]):
+            values = args + self._defaults[n_args:]
         else:
             try:
                 bound = self._sig.bind(*args, **kwargs)
             except TypeError:
                 return NotImplemented
             bound.apply_defaults()
-            values = tuple(bound.arguments[n] for n in self._names)
+            values = tuple(bound.arguments[name] for name in self._names)
         pairs = tuple(zip(self._names, values, strict=True))
-        static = tuple((n, v) for n, v in pairs if n in self._static)
-        dynamic = tuple(v for n, v in pairs if n not in self._static)
+        static = tuple((name, v) for name, v in pairs if name in self._static)
+        dynamic = tuple(v for name, v in pairs if name not in self._static)
         leaves, treedef = jax.tree_util.tree_flatten(dynamic)
         if not _single_default_device(leaves):
             return NotImplemented
