@@ -43,16 +43,18 @@ import pickle
 import tempfile
 import threading
 import warnings
+import weakref
 from pathlib import Path
 
 import jax
 
-__all__ = ["CachedProgram", "set_folder", "folder", "MAX_BYTES"]
+__all__ = ["CachedProgram", "set_folder", "folder", "forget_in_memory", "MAX_BYTES"]
 
 MAX_BYTES = 2 * 2**30  # the folder is trimmed to this size (least recently used first)
 _SUFFIX = ".jaxsr-xla"
 _STATE = {"folder": None, "warned": False}
 _LOCK = threading.Lock()
+_INSTANCES: weakref.WeakSet[CachedProgram] = weakref.WeakSet()
 
 
 def set_folder(path, create: bool = True) -> str | None:
@@ -76,6 +78,14 @@ def set_folder(path, create: bool = True) -> str | None:
         return None
     _STATE["folder"] = target
     return str(target)
+
+
+def forget_in_memory() -> None:
+    """Drop this process's executables of every jaxsr program (not the folder's): the
+    next calls see what a new process sees and load them from the folder. For tests and
+    benchmarks of the cache."""
+    for program in list(_INSTANCES):
+        program._memory.clear()
 
 
 def folder() -> str | None:
@@ -201,6 +211,7 @@ class CachedProgram:
         self._static = frozenset(static_argnames or ())
         self._name = f"{fun.__module__}.{fun.__qualname__}"
         self._memory = {}
+        _INSTANCES.add(self)
 
     def __call__(self, *args, **kwargs):
         if self._names is None:

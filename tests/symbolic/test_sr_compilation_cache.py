@@ -27,6 +27,13 @@ def _forget(program):
     program._fast_cached._memory.clear()
 
 
+def test_forget_in_memory_reaches_every_program():
+    from jaxsr.symbolic.searches import search_all
+
+    assert search_all._full_cached in set(cc._INSTANCES)
+    assert _check._fast_cached in set(cc._INSTANCES)
+
+
 def _data(n, seed=0):
     rng = np.random.default_rng(seed)
     XT = rng.uniform(1.0, 2.0, size=(2, n))
@@ -115,3 +122,35 @@ def test_the_folder_is_trimmed_least_recently_used_first(tmp_path, restore_folde
     _check(tree, XT[:, :27], y[:27])
     (kept,) = _files(folder)
     assert kept != old and not old.exists()
+
+
+def test_a_whole_fit_from_the_folder_equals_the_compiled_one(tmp_path, restore_folder,
+                                                             monkeypatch):
+    """Every program of a fit (analysis, searches, constant passes, polish, prediction)
+    loaded from the folder gives the same fit to the bit, compiling none of them."""
+    from jaxsr import SymbolicRegressor
+
+    jaxsr.enable_compilation_cache(tmp_path / "cache")
+    rng = np.random.default_rng(4)
+    X = rng.uniform(1.0, 2.0, size=(31, 3))  # a sample size no other test uses
+    y = 1.5 * X[:, 0] / (X[:, 1] + 0.5) + 0.1 * X[:, 2]
+    params = dict(max_nodes=11, strategy=3, max_iterations=6, progress=False)
+    cc.forget_in_memory()
+    ref = SymbolicRegressor(**params).fit(X, y)
+    ref_pred = np.asarray(ref.predict(X))
+    assert len(_files(tmp_path / "cache")) >= 4
+    from jax.experimental import serialize_executable
+
+    loads = []
+    load = serialize_executable.deserialize_and_load
+    monkeypatch.setattr(serialize_executable, "deserialize_and_load",
+                        lambda *a, **k: loads.append(1) or load(*a, **k))
+    cc.forget_in_memory()
+    with count_compilations() as again:
+        fit = SymbolicRegressor(**params).fit(X, y)
+        pred = np.asarray(fit.predict(X))
+    assert again["compile"] == 0, again  # nothing compiled: every program loaded
+    assert len(loads) >= 4
+    assert str(fit.expression_) == str(ref.expression_) and fit.mse_ == ref.mse_
+    np.testing.assert_array_equal(pred, ref_pred)
+    assert [h["search"] for h in fit.history_] == [h["search"] for h in ref.history_]
