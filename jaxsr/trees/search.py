@@ -80,7 +80,6 @@ deadline is skipped (the cheap bounds stay: valid, weaker).
 from __future__ import annotations
 
 import contextlib
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -1067,11 +1066,11 @@ class OptimalTreeSearch:
         """A node of the greedy tree on support ``m`` with at most ``lev`` levels:
         ``(leaf cost, levels, feature, gain)``.
 
-        ``levels`` is ``lev`` capped by the node's own leaf budget (:meth:`_deff`, the
-        same arithmetic); the split (when ``levels > 1``) is the one of least children's
-        loss (vectorised over all features: one product of the support's statistics with
-        its class rows, or the compiled one-split kernel), kept only when it lowers the
-        loss; ``gain = leaf - (children's loss + lambda)`` in objective units. ``feature =
+        ``levels`` is ``lev`` capped by the node's own leaf budget (:meth:`_deff`); the
+        split (when ``levels > 1``) is the one of least children's loss (vectorised over
+        all features: one product of the support's statistics with its class rows, or the
+        compiled one-split kernel), kept only when it lowers the loss; ``gain = leaf -
+        (children's loss + lambda)`` in objective units. ``feature =
         -1`` (gain 0) when no split lowers the loss."""
         if self.l1 or self._native():
             leaf = self._leaf_cost(m)
@@ -1084,11 +1083,7 @@ class OptimalTreeSearch:
             st = recentre(raw, self.cls_mean[idx])[:, _ST4]  # W, S, Q, N about its mean
             stot = st.sum(0)
             leaf = float(max(sse(stot[0], stot[1], stot[2]), tot[STAT_E])) / self.norm + self.lam
-        r = min(float(tot[STAT_C]), math.floor(float(tot[STAT_N]) / self.m1), float(lev))
-        if self.lam > 0:
-            gap = leaf - (float(tot[STAT_E]) / self.norm if self.equiv else 0.0)
-            r = min(r, math.floor(gap / self.lam * (1 + 1e-9) + 1e-9))
-        lev = int(max(r, 1))
+        lev = int(self._deff(lev, tot, leaf))
         if lev <= 1:
             return leaf, lev, -1, 0.0
         if self.l1:
