@@ -3,8 +3,8 @@
 On a CPU most of a first fit in a fresh process is XLA compilation (about 8 s for a
 symbolic fit of 1000 samples on one core), and a notebook pays it again after every
 restart. jaxsr's programs (:func:`jaxsr._config.program`) therefore keep their compiled
-executables in a folder (:func:`jaxsr._config.default_cache_dir` ``/xla``), on by
-default, and a new process loads them (about 0.1 s each) instead of compiling again.
+executables in a folder (:func:`jaxsr._config.default_cache_dir`), on by default, and a
+new process loads them (about 0.1 s each) instead of compiling again.
 
 Scope: only jaxsr's own programs, called at the top level on one device; JAX's global
 configuration (``jax_compilation_cache_dir``) and the user's own jitted functions are left

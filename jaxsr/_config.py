@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket",
            "enable_compilation_cache", "default_cache_dir", "resolve_mesh",
-           "fast_compilation", "COMPILE_OPTIONS", "FAST_COMPILE_OPTIONS", "program"]
+           "fast_compilation", "CACHE_OFF", "COMPILE_OPTIONS", "FAST_COMPILE_OPTIONS", "program"]
 
 DEFAULT_DTYPE = np.dtype(np.float64)
 _ALLOWED = (np.dtype(np.float64), np.dtype(np.float32))
@@ -132,11 +132,15 @@ def resolve_mesh(mesh, axis_name: str):
     return mesh, tuple(mesh.axis_names)
 
 
+# values of JAXSR_COMPILATION_CACHE / JAXSR_CACHE_DIR that switch the cache off
+CACHE_OFF = frozenset({"0", "false", "no", "off", "none"})
+
+
 def default_cache_dir() -> Path:
     """``$JAXSR_CACHE_DIR`` if set (and not ``none``), else ``$XDG_CACHE_HOME/jaxsr`` or
     ``~/.cache/jaxsr``: the folder of :func:`enable_compilation_cache`."""
     env = os.environ.get("JAXSR_CACHE_DIR")
-    if env and env.strip().lower() not in ("none", "0", "off"):
+    if env and env.strip().lower() not in CACHE_OFF:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
     return Path(base) / "jaxsr"
@@ -178,9 +182,8 @@ def enable_compilation_cache(path=None) -> str | None:
 def _cache_from_environment() -> None:
     from . import _compilation_cache
 
-    off = ("0", "false", "no", "off", "none")
-    if (os.environ.get("JAXSR_COMPILATION_CACHE", "").strip().lower() in off
-            or os.environ.get("JAXSR_CACHE_DIR", "").strip().lower() in off):
+    if any(os.environ.get(name, "").strip().lower() in CACHE_OFF
+           for name in ("JAXSR_COMPILATION_CACHE", "JAXSR_CACHE_DIR")):
         _compilation_cache.set_folder(None)
     else:  # the default folder, created when first written
         _compilation_cache.set_folder(default_cache_dir(), create=False)

@@ -57,15 +57,12 @@ def _enable_compilation_cache() -> str | None:
     ``JAXSR_CACHE_DIR=none`` or ``JAXSR_COMPILATION_CACHE=0`` (or an empty value of
     either) switches it off.
     """
-    off = ("", "none", "0", "off", "false", "no")
+    from jaxsr._config import CACHE_OFF, enable_compilation_cache
+
     for name in ("JAXSR_CACHE_DIR", "JAXSR_COMPILATION_CACHE"):
         env = os.environ.get(name)
-        if env is not None and env.strip().lower() in off:
-            from jaxsr._config import enable_compilation_cache
-
+        if env is not None and (not env.strip() or env.strip().lower() in CACHE_OFF):
             return enable_compilation_cache(False)
-    from jaxsr._config import enable_compilation_cache
-
     return enable_compilation_cache()
 
 
