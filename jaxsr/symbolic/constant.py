@@ -122,7 +122,7 @@ from . import sorting
 
 __all__ = ["optimal_constant", "constant_mse", "N_NEWTON", "POLE_EXCLUSION", "POLE_RTOL",
            "SCORE_BUDGET", "EXHAUSTIVE_MAX", "FANOUT", "POINT_BUDGET", "LEAF_REACH", "LEAF_DIVISOR",
-           "NEAR_FACTOR", "NEAR_CAP",
+           "NEAR_FACTOR", "NEAR_CAP", "EXACT_BUDGET", "EXACT_WIDTH", "EXACT_CAP",
            "N_QUANTILES", "N_SUBSAMPLE", "N_POLISH"]
 
 N_NEWTON = 8
@@ -136,6 +136,9 @@ LEAF_REACH = 8  # a leaf block's near terms: zero or pole within this many neigh
 LEAF_DIVISOR = 4  # leaf blocks hold about sqrt(N) / LEAF_DIVISOR candidates
 NEAR_FACTOR = 8  # zeros (and poles) gathered per leaf block: NEAR_FACTOR * leaf size
 NEAR_CAP = 4096  # at most this many
+EXACT_BUDGET = 1 << 20  # term evaluations per step of the exact stage (sets its groups)
+EXACT_WIDTH = 16  # at most this many candidates per step of the exact stage
+EXACT_CAP = 1024  # candidate bounds sorted without the others when at most this many
 # kept for callers of the earlier bounded solver; the general case no longer uses them
 N_QUANTILES = 16
 N_SUBSAMPLE = 256
@@ -390,6 +393,15 @@ def _near_cap(leaf: int) -> int:
     return int(min(NEAR_CAP, NEAR_FACTOR * leaf))
 
 
+def _exact_groups(n: int, point_batch: int) -> int:
+    """Groups of ``point_batch`` candidates evaluated together per step of the exact stage
+    (a static int): about ``EXACT_BUDGET`` term evaluations, at most ``EXACT_WIDTH``
+    candidates, at least one group. Measured (one core, float64): one point costs 2.2-2.6
+    ns per term, 4-16 points at once 1.1-1.6 ns per term and point."""
+    width = max(point_batch, min(EXACT_WIDTH, EXACT_BUDGET // max(n, 1)))
+    return int(max(1, width // point_batch))
+
+
 def _prune_margin(n: int, dtype) -> float:
     """Relative slack of the pruning test (a static float): bounds and exact values are
     sums of ``n`` rounded terms; a block is pruned only if its bound exceeds the
@@ -632,16 +644,41 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         lb, best_f, best_k, n_points, R,
         lambda s, blk, live: leaf(s, blk, live, L), leaf_batch)
 
+    # the exact stage: the candidates whose own bound is below the incumbent, in increasing
+    # order of it, ``point_batch`` at a time (the order of the earlier loop, whose results
+    # this reproduces), ``groups`` of them evaluated in one kernel: one pass over the
+    # terms for several points costs much less than one pass each (memory-bound); a group
+    # past the stopping point is evaluated but discarded
     point_batch = int(max(1, min(64, POINT_BUDGET // max(n, 1))))
+    groups = _exact_groups(n, point_batch)
+    order, lb_sorted = sorting.argsort_below_inf(lb, EXACT_CAP)
+    n_in = order.shape[0]
 
-    def exact(s, idx, live):
-        kp = jnp.where(live, at(idx), jnp.nan)
-        f_pts, _, _ = _terms(a, b, c, d, kp[:, None])
-        bf, bk = take(jnp.where(live, f_pts, jnp.inf), kp, s.best_f, s.best_k)
-        return bf, bk, s.child_lb, jnp.sum(live, dtype=jnp.int32)
+    def below(slot, bf):  # the earlier loop's test: this slot is evaluated
+        return (slot < n_in) & (lb_sorted[jnp.minimum(slot, n_in - 1)] < bf * (1 + margin))
 
-    _, best_f, best_k, n_points = run_level(lb, best_f, best_k, n_points, 1, exact,
-                                            point_batch)
+    def exact_cond(s):
+        return below(s[0], s[1])
+
+    def exact_body(s):
+        pos, bf, bk, npts = s
+        slot = (pos + jnp.arange(groups * point_batch)).reshape(groups, point_batch)
+        # the incumbent only decreases: a superset of the slots the replay evaluates
+        maybe = below(slot, bf)
+        kp = jnp.where(maybe, at(order[jnp.minimum(slot, n_in - 1)]), jnp.nan)
+        f_all, _, _ = _terms(a, b, c, d, kp[..., None])  # (groups, point_batch)
+
+        def replay(q, carry):  # group q as one step of the earlier loop
+            bf, bk, npts = carry
+            live = below(slot[q], bf)
+            bf, bk = take(jnp.where(live, f_all[q], jnp.inf), kp[q], bf, bk)
+            return bf, bk, npts + jnp.sum(live, dtype=jnp.int32)
+
+        bf, bk, npts = lax.fori_loop(0, groups, replay, (bf, bk, npts))
+        return pos + groups * point_batch, bf, bk, npts
+
+    _, best_f, best_k, n_points = lax.while_loop(
+        exact_cond, exact_body, (jnp.asarray(0, jnp.int32), best_f, best_k, n_points))
     return best_k, best_f, n_points
 
 

@@ -20,6 +20,11 @@ candidate row, so these sorts were most of a search iteration.
   subnormals being one key, as for ``jnp`` on the CPU), then one integer sort of
   ``rank * 2**32 + index`` (ties kept in index order).
 
+* :func:`argsort_below_inf` is :func:`argsort` where only the entries below ``+inf``
+  matter (the constant search's candidate bounds: a few hundred finite among ``N``):
+  when at most ``cap`` of them, they are moved to the front in index order (a prefix sum)
+  and only those ``cap`` are sorted.
+
 Off the CPU (GPU, TPU sort floats natively), or without 64-bit integers for the
 packed keys, both call ``jnp``. Both take 1-D arrays and are jit- and vmap-able.
 """
@@ -30,7 +35,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-__all__ = ["sort", "argsort", "FAST_SORT"]
+__all__ = ["sort", "argsort", "argsort_below_inf", "FAST_SORT"]
 
 # ``None``: the integer-key sorts on the CPU backend only; True / False forces the choice
 # (the tests compare both paths).
@@ -86,3 +91,45 @@ def argsort(x: jax.Array) -> jax.Array:
     rank = jnp.searchsorted(lax.sort(keys), keys, side="left").astype(jnp.int64)
     packed = (rank << 32) | jnp.arange(n, dtype=jnp.int64)
     return (lax.sort(packed) & jnp.int64(0xFFFFFFFF)).astype(jnp.int32)
+
+
+def argsort_below_inf(x: jax.Array, cap: int) -> tuple[jax.Array, jax.Array]:
+    """The entries of a 1-D float ``x`` below ``+inf`` in :func:`argsort` order.
+
+    Args:
+      x: ``(n,)`` float array.
+      cap: static int; when at most ``cap`` entries are below ``+inf``, only ``cap``
+        values are sorted (else all ``n``, as :func:`argsort`).
+
+    Returns:
+      ``(order, x_sorted)``, both ``(n,)``: with ``m`` the number of entries below
+      ``+inf`` (``nan`` is not), ``order[:m]`` equals ``argsort(x)[:m]`` (the same stable
+      permutation: by value, ties in index order) and ``x_sorted[:m] == x[order[:m]]``;
+      after them ``x_sorted`` is ``+inf`` and ``order`` holds indices of the other
+      entries (``argsort``'s) or ``n`` (out of range, when only ``cap`` were sorted).
+
+    The prefix route costs a prefix sum and a scatter of ``n`` plus a sort of ``cap``
+    (``lax.cond`` on ``m``: on the CPU only, where a branch is a branch; elsewhere, where
+    it is usually ``vmap``-ed into a select of both sides, :func:`argsort` of all).
+    """
+    x = jnp.asarray(x)
+    n = x.shape[0]
+
+    def full():
+        order = argsort(x)
+        return order, x[order]
+
+    if n <= cap or not _fast(x):
+        return full()
+    below = x < jnp.inf
+
+    def prefix():
+        slot = jnp.where(below, jnp.cumsum(below, dtype=jnp.int32) - 1, cap)
+        idx = jnp.full((cap,), n, jnp.int32).at[slot].set(jnp.arange(n, dtype=jnp.int32),
+                                                          mode="drop")
+        vals = jnp.where(idx < n, x[jnp.minimum(idx, n - 1)], jnp.inf)
+        o = argsort(vals)
+        return (jnp.concatenate([idx[o], jnp.full((n - cap,), n, jnp.int32)]),
+                jnp.concatenate([vals[o], jnp.full((n - cap,), jnp.inf, x.dtype)]))
+
+    return lax.cond(jnp.sum(below, dtype=jnp.int32) <= cap, prefix, full)
