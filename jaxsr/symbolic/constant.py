@@ -39,8 +39,9 @@ scoring every candidate, then refined:
 4. it is refined by ``N_NEWTON`` safeguarded Gauss-Newton steps on all the patterns: each
    step is clipped to stay strictly inside the interval between the exclusion zones of
    the nearest poles on either side (it never crosses a pole nor comes within 1% of
-   one) and is only taken if it lowers ``f`` (backtracking ``1, 1/2``); a refined ``k``
-   that is forbidden falls back to the candidate.
+   one) and is only taken if it lowers ``f`` (backtracking ``1, 1/2``); the first refused
+   step ends the refinement (a step depends on ``k`` alone, so every later one would be
+   the same refused step); a refined ``k`` that is forbidden falls back to the candidate.
 
 So ``f(k)`` is never above the paper's choice (the best non-forbidden zero outside the
 poles' 1% zones), ``k`` is never within 1% of a pole nor forbidden.
@@ -303,7 +304,19 @@ def _general(a, b, c, d, S=None, n_used=None, exhaustive=None):
         exhaustive = a.shape[0] <= EXHAUSTIVE_MAX
     k0, f0, _, lo, hi = _select(a, b, c, d, S, n_used, exhaustive)
     step = _gauss_newton_step(a, b, c, d, (1.0, 0.5), k0, lo, hi)
-    k, fk = jax.lax.fori_loop(0, N_NEWTON, step, (k0, f0))
+
+    # a step depends on (k, f(k)) only, so once one is refused every later one would be
+    # the same refused step: stop there (the result of all N_NEWTON steps, fewer passes)
+    def moving(s):
+        return (s[0] < N_NEWTON) & s[3]
+
+    def newton(s):
+        i, k, fk, _ = s
+        k2, f2 = step(i, (k, fk))
+        return i + 1, k2, f2, f2 < fk
+
+    _, k, fk, _ = lax.while_loop(moving, newton, (jnp.asarray(0, jnp.int32), k0, f0,
+                                                  jnp.asarray(True)))
     if S is not None:  # a refined k on a forbidden value: keep the candidate
         hit = _forbidden_scalar(S, n_used, k)
         k, fk = jnp.where(hit, k0, k), jnp.where(hit, f0, fk)
