@@ -192,11 +192,30 @@ def _closed_form(a, b, c, d, cz, case33):
     return jnp.where(cz, k29, jnp.where(case33, k33, k34))
 
 
-def _pole_zones(c, d):
-    """Sorted poles ``d_j/c_j`` (``+inf`` padding where ``c_j == 0``) and the ends of
-    their exclusion zones ``lo = p - 0.01|p|``, ``hi = p + 0.01|p|`` (both increasing)."""
-    cnz = c != 0
-    p = sorting.sort(jnp.where(cnz, d / jnp.where(cnz, c, 1.0), jnp.inf))
+def _poles(c, d):
+    """The pole ``d_j/c_j`` of each term, ``(N,)``; ``+inf`` where ``c_j == 0`` or it is not
+    finite."""
+    gen = c != 0
+    p = jnp.where(gen, d / jnp.where(gen, c, 1.0), jnp.inf)
+    return jnp.where(jnp.isfinite(p), p, jnp.inf)
+
+
+def _pole_order(c, d):
+    """``(perm, ps)``: the stable :func:`~.sorting.argsort` of :func:`_poles` and the poles
+    in that order (increasing, ``+inf`` last), for :func:`_pole_zones` and the branch and
+    bound's near poles (one sort for both)."""
+    p = _poles(c, d)
+    perm = sorting.argsort(p)
+    return perm, p[perm]
+
+
+def _pole_zones(c, d, ps=None):
+    """Sorted poles ``d_j/c_j`` (``+inf`` padding where ``c_j == 0`` or not finite) and the
+    ends of their exclusion zones ``lo = p - 0.01|p|``, ``hi = p + 0.01|p|`` (both
+    increasing). ``ps``: the poles already sorted (:func:`_pole_order`), else sorted here.
+    (Either order: the same values, except that :func:`~.sorting.argsort` keeps poles
+    below the smallest normal float, ``|p| < tiny``, in index order.)"""
+    p = sorting.sort(_poles(c, d)) if ps is None else ps
     w = POLE_EXCLUSION * jnp.abs(p)
     lo = jnp.where(jnp.isfinite(p), p - w, jnp.inf)
     hi = jnp.where(jnp.isfinite(p), p + w, jnp.inf)
@@ -230,15 +249,16 @@ def _score_all(a, b, c, d, cands):
 
 
 
-def _prepare(a, b, c, d, S, n_used, forbidden=True):
+def _prepare(a, b, c, d, S, n_used, forbidden=True, ps=None):
     """Candidates (``(N + 2,)``: the zeros, then the seeds of equations 29 and 33), whether
     each is admissible (finite, not within 1% of a pole and, with ``S`` and
-    ``forbidden=True``, not forbidden) and the sorted pole zones."""
+    ``forbidden=True``, not forbidden) and the sorted pole zones (from ``ps``, the sorted
+    poles, if given)."""
     nz = a != 0
     z = jnp.where(nz, b / jnp.where(nz, a, 1.0), jnp.nan)
     k29, k33, _ = _closed_form_candidates(a, b, c, d)
     cands = jnp.concatenate([z, jnp.stack([k29, k33])])
-    lo, hi = _pole_zones(c, d)
+    lo, hi = _pole_zones(c, d, ps)
     admissible = jnp.isfinite(cands) & ~_near_pole_zone(lo, hi, cands)
     if S is not None and forbidden:
         admissible = admissible & ~_forbidden_values(S, n_used, cands)
@@ -259,7 +279,10 @@ def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None,
     test ``O(K N)``, no sort of the ``K N`` forbidden values): the first-index minimum
     over the admissible candidates, the same candidate as filtering them all first
     (forbidden values are usually poles, already excluded, so this loop rarely runs)."""
-    cands, admissible, lo, hi = _prepare(a, b, c, d, S, n_used, forbidden=not exhaustive)
+    # the branch and bound sorts the poles (its near terms): the zones reuse that order
+    perm_p, ps = (None, None) if exhaustive else _pole_order(c, d)
+    cands, admissible, lo, hi = _prepare(a, b, c, d, S, n_used, forbidden=not exhaustive,
+                                         ps=ps)
     if exhaustive:
         f = jnp.where(admissible, _score_all(a, b, c, d, cands), jnp.inf)
         n_points = jnp.sum(admissible, dtype=jnp.int32)
@@ -281,7 +304,8 @@ def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None,
     ks = sorting.sort(jnp.where(admissible, cands, jnp.inf))
     n_adm = jnp.sum(admissible, dtype=jnp.int32)
     k, f, n_points = _branch_and_bound(a, b, c, d, ks, n_adm, fanout,
-                                       _batch(a.shape[0], fanout), leaf_size, near_cap)
+                                       _batch(a.shape[0], fanout), leaf_size, near_cap,
+                                       (perm_p, ps))
     return k, f, n_points, lo, hi
 
 
@@ -449,7 +473,8 @@ def _terms(a, b, c, d, k):
     return jnp.where(bad, jnp.inf, f), jnp.where(jnp.isfinite(t), t, 0.0), t
 
 
-def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near_cap=None):
+def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near_cap=None,
+                      pole_order=None):
     """Best ``f`` over the sorted admissible candidates ``ks[:n_adm]`` (``ks`` ``(R,)``,
     ``+inf`` after them): ``(k, f(k), n_points)``, ``n_points`` the number of exact
     evaluations of ``f`` (``N`` terms each); ``(nan, inf, .)`` when ``n_adm == 0``.
@@ -472,6 +497,8 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
       interpolation between the ends less the curvature bound;
     * last, the candidates whose own bound is below the incumbent are evaluated exactly,
       in increasing order of that bound, ``POINT_BUDGET // N`` at a time.
+
+    ``pole_order``: :func:`_pole_order` of ``c, d`` when the caller has it (else computed).
     """
     n, dt = a.shape[0], a.dtype
     R = ks.shape[0]
@@ -484,10 +511,10 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     gen = c != 0
     # zeros and poles of the c != 0 terms, sorted (the near terms of a leaf block)
     zg = jnp.where(gen & jnp.isfinite(z), z, jnp.inf)
-    pg = jnp.where(gen, d / jnp.where(gen, c, 1.0), jnp.inf)
-    pg = jnp.where(jnp.isfinite(pg), pg, jnp.inf)
-    perm_z, perm_p = sorting.argsort(zg), sorting.argsort(pg)
-    zs, ps = zg[perm_z], pg[perm_p]
+    pg = _poles(c, d)
+    perm_z = sorting.argsort(zg)
+    perm_p, ps = _pole_order(c, d) if pole_order is None else pole_order
+    zs = zg[perm_z]
     # for each candidate, the zeros and poles below / at or below it (window counts)
     z_left, z_right = (jnp.searchsorted(zs, ks, side=sd) for sd in ("left", "right"))
     p_left, p_right = (jnp.searchsorted(ps, ks, side=sd) for sd in ("left", "right"))
