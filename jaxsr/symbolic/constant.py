@@ -515,9 +515,6 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     perm_z = sorting.argsort(zg)
     perm_p, ps = _pole_order(c, d) if pole_order is None else pole_order
     zs = zg[perm_z]
-    # for each candidate, the zeros and poles below / at or below it (window counts)
-    z_left, z_right = (jnp.searchsorted(zs, ks, side=sd) for sd in ("left", "right"))
-    p_left, p_right = (jnp.searchsorted(ps, ks, side=sd) for sd in ("left", "right"))
     G = _near_cap(L) if near_cap is None else int(near_cap)
     # g_i(k) = a_i/c_i + beta_i / (k - p_i): the curvature of the smooth far terms
     beta = jnp.abs(jnp.where(gen, (a * d - b * c) / jnp.where(gen, c * c, 1.0), 0.0))
@@ -606,8 +603,11 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         lo, hi = kp[:, 0:1], kp[:, 1:2]
 
         def counts(i, j):  # zeros and poles in [ks[i], ks[j]]: first and how many
-            i, j = jnp.clip(i, 0, R - 1), jnp.clip(j, 0, R - 1)
-            return z_left[i], z_right[j] - z_left[i], p_left[i], p_right[j] - p_left[i]
+            # (searched for these few window ends only, not for every candidate)
+            ki, kj = ks[jnp.clip(i, 0, R - 1)], ks[jnp.clip(j, 0, R - 1)]
+            z_left, p_left = (jnp.searchsorted(v, ki, side="left") for v in (zs, ps))
+            z_right, p_right = (jnp.searchsorted(v, kj, side="right") for v in (zs, ps))
+            return z_left, z_right - z_left, p_left, p_right - p_left
 
         # the near terms: zero or pole in a window [wlo, whi] around [lo, hi], the block
         # and LEAF_REACH neighbours on each side if their terms fit G, else the block
