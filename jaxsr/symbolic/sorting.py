@@ -15,10 +15,13 @@ candidate row, so these sorts were most of a search iteration.
   ``-0.0`` sorts before ``0.0`` and subnormals are ordered by value (XLA's CPU comparisons
   read them as 0, so ``jnp.sort`` leaves them among the zeros in input order); every
   ``nan`` comes back as the canonical one.
-* :func:`argsort` is ``jnp.argsort(x)``'s stable permutation, exactly: the rank of each
-  value (the first position of its key among the sorted keys, ``-0.0``, ``0.0`` and the
-  subnormals being one key, as for ``jnp`` on the CPU), then one integer sort of
-  ``rank * 2**32 + index`` (ties kept in index order).
+* :func:`argsort` is ``jnp.argsort(x)``'s stable permutation, exactly (``-0.0``, ``0.0``
+  and the subnormals being one key, as for ``jnp`` on the CPU): a 32-bit key and the
+  index packed in one int64, one integer sort; a 64-bit key in two stable passes of 32
+  bits (least significant half first; each an integer sort of ``half * 2**32 +
+  position``), two sorts and a gather (earlier: a sort of the keys, a search of each
+  key's rank in them and a sort of ``rank * 2**32 + index``; the search cost as much as
+  a sort).
 
 * :func:`argsort_below_inf` is :func:`argsort` where only the entries below ``+inf``
   matter (the constant search's candidate bounds: a few hundred finite among ``N``):
@@ -88,9 +91,18 @@ def argsort(x: jax.Array) -> jax.Array:
     # -0.0 ties with 0.0, and so do subnormals (XLA's CPU comparisons read them as 0)
     tiny = jnp.finfo(x.dtype).tiny
     keys = _keys(jnp.where(jnp.abs(x) < tiny, jnp.zeros((), x.dtype), x))
-    rank = jnp.searchsorted(lax.sort(keys), keys, side="left").astype(jnp.int64)
-    packed = (rank << 32) | jnp.arange(n, dtype=jnp.int64)
-    return (lax.sort(packed) & jnp.int64(0xFFFFFFFF)).astype(jnp.int32)
+    idx = jnp.arange(n, dtype=jnp.int64)
+    low32 = jnp.int64(0xFFFFFFFF)
+    if keys.dtype == jnp.int32:  # the key and the index in one int64: one sort
+        return (lax.sort((keys.astype(jnp.int64) << 32) | idx) & low32).astype(jnp.int32)
+    # a 64-bit key: two stable passes of 32 bits each (least significant first), each one
+    # sort of (32 key bits, position) packed in an int64
+    u = keys ^ jnp.int64(-(2**63))  # the key's order as unsigned bits
+    lo = (u & low32) - 2**31  # the low half as a signed int32 value, same order
+    hi = ((u >> 32) & low32) - 2**31
+    perm = lax.sort((lo << 32) | idx) & low32  # by (low half, index)
+    pos = lax.sort((hi[perm] << 32) | idx) & low32  # then by high half, stably
+    return perm[pos].astype(jnp.int32)
 
 
 def argsort_below_inf(x: jax.Array, cap: int) -> tuple[jax.Array, jax.Array]:
