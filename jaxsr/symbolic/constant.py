@@ -474,7 +474,7 @@ def _terms(a, b, c, d, k):
 
 
 def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near_cap=None,
-                      pole_order=None):
+                      pole_order=None, point_batch=None, groups=None):
     """Best ``f`` over the sorted admissible candidates ``ks[:n_adm]`` (``ks`` ``(R,)``,
     ``+inf`` after them): ``(k, f(k), n_points)``, ``n_points`` the number of exact
     evaluations of ``f`` (``N`` terms each); ``(nan, inf, .)`` when ``n_adm == 0``.
@@ -499,6 +499,9 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
       in increasing order of that bound, ``POINT_BUDGET // N`` at a time.
 
     ``pole_order``: :func:`_pole_order` of ``c, d`` when the caller has it (else computed).
+    ``point_batch``, ``groups`` (static ints, default by ``N``): the exact stage's step of
+    the earlier loop (``POINT_BUDGET // N`` candidates) and how many such steps one kernel
+    evaluates (:func:`_exact_groups`); any ``groups`` gives the same result.
     """
     n, dt = a.shape[0], a.dtype
     R = ks.shape[0]
@@ -701,8 +704,9 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     # this reproduces), ``groups`` of them evaluated in one kernel: one pass over the
     # terms for several points costs much less than one pass each (memory-bound); a group
     # past the stopping point is evaluated but discarded
-    point_batch = int(max(1, min(64, POINT_BUDGET // max(n, 1))))
-    groups = _exact_groups(n, point_batch)
+    if point_batch is None:
+        point_batch = int(max(1, min(64, POINT_BUDGET // max(n, 1))))
+    groups = _exact_groups(n, point_batch) if groups is None else max(1, int(groups))
     order, lb_sorted = sorting.argsort_below_inf(lb, EXACT_CAP)
     n_in = order.shape[0]
 

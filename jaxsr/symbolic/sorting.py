@@ -117,8 +117,9 @@ def argsort_below_inf(x: jax.Array, cap: int) -> tuple[jax.Array, jax.Array]:
       ``(order, x_sorted)``, both ``(n,)``: with ``m`` the number of entries below
       ``+inf`` (``nan`` is not), ``order[:m]`` equals ``argsort(x)[:m]`` (the same stable
       permutation: by value, ties in index order) and ``x_sorted[:m] == x[order[:m]]``;
-      after them ``x_sorted`` is ``+inf`` and ``order`` holds indices of the other
-      entries (``argsort``'s) or ``n`` (out of range, when only ``cap`` were sorted).
+      after them ``x_sorted`` is not below ``+inf`` (``+inf`` or ``nan``) and ``order``
+      holds indices of the other entries (``argsort``'s) or ``n`` (out of range, when
+      only ``cap`` were sorted).
 
     The prefix route costs a prefix sum and a scatter of ``n`` plus a sort of ``cap``
     (``lax.cond`` on ``m``: on the CPU only, where a branch is a branch; elsewhere, where

@@ -266,3 +266,90 @@ def test_forbidden_best_zero_gives_the_next_admissible_one():
     assert not bool(solve(*args, jnp.asarray(S), 1)[2])
     with pytest.raises(ValueError, match="together"):
         optimal_constant(*args, jnp.asarray(S))
+
+
+# --- the exact stage evaluated in groups (issue 8): the same as one step at a time -----
+
+_NG = 6000  # padded size: 5 candidates per step of the exact stage, 3 steps per kernel
+
+
+def _bb_rows(rng):
+    """General-case rows ``(name, a, b, c, d, S, n_used)`` of several sizes (padded to
+    ``_NG``): poles among the zeros, clustered poles, ties, zeros near poles, c == 0 mixed
+    in, and forbidden values (among them the best zero)."""
+    rows = []
+    for i, n in enumerate((2500, 4000, 6000, 3100, 5200, 6000)):
+        a, b, c, d = (rng.normal(size=n) for _ in range(4))
+        if i == 1:
+            d[: n // 3] = c[: n // 3] * (0.3 + 1e-9 * rng.normal(size=n // 3))
+        if i == 2:
+            b = a * np.round(rng.normal(size=n), 1)  # many tied zeros
+        if i == 3:  # most zeros within 1% of a pole
+            m = 3 * n // 4
+            d[:m] = c[:m] * (b[:m] / a[:m]) * (1 + 5e-3 * rng.uniform(-1, 1, m))
+        if i == 4:
+            c[rng.uniform(size=n) < 0.5] = 0.0
+        S = np.full((2, _NG), np.inf)
+        z = b / a
+        S[0, rng.integers(n, size=6)] = z[rng.integers(n, size=6)]
+        S[1, :3] = paper_constant(a, b, c, d)[0]  # the best zero, in slot 1
+        rows.append((f"row {i}", a, b, c, d, S, 1 + i % 2))
+    return rows
+
+
+def _oracle(a, b, c, d, forbidden):
+    """Best admissible candidate by brute force: every zero and the seeds of equations 29
+    and 33, less the forbidden ones and those within 1% of a pole. ``f`` over the rows."""
+    wd = np.where(d != 0, 1 / np.where(d != 0, d * d, 1), 0)
+    wc = np.where(c != 0, 1 / np.where(c != 0, c * c, 1), 0)
+    seeds = [np.sum(a * b * wd) / np.sum(a * a * wd), np.sum(b * b * wc) / np.sum(a * b * wc)]
+    nz = a != 0
+    cands = np.unique(np.r_[b[nz] / a[nz], seeds])
+    cands = cands[np.isfinite(cands) & ~np.isin(cands, forbidden)]
+    p = d[c != 0] / c[c != 0]
+    ps = np.sort(p)
+    # within 1% of some pole: the zones [p - 0.01|p|, p + 0.01|p|] have increasing ends
+    lo, hi = ps - POLE_EXCLUSION * np.abs(ps), ps + POLE_EXCLUSION * np.abs(ps)
+    j = np.searchsorted(lo, cands, side="right") - 1
+    cands = cands[~((j >= 0) & (hi[np.clip(j, 0, None)] >= cands))]
+    f = np.array([f_numpy(a, b, c, d, k) for k in cands])
+    return cands[np.argmin(f)], f.min()
+
+
+def test_exact_stage_in_groups_equals_one_step_at_a_time_and_the_oracle():
+    """The branch and bound's last stage evaluates several steps of candidates per kernel
+    and replays them one step at a time: for any number of groups the same candidate,
+    f and count of evaluations (bitwise), and that f is the brute-force best."""
+    from jaxsr.symbolic import constant as C
+    from jaxsr.symbolic import sorting
+
+    def bb(point_batch, groups):
+        def run(a, b, c, d, S, n_used):
+            cands, adm, _, _ = C._prepare(a, b, c, d, S, n_used)
+            ks = sorting.sort(jnp.where(adm, cands, jnp.inf))
+            return C._branch_and_bound(a, b, c, d, ks, jnp.sum(adm, dtype=jnp.int32),
+                                       C.FANOUT, C._batch(_NG, C.FANOUT),
+                                       point_batch=point_batch, groups=groups)
+        return jax.jit(run)
+
+    assert C.POINT_BUDGET // _NG == 5 and C._exact_groups(_NG, 5) == 3  # the default
+    variants = {(pb, g): bb(pb, g) for pb, g in ((None, None), (5, 1), (1, 1), (1, 7))}
+    rng = np.random.default_rng(21)
+    for name, a, b, c, d, S, n_used in _bb_rows(rng):
+        n = a.shape[0]
+        args = [_padded_to(v, fill) for v, fill in ((a, 0.0), (b, 0.0), (c, 0.0), (d, 1.0))]
+        args += [jnp.asarray(S), jnp.asarray(n_used, jnp.int32)]
+        got = {key: tuple(float(v) for v in fn(*args)) for key, fn in variants.items()}
+        assert got[(None, None)] == got[(5, 1)], name  # grouped == one step at a time
+        assert got[(1, 1)] == got[(1, 7)], name
+        forbidden = S[:n_used][np.isfinite(S[:n_used])]
+        k_or, f_or = _oracle(a, b, c, d, forbidden)
+        scale = n / _NG  # the padded mean
+        for key, (k, f, n_points) in got.items():
+            np.testing.assert_allclose(f, f_or * scale, rtol=1e-12, err_msg=f"{name} {key}")
+            assert not np.isin(k, forbidden) and not near_pole(c, d, k), (name, key)
+            assert 0 < n_points < n + 2, (name, key)
+
+
+def _padded_to(v, fill):
+    return jnp.asarray(np.r_[v, np.full(_NG - v.shape[0], fill)])
