@@ -219,22 +219,21 @@ def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
                                   tot[2] - a[i, 2] - a[j, 2] + tq) + lamn
     T = np.empty((M, M, 4))  # T[g, h] for g < h: sums over the classes with f, g, h set
     two = 2.0 * lamn
+    pos = np.zeros(U, dtype=np.int64)
     for f in range(M):
         for g in range(f + 1, M):
             for h in range(g + 1, M):
                 for c in range(4):
                     T[g, h, c] = 0.0
         for u in range(U):
+            # ones[u] is increasing and f visits every feature in order, so the next
+            # feature of class u not yet passed is at pos[u]
             k = nones[u]
-            has = False
-            x0 = 0
-            for x in range(k):
-                if ones[u, x] == f:
-                    has = True
-                    x0 = x + 1
-                    break
-            if not has:
+            x0 = pos[u]
+            if x0 >= k or ones[u, x0] != f:
                 continue
+            x0 += 1
+            pos[u] = x0
             s0, s1, s2, s3 = st[u, 0], st[u, 1], st[u, 2], st[u, 3]
             for x in range(x0, k):
                 g = ones[u, x]
@@ -260,26 +259,25 @@ def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
                     oc[0, c] = tot[c] - a[f, c] - a[g, c] - a[h, c] + pfg + pfh + pgh - t
                 for o in range(8):
                     L[o] = _sse(oc[o, 0], oc[o, 1], oc[o, 2])
+                # the best split of each quadrant, without data-dependent branches (a
+                # split with a side short of m1 samples is not admissible: inf)
                 for sa in range(2):
                     for sb in range(2):
                         # quadrant (f, g) = (sa, sb) split on h
                         o1, o0 = 4 * sa + 2 * sb + 1, 4 * sa + 2 * sb
-                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
-                            v = L[o1] + L[o0] + two
-                            if v < c1[f, g, sa, sb]:
-                                c1[f, g, sa, sb] = v
+                        v = L[o1] + L[o0] + two
+                        v = v if (oc[o1, 3] >= m1) & (oc[o0, 3] >= m1) else np.inf
+                        c1[f, g, sa, sb] = min(c1[f, g, sa, sb], v)
                         # quadrant (f, h) = (sa, sb) split on g
                         o1, o0 = 4 * sa + 2 + sb, 4 * sa + sb
-                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
-                            v = L[o1] + L[o0] + two
-                            if v < c1[f, h, sa, sb]:
-                                c1[f, h, sa, sb] = v
+                        v = L[o1] + L[o0] + two
+                        v = v if (oc[o1, 3] >= m1) & (oc[o0, 3] >= m1) else np.inf
+                        c1[f, h, sa, sb] = min(c1[f, h, sa, sb], v)
                         # quadrant (g, h) = (sa, sb) split on f
                         o1, o0 = 4 + 2 * sa + sb, 2 * sa + sb
-                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
-                            v = L[o1] + L[o0] + two
-                            if v < c1[g, h, sa, sb]:
-                                c1[g, h, sa, sb] = v
+                        v = L[o1] + L[o0] + two
+                        v = v if (oc[o1, 3] >= m1) & (oc[o0, 3] >= m1) else np.inf
+                        c1[g, h, sa, sb] = min(c1[g, h, sa, sb], v)
     for r in range(M):
         if not (a[r, 3] >= m1 and tot[3] - a[r, 3] >= m1):
             split[r] = np.inf
