@@ -21,12 +21,79 @@ normaliser * leaves``); the callers divide by the normaliser.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
+
 import numba
 import numpy as np
 
 __all__ = ["subtree_splits", "kmeans_losses"]
 
 _TINY = np.finfo(np.float64).tiny
+
+# The compiled code of these files is one program: the solver loop
+# (:mod:`~jaxsr.trees.compiled_solver`) has the kernels of this module compiled into it and
+# the constants of :mod:`~jaxsr.trees.solver` frozen in. numba keys a cached function on
+# its own file's contents only ("changes in symbols defined in another file are not
+# recognized", numba's caching notes), so after an edit of this file (or an upgrade that
+# leaves old cache files behind) the cached solver loop would go on running the old
+# kernels. Every compiled function of these files is keyed on all three instead
+# (:func:`_install_cache_locators`).
+_CACHE_SOURCES = ("compiled.py", "compiled_solver.py", "solver.py")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@functools.cache
+def _sources_digest(folder: str = _HERE) -> bytes:
+    """SHA-256 of the files of :data:`_CACHE_SOURCES` in ``folder`` (names and contents)."""
+    h = hashlib.sha256()
+    for name in _CACHE_SOURCES:
+        with open(os.path.join(folder, name), "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    return h.digest()
+
+
+def _install_cache_locators() -> bool:
+    """Put, ahead of numba's own cache locators, one subclass of each file-backed locator
+    that serves only this package's compiled files (this folder) and stamps their cached
+    functions with :func:`_sources_digest`; numba's other users are not affected. Returns
+    False when numba's (private) locator list is not there (then numba's own per-file
+    stamps apply)."""
+    try:
+        from numba.core import caching
+
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # numba < 0.61
+        classes = impl._locator_classes
+        mixin = caching._SourceFileBackedLocatorMixin
+    except (ImportError, AttributeError):  # pragma: no cover - depends on numba's internals
+        return False
+    if any(getattr(c, "_jaxsr_sources", False) for c in classes):
+        return True
+    ours = []
+    for base in classes:
+        if not (isinstance(base, type) and issubclass(base, mixin)):
+            continue
+
+        class _Locator(base):
+            _jaxsr_sources = True
+
+            def get_source_stamp(self):
+                return _sources_digest()
+
+            @classmethod
+            def from_function(cls, py_func, py_file):
+                if os.path.dirname(os.path.abspath(py_file)) != _HERE:
+                    return None
+                return super().from_function(py_func, py_file)
+
+        _Locator.__name__ = _Locator.__qualname__ = "Jaxsr" + base.__name__
+        ours.append(_Locator)
+    classes[:0] = ours
+    return True
+
+
+_CACHE_KEYED_ON_ALL_SOURCES = _install_cache_locators()
 
 
 def _can_cache() -> bool:
