@@ -189,13 +189,30 @@ def _cache_from_environment() -> None:
         _compilation_cache.set_folder(default_cache_dir(), create=False)
 
 
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity; ``os.cpu_count()`` where unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+# XLA:CPU compiles each program's LLVM module in this many parts on its thread pool (XLA's
+# default is 32 parts, whatever the cores): with fewer usable cores than parts, the parts
+# only add work. As many parts as usable cores, measured on the first symbolic fit above
+# (session 9, no cache): one core 4.35 -> 3.92 s of compilation (first fit 5.24 -> 4.79 s),
+# two cores 3.60 -> 2.71 s, kernels and results the same to the bit (the 17 built-in Feynman
+# fits hashed identical, warm medians 0.192 / 0.195 CPU-s).
+_CODEGEN_SPLIT = {"xla_cpu_parallel_codegen_split_count": max(1, min(32, _usable_cpus()))}
+
 # XLA:CPU options of every jaxsr program (:func:`program`): the older (non-MLIR) fusion
-# emitters. Measured on a first symbolic fit (N = 1000, 5 variables, 20 nodes, strategy 3,
-# one core, session 8): 12.7 -> 7.9 CPU-s, XLA's compile time down about 40%, with kernels
-# as fast (warm fits 0.22 / 0.16 s at N = 1000, 0.66 / 0.62 s at N = 2e4, 3.25 / 3.33 s at
-# N = 1e5). ``JAXSR_COMPILE_OPTIONS`` (a JSON object, read at import; ``{}`` for XLA's own
-# defaults) replaces them.
-COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+# emitters, and the code generation split above. The emitters, measured on a first symbolic
+# fit (N = 1000, 5 variables, 20 nodes, strategy 3, one core, session 8): 12.7 -> 7.9 CPU-s,
+# XLA's compile time down about 40%, with kernels as fast (warm fits 0.22 / 0.16 s at
+# N = 1000, 0.66 / 0.62 s at N = 2e4, 3.25 / 3.33 s at N = 1e5).
+# ``JAXSR_COMPILE_OPTIONS`` (a JSON object, read at import; ``{}`` for XLA's own defaults)
+# replaces them.
+COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False, **_CODEGEN_SPLIT}
 if os.environ.get("JAXSR_COMPILE_OPTIONS", "").strip():
     import json as _json
 
@@ -213,7 +230,7 @@ if os.environ.get("JAXSR_COMPILE_OPTIONS", "").strip():
 # 26.7 -> 5.6 CPU-s of compilation (either option alone: 23.6 / 15.1 s), the kernels
 # 1.5-6x slower (benchmarks/results/symbolic_iteration_s6.txt).
 FAST_COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False,
-                        "xla_backend_optimization_level": 0}
+                        "xla_backend_optimization_level": 0, **_CODEGEN_SPLIT}
 _FAST = {"on": os.environ.get("JAXSR_FAST_COMPILE", "").strip().lower()
          in ("1", "true", "yes", "on")}
 

@@ -21,12 +21,79 @@ normaliser * leaves``); the callers divide by the normaliser.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
+
 import numba
 import numpy as np
 
 __all__ = ["subtree_splits", "kmeans_losses"]
 
 _TINY = np.finfo(np.float64).tiny
+
+# The compiled code of these files is one program: the solver loop
+# (:mod:`~jaxsr.trees.compiled_solver`) has the kernels of this module compiled into it and
+# the constants of :mod:`~jaxsr.trees.solver` frozen in. numba keys a cached function on
+# its own file's contents only ("changes in symbols defined in another file are not
+# recognized", numba's caching notes), so after an edit of this file (or an upgrade that
+# leaves old cache files behind) the cached solver loop would go on running the old
+# kernels. Every compiled function of these files is keyed on all three instead
+# (:func:`_install_cache_locators`).
+_CACHE_SOURCES = ("compiled.py", "compiled_solver.py", "solver.py")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@functools.cache
+def _sources_digest(folder: str = _HERE) -> bytes:
+    """SHA-256 of the files of :data:`_CACHE_SOURCES` in ``folder`` (names and contents)."""
+    h = hashlib.sha256()
+    for name in _CACHE_SOURCES:
+        with open(os.path.join(folder, name), "rb") as f:
+            h.update(name.encode() + b"\0" + f.read())
+    return h.digest()
+
+
+def _install_cache_locators() -> bool:
+    """Put, ahead of numba's own cache locators, one subclass of each file-backed locator
+    that serves only this package's compiled files (this folder) and stamps their cached
+    functions with :func:`_sources_digest`; numba's other users are not affected. Returns
+    False when numba's (private) locator list is not there (then numba's own per-file
+    stamps apply)."""
+    try:
+        from numba.core import caching
+
+        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # numba < 0.61
+        classes = impl._locator_classes
+        mixin = caching._SourceFileBackedLocatorMixin
+    except (ImportError, AttributeError):  # pragma: no cover - depends on numba's internals
+        return False
+    if any(getattr(c, "_jaxsr_sources", False) for c in classes):
+        return True
+    ours = []
+    for base in classes:
+        if not (isinstance(base, type) and issubclass(base, mixin)):
+            continue
+
+        class _Locator(base):
+            _jaxsr_sources = True
+
+            def get_source_stamp(self):
+                return _sources_digest()
+
+            @classmethod
+            def from_function(cls, py_func, py_file):
+                if os.path.dirname(os.path.abspath(py_file)) != _HERE:
+                    return None
+                return super().from_function(py_func, py_file)
+
+        _Locator.__name__ = _Locator.__qualname__ = "Jaxsr" + base.__name__
+        ours.append(_Locator)
+    classes[:0] = ours
+    return True
+
+
+_CACHE_KEYED_ON_ALL_SOURCES = _install_cache_locators()
 
 
 def _can_cache() -> bool:
@@ -219,22 +286,21 @@ def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
                                   tot[2] - a[i, 2] - a[j, 2] + tq) + lamn
     T = np.empty((M, M, 4))  # T[g, h] for g < h: sums over the classes with f, g, h set
     two = 2.0 * lamn
+    pos = np.zeros(U, dtype=np.int64)
     for f in range(M):
         for g in range(f + 1, M):
             for h in range(g + 1, M):
                 for c in range(4):
                     T[g, h, c] = 0.0
         for u in range(U):
+            # ones[u] is increasing and f visits every feature in order, so the next
+            # feature of class u not yet passed is at pos[u]
             k = nones[u]
-            has = False
-            x0 = 0
-            for x in range(k):
-                if ones[u, x] == f:
-                    has = True
-                    x0 = x + 1
-                    break
-            if not has:
+            x0 = pos[u]
+            if x0 >= k or ones[u, x0] != f:
                 continue
+            x0 += 1
+            pos[u] = x0
             s0, s1, s2, s3 = st[u, 0], st[u, 1], st[u, 2], st[u, 3]
             for x in range(x0, k):
                 g = ones[u, x]
@@ -260,26 +326,25 @@ def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
                     oc[0, c] = tot[c] - a[f, c] - a[g, c] - a[h, c] + pfg + pfh + pgh - t
                 for o in range(8):
                     L[o] = _sse(oc[o, 0], oc[o, 1], oc[o, 2])
+                # the best split of each quadrant, without data-dependent branches (a
+                # split with a side short of m1 samples is not admissible: inf)
                 for sa in range(2):
                     for sb in range(2):
                         # quadrant (f, g) = (sa, sb) split on h
                         o1, o0 = 4 * sa + 2 * sb + 1, 4 * sa + 2 * sb
-                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
-                            v = L[o1] + L[o0] + two
-                            if v < c1[f, g, sa, sb]:
-                                c1[f, g, sa, sb] = v
+                        v = L[o1] + L[o0] + two
+                        v = v if (oc[o1, 3] >= m1) & (oc[o0, 3] >= m1) else np.inf
+                        c1[f, g, sa, sb] = min(c1[f, g, sa, sb], v)
                         # quadrant (f, h) = (sa, sb) split on g
                         o1, o0 = 4 * sa + 2 + sb, 4 * sa + sb
-                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
-                            v = L[o1] + L[o0] + two
-                            if v < c1[f, h, sa, sb]:
-                                c1[f, h, sa, sb] = v
+                        v = L[o1] + L[o0] + two
+                        v = v if (oc[o1, 3] >= m1) & (oc[o0, 3] >= m1) else np.inf
+                        c1[f, h, sa, sb] = min(c1[f, h, sa, sb], v)
                         # quadrant (g, h) = (sa, sb) split on f
                         o1, o0 = 4 + 2 * sa + sb, 2 * sa + sb
-                        if oc[o1, 3] >= m1 and oc[o0, 3] >= m1:
-                            v = L[o1] + L[o0] + two
-                            if v < c1[g, h, sa, sb]:
-                                c1[g, h, sa, sb] = v
+                        v = L[o1] + L[o0] + two
+                        v = v if (oc[o1, 3] >= m1) & (oc[o0, 3] >= m1) else np.inf
+                        c1[g, h, sa, sb] = min(c1[g, h, sa, sb], v)
     for r in range(M):
         if not (a[r, 3] >= m1 and tot[3] - a[r, 3] >= m1):
             split[r] = np.inf
