@@ -209,6 +209,54 @@ def _pole_order(c, d):
     return perm, p[perm]
 
 
+def _zero_order(a, b, c):
+    """``(perm, zs)``: the stable :func:`~.sorting.argsort` of the zeros ``b_i/a_i`` of the
+    ``c != 0`` terms (``+inf`` for the other terms and where not finite) and the zeros in
+    that order (the branch and bound's near zeros; :func:`_sorted_candidates`)."""
+    nz = a != 0
+    z = jnp.where(nz, b / jnp.where(nz, a, 1.0), jnp.nan)
+    zg = jnp.where((c != 0) & jnp.isfinite(z), z, jnp.inf)
+    perm = sorting.argsort(zg)
+    return perm, zg[perm]
+
+
+def _sorted_candidates(cands, admissible, c, zero_order):
+    """``sorting.sort(where(admissible, cands, inf))`` (``(N + 2,)``), the same array.
+
+    When every term has ``c != 0`` the zeros are already in order (``zero_order``,
+    :func:`_zero_order`): the admissible ones are moved to the front in that order (a
+    prefix sum) and the two seeds merged in; the sort only runs otherwise, or when an
+    admissible candidate is ``-0.0``, ``0.0`` or subnormal (the argsort keeps those in
+    index order, the sort by value). Equal values have the same bits, so their order is
+    immaterial. On the CPU only (``lax.cond``; a select of both sides under ``vmap``)."""
+    def by_sort():
+        return sorting.sort(jnp.where(admissible, cands, jnp.inf))
+
+    if jax.default_backend() != "cpu":
+        return by_sort()
+    n, R = c.shape[0], cands.shape[0]
+    perm, zs = zero_order
+
+    def from_zeros():
+        adm = admissible[:n][perm]  # the admissible zeros, increasing
+        seeds = jnp.where(admissible[n:], cands[n:], jnp.inf)  # (2,)
+        # a zero goes after the admissible zeros before it and the seeds below it; a seed
+        # after the zeros at or below it and, if equal or larger, the other seed
+        z_at = jnp.cumsum(adm, dtype=jnp.int32) - 1 + jnp.sum(
+            seeds[None, :] < zs[:, None], axis=1, dtype=jnp.int32)
+        other = seeds[::-1]
+        s_at = (jnp.sum(adm[None, :] & (zs[None, :] <= seeds[:, None]), axis=1,
+                        dtype=jnp.int32)
+                + ((other < seeds) | ((other == seeds) & (jnp.arange(2) == 1))))
+        out = jnp.full((R,), jnp.inf, cands.dtype)
+        out = out.at[jnp.where(adm, z_at, R)].set(zs, mode="drop")
+        return out.at[jnp.where(admissible[n:], s_at, R)].set(seeds, mode="drop")
+
+    tiny = jnp.finfo(cands.dtype).tiny
+    direct = jnp.all(c != 0) & ~jnp.any(admissible & (jnp.abs(cands) < tiny))
+    return lax.cond(direct, from_zeros, by_sort)
+
+
 def _pole_zones(c, d, ps=None):
     """Sorted poles ``d_j/c_j`` (``+inf`` padding where ``c_j == 0`` or not finite) and the
     ends of their exclusion zones ``lo = p - 0.01|p|``, ``hi = p + 0.01|p|`` (both
@@ -279,7 +327,8 @@ def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None,
     test ``O(K N)``, no sort of the ``K N`` forbidden values): the first-index minimum
     over the admissible candidates, the same candidate as filtering them all first
     (forbidden values are usually poles, already excluded, so this loop rarely runs)."""
-    # the branch and bound sorts the poles (its near terms): the zones reuse that order
+    # the branch and bound sorts the poles and zeros (its near terms): the zones reuse the
+    # poles' order, the sorted candidates the zeros'
     perm_p, ps = (None, None) if exhaustive else _pole_order(c, d)
     cands, admissible, lo, hi = _prepare(a, b, c, d, S, n_used, forbidden=not exhaustive,
                                          ps=ps)
@@ -301,11 +350,12 @@ def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None,
             f, i = lax.while_loop(blocked, drop, (f, jnp.argmin(f)))
         return (jnp.where(jnp.isfinite(f[i]), cands[i], jnp.nan), f[i], n_points, lo, hi)
     fanout = FANOUT if fanout is None else int(fanout)
-    ks = sorting.sort(jnp.where(admissible, cands, jnp.inf))
+    zero_order = _zero_order(a, b, c)
+    ks = _sorted_candidates(cands, admissible, c, zero_order)
     n_adm = jnp.sum(admissible, dtype=jnp.int32)
     k, f, n_points = _branch_and_bound(a, b, c, d, ks, n_adm, fanout,
                                        _batch(a.shape[0], fanout), leaf_size, near_cap,
-                                       (perm_p, ps))
+                                       (perm_p, ps), zero_order=zero_order)
     return k, f, n_points, lo, hi
 
 
@@ -474,7 +524,7 @@ def _terms(a, b, c, d, k):
 
 
 def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near_cap=None,
-                      pole_order=None, point_batch=None, groups=None):
+                      pole_order=None, point_batch=None, groups=None, zero_order=None):
     """Best ``f`` over the sorted admissible candidates ``ks[:n_adm]`` (``ks`` ``(R,)``,
     ``+inf`` after them): ``(k, f(k), n_points)``, ``n_points`` the number of exact
     evaluations of ``f`` (``N`` terms each); ``(nan, inf, .)`` when ``n_adm == 0``.
@@ -498,7 +548,8 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     * last, the candidates whose own bound is below the incumbent are evaluated exactly,
       in increasing order of that bound, ``POINT_BUDGET // N`` at a time.
 
-    ``pole_order``: :func:`_pole_order` of ``c, d`` when the caller has it (else computed).
+    ``pole_order``, ``zero_order``: :func:`_pole_order` of ``c, d`` and :func:`_zero_order`
+    of ``a, b, c`` when the caller has them (else computed).
     ``point_batch``, ``groups`` (static ints, default by ``N``): the exact stage's step of
     the earlier loop (``POINT_BUDGET // N`` candidates) and how many such steps one kernel
     evaluates (:func:`_exact_groups`); any ``groups`` gives the same result.
@@ -515,9 +566,8 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     # zeros and poles of the c != 0 terms, sorted (the near terms of a leaf block)
     zg = jnp.where(gen & jnp.isfinite(z), z, jnp.inf)
     pg = _poles(c, d)
-    perm_z = sorting.argsort(zg)
+    perm_z, zs = _zero_order(a, b, c) if zero_order is None else zero_order
     perm_p, ps = _pole_order(c, d) if pole_order is None else pole_order
-    zs = zg[perm_z]
     G = _near_cap(L) if near_cap is None else int(near_cap)
     # g_i(k) = a_i/c_i + beta_i / (k - p_i): the curvature of the smooth far terms
     beta = jnp.abs(jnp.where(gen, (a * d - b * c) / jnp.where(gen, c * c, 1.0), 0.0))

@@ -353,3 +353,44 @@ def test_exact_stage_in_groups_equals_one_step_at_a_time_and_the_oracle():
 
 def _padded_to(v, fill):
     return jnp.asarray(np.r_[v, np.full(_NG - v.shape[0], fill)])
+
+
+def test_sorted_candidates_from_the_zeros_order_equal_the_sort():
+    """The admissible candidates in increasing order taken from the zeros' argsort (all
+    c != 0) are the sorted array itself, bit for bit; with c == 0 terms, -0.0 / 0.0 or
+    subnormal candidates it sorts (the same array too)."""
+    from jaxsr.symbolic import constant as C
+    from jaxsr.symbolic import sorting
+
+    @jax.jit
+    def both(a, b, c, d):
+        cands, adm, _, _ = C._prepare(a, b, c, d, None, None)
+        got = C._sorted_candidates(cands, adm, c, C._zero_order(a, b, c))
+        return got, sorting.sort(jnp.where(adm, cands, jnp.inf))
+
+    rng = np.random.default_rng(22)
+    n = 1500
+    for case in range(9):
+        a, b, c, d = (rng.normal(size=n) for _ in range(4))
+        if case in (1, 6):  # poles in [17, 100], away from most zeros: the seeds admissible
+            c, d = rng.uniform(0.1, 0.3, size=n), rng.uniform(5.0, 10.0, size=n)
+        if case == 1:
+            b = a * rng.choice([-1.0, 0.5, 2.0], size=n)  # three tied zeros
+        if case == 2:
+            b[:5] = 0.0
+            b[5:9] = -0.0  # zeros at 0.0 and -0.0
+        if case == 3:
+            b[:3] = 1e-310 * a[:3]  # subnormal zeros
+        if case == 4:
+            c[::7] = 0.0  # c == 0 terms: sorted
+        if case == 5:
+            a[::3] = 0.0  # no zero for these terms
+        if case == 6:
+            b = a * 0.7 + 1e-3 * rng.normal(size=n)  # the seeds among the zeros
+        if case == 8:
+            b = a * np.round(rng.normal(size=n), 1)  # tied zeros, 0.0 among them
+        if case == 7:
+            d = c * (b / a) * (1 + 5e-3 * rng.uniform(-1, 1, n))  # little is admissible
+        got, want = (np.asarray(v) for v in both(*(jnp.asarray(v) for v in (a, b, c, d))))
+        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64),
+                                      err_msg=f"case {case}")
