@@ -138,7 +138,7 @@ LEAF_DIVISOR = 4  # leaf blocks hold about sqrt(N) / LEAF_DIVISOR candidates
 NEAR_FACTOR = 8  # zeros (and poles) gathered per leaf block: NEAR_FACTOR * leaf size
 NEAR_CAP = 4096  # at most this many
 EXACT_BUDGET = 1 << 20  # term evaluations per step of the exact stage (sets its groups)
-EXACT_WIDTH = 16  # at most this many candidates per step of the exact stage
+EXACT_WIDTH = 4  # at most this many candidates per step of the exact stage
 EXACT_CAP = 1024  # candidate bounds sorted without the others when at most this many
 # kept for callers of the earlier bounded solver; the general case no longer uses them
 N_QUANTILES = 16
@@ -495,8 +495,11 @@ def _near_cap(leaf: int) -> int:
 def _exact_groups(n: int, point_batch: int) -> int:
     """Groups of ``point_batch`` candidates evaluated together per step of the exact stage
     (a static int): about ``EXACT_BUDGET`` term evaluations, at most ``EXACT_WIDTH``
-    candidates, at least one group. Measured (one core, float64): one point costs 2.2-2.6
-    ns per term, 4-16 points at once 1.1-1.6 ns per term and point."""
+    candidates, at least one group. Measured (one core, float64, the benchmark's rows at
+    N = 1e5, one candidate per step of the earlier loop): one candidate per kernel 2.1 ns
+    per term, 10 at once 1.5 ns; the row 3.4% faster with 4 per kernel than 16, 2.3% than
+    2, 1.1% than 8 (a kernel past the stopping point is wasted). At N = 1e4 (3 per step)
+    4 means one step per kernel, as before (16: 2% slower)."""
     width = max(point_batch, min(EXACT_WIDTH, EXACT_BUDGET // max(n, 1)))
     return int(max(1, width // point_batch))
 
@@ -546,7 +549,8 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
       neither in the block and enter with their minimum over it or, if larger, the
       interpolation between the ends less the curvature bound;
     * last, the candidates whose own bound is below the incumbent are evaluated exactly,
-      in increasing order of that bound, ``POINT_BUDGET // N`` at a time.
+      in increasing order of that bound, ``POINT_BUDGET // N`` at a time (several such
+      steps per kernel, replayed one step at a time: the result of one step per kernel).
 
     ``pole_order``, ``zero_order``: :func:`_pole_order` of ``c, d`` and :func:`_zero_order`
     of ``a, b, c`` when the caller has them (else computed).

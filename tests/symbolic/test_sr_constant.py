@@ -270,7 +270,7 @@ def test_forbidden_best_zero_gives_the_next_admissible_one():
 
 # --- the exact stage evaluated in groups (issue 8): the same as one step at a time -----
 
-_NG = 6000  # padded size: 5 candidates per step of the exact stage, 3 steps per kernel
+_NG = 6000  # padded size: 5 candidates per step of the exact stage
 
 
 def _bb_rows(rng):
@@ -332,16 +332,18 @@ def test_exact_stage_in_groups_equals_one_step_at_a_time_and_the_oracle():
                                        point_batch=point_batch, groups=groups)
         return jax.jit(run)
 
-    assert C.POINT_BUDGET // _NG == 5 and C._exact_groups(_NG, 5) == 3  # the default
-    variants = {(pb, g): bb(pb, g) for pb, g in ((None, None), (5, 1), (1, 1), (1, 7))}
+    assert C.POINT_BUDGET // _NG == 5  # the default step; 1 is that of N >= 32768
+    variants = {(pb, g): bb(pb, g) for pb, g in ((None, None), (5, 1), (5, 3), (1, 1),
+                                                 (1, C._exact_groups(40000, 1)), (1, 7))}
     rng = np.random.default_rng(21)
     for name, a, b, c, d, S, n_used in _bb_rows(rng):
         n = a.shape[0]
         args = [_padded_to(v, fill) for v, fill in ((a, 0.0), (b, 0.0), (c, 0.0), (d, 1.0))]
         args += [jnp.asarray(S), jnp.asarray(n_used, jnp.int32)]
         got = {key: tuple(float(v) for v in fn(*args)) for key, fn in variants.items()}
-        assert got[(None, None)] == got[(5, 1)], name  # grouped == one step at a time
-        assert got[(1, 1)] == got[(1, 7)], name
+        # grouped == one step at a time
+        assert got[(None, None)] == got[(5, 1)] == got[(5, 3)], name
+        assert got[(1, 1)] == got[(1, C._exact_groups(40000, 1))] == got[(1, 7)], name
         forbidden = S[:n_used][np.isfinite(S[:n_used])]
         k_or, f_or = _oracle(a, b, c, d, forbidden)
         scale = n / _NG  # the padded mean
