@@ -1024,6 +1024,10 @@ class OptimalTreeSearch:
         if e is not None and (e.solved or not (self.kl and d <= self.kl + 1)):
             if e.klev >= 1:
                 return int(e.feat), int(e.klev), False
+            if self.kl and d <= self.kl + 1:
+                # solved by the kernel at once (visit): its children are no memo entries,
+                # so they are rebuilt as below, without replaying the expansion's keys
+                return int(e.feat), d - 1, False
             return int(e.feat), d - 1, True
         if self.kl and d <= self.kl + 1:
             return self._kernel(mask, d - 1)[1], d - 1, False

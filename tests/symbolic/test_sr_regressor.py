@@ -426,3 +426,43 @@ for _ in range(2):
         seconds, reason, _ = line.split()
         assert float(seconds) <= 3.0, out
         assert reason in ("max_time", "goal", "rounding level", "no improvement")
+
+
+def test_next_slice_grows_shrinks_and_stays_in_range():
+    import time
+
+    from jaxsr.symbolic import strategies as st
+
+    far = time.perf_counter() + 1e4  # target: SLICE_SECONDS
+    assert st.next_slice(4, 0.0, far, 1000) == 8
+    assert st.next_slice(600, 0.0, far, 1000) == 1000  # at most the cap
+    assert st.next_slice(8, 10 * st.SLICE_SECONDS, far, 1000) == 4
+    assert st.next_slice(1, 10 * st.SLICE_SECONDS, far, 1000) == 1  # at least one unit
+    assert st.next_slice(8, 0.75 * st.SLICE_SECONDS, far, 1000) == 8
+    near = time.perf_counter() + 0.2  # target: a twentieth of the time left (~0.01 s)
+    assert st.next_slice(8, 0.03, near, 1000) == 4
+    assert st.next_slice(8, 0.03, time.perf_counter() - 1.0, 1000) == 4  # past it
+
+
+def test_a_time_budget_slices_the_constant_optimisation_not_the_fit(monkeypatch):
+    """Strategy 3 with and without ``max_time``: the same fit to the bit (the constant
+    passes and the polish run in slices of the same steps), and the slices were used."""
+    from jaxsr.datasets import feynman_equation
+    from jaxsr.symbolic import strategies as st
+
+    X, y = feynman_equation("I.12.4", 300, seed=0)
+    params = dict(strategy=3, max_nodes=20, progress=False)
+    free = SymbolicRegressor(**params).fit(X, y)
+    sizes = []
+    real = st.next_slice
+
+    def spy(units, seconds, deadline, cap):
+        sizes.append(units)
+        return real(units, seconds, deadline, cap)
+
+    monkeypatch.setattr(st, "next_slice", spy)
+    timed = SymbolicRegressor(max_time=600, **params).fit(X, y)
+    assert len(sizes) > 0
+    assert timed.expression_ == free.expression_ and timed.mse_ == free.mse_
+    assert [h["mse"] for h in timed.history_] == [h["mse"] for h in free.history_]
+    np.testing.assert_array_equal(timed.predict(X), free.predict(X))
