@@ -16,6 +16,8 @@ import pytest
 from jaxsr.trees import Binarizer, OptimalTreeRegressor
 from jaxsr.trees.search import OptimalTreeSearch
 
+pytestmark = pytest.mark.usefixtures("frozen_heap")  # no collector pause of the suite's heap
+
 
 def _leaf_loss(y, w, absolute):
     if y.size == 0:

@@ -617,6 +617,7 @@ def test_unique_rows_equals_numpy_unique_along_rows():
         np.testing.assert_array_equal(inv, np.asarray(inv0).reshape(-1))
 
 
+@pytest.mark.usefixtures("frozen_heap")  # no collector pause of the suite's heap
 def test_time_limit_counts_the_kernel_load(monkeypatch):
     """time_limit bounds the whole fit, the one-time load of the compiled kernels included:
     with them not loaded, a limit too short for the load runs the numpy kernels (nothing
