@@ -197,6 +197,38 @@ def _depth1_children(M, a, P, tot, lamn, m1, c1T, c1F):
 
 
 @numba.njit(**_NB)
+def pack_rows(X):
+    """``np.packbits(X, axis=1)`` of an ``(n, M)`` bool matrix: ``(n, ceil(M / 8))`` uint8,
+    feature ``j`` at bit ``7 - j % 8`` (big-endian) of byte ``j // 8`` (~20x faster than
+    numpy's for tens of features)."""
+    n, M = X.shape
+    out = np.zeros((n, (M + 7) // 8), dtype=np.uint8)
+    for u in range(n):
+        for j in range(M):
+            if X[u, j]:
+                out[u, j >> 3] |= np.uint8(128 >> (j & 7))
+    return out
+
+
+@numba.njit(**_NB)
+def feature_lists(X):
+    """The set features of each row: ``ones[u, :nones[u]]`` are the ``g`` with
+    ``X[u, g] != 0``, in increasing order (``ones`` is ``(U, M)`` int64, zero-padded;
+    ``nones`` ``(U,)`` int64)."""
+    U, M = X.shape
+    ones = np.zeros((U, M), dtype=np.int64)
+    nones = np.zeros(U, dtype=np.int64)
+    for u in range(U):
+        k = 0
+        for g in range(M):
+            if X[u, g]:
+                ones[u, k] = g
+                k += 1
+        nones[u] = k
+    return ones, nones
+
+
+@numba.njit(**_NB)
 def subtree_splits(X, st, levels, lamn, m1, split):
     """Best tree of a support with at most ``levels`` split levels, per root feature.
 
@@ -211,15 +243,7 @@ def subtree_splits(X, st, levels, lamn, m1, split):
       float, the cost of a single leaf (loss units).
     """
     U, M = X.shape
-    ones = np.empty((U, M), dtype=np.int64)
-    nones = np.zeros(U, dtype=np.int64)
-    for u in range(U):
-        k = 0
-        for g in range(M):
-            if X[u, g]:
-                ones[u, k] = g
-                k += 1
-        nones[u] = k
+    ones, nones = feature_lists(X)
     a = np.empty((M, 4))
     P = np.empty((M, M, 4))
     tot = np.empty(4)

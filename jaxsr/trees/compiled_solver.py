@@ -32,7 +32,15 @@ import numba
 import numpy as np
 
 from . import solver
-from .compiled import _NB, _sse, support_bounds, support_leaf_loss, support_splits, support_subtree
+from .compiled import (
+    _NB,
+    _sse,
+    feature_lists,
+    support_bounds,
+    support_leaf_loss,
+    support_splits,
+    support_subtree,
+)
 from .solver import Entry, Status
 
 __all__ = ["Problem", "Memo", "Frames", "CompiledState", "init", "step", "terminate",
@@ -907,6 +915,9 @@ def _grow_frames(fr, D):
     return new
 
 
+_REVERSED_BITS = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
+
+
 class CompiledMemo:
     """The compiled memo seen as the search's ``dict``: ``(packed support bytes, levels)
     -> Entry`` (what tree extraction and progress lines read)."""
@@ -916,8 +927,14 @@ class CompiledMemo:
         self._ref = state_ref  # a one-element list holding the current CompiledState
 
     def _words(self, key_bytes):
-        m = np.unpackbits(np.frombuffer(key_bytes, np.uint8), count=self._s.U).astype(bool)
-        return _pack(m[None, :])[0]
+        """``np.packbits(mask)`` bytes (big-endian bits) -> the ``_pack`` words of ``mask``
+        (bit ``u % 64`` of word ``u // 64``): each byte's bits reversed, which are the bytes
+        ``_pack`` makes (``bitorder="little"``)."""
+        b = _REVERSED_BITS[np.frombuffer(key_bytes, np.uint8)]
+        nw = max(1, (self._s.U + 63) // 64)
+        out = np.zeros(nw * 8, dtype=np.uint8)
+        out[:b.size] = b
+        return out.view(np.uint64)  # the bytes of _pack, viewed alike
 
     def _id(self, key):
         st = self._ref[0]
@@ -947,12 +964,7 @@ class CompiledMemo:
 def problem_of(search) -> Problem:
     """The constant arrays of an :class:`~jaxsr.trees.search.OptimalTreeSearch`."""
     X = search._Xu8
-    U, M = X.shape
-    ones = np.zeros((U, M), dtype=np.int64)
-    nones = X.sum(1).astype(np.int64)
-    rows, cols = np.nonzero(X)  # row-major: each row's features in increasing order
-    start = np.concatenate([[0], np.cumsum(nones)[:-1]])
-    ones[rows, np.arange(rows.size) - start[rows]] = cols
+    ones, nones = feature_lists(X)
     return Problem(X=X, ones=ones, nones=nones,
                    colw=_pack(np.ascontiguousarray(search.XcT)),
                    cls=np.stack([search._Wc, search.cls_mean, search._Ec, search._Nc]),

@@ -140,6 +140,7 @@ def _compiled_functions():
     from . import compiled, compiled_solver
 
     return (compiled.support_subtree, compiled.support_bounds, compiled.support_leaf_loss,
+            compiled.feature_lists, compiled.pack_rows,
             compiled.support_kmeans_losses, compiled.support_splits,
             compiled_solver.run_chunk, compiled_solver.lookup, compiled_solver.insert,
             compiled_solver.rebuild_table)
@@ -379,7 +380,12 @@ class OptimalTreeSearch:
         wsum = float(wi.sum())
 
         # equivalence classes = unique binary rows
-        packed = np.packbits(X, axis=1)
+        if self._native_on:
+            from .compiled import pack_rows
+
+            packed = pack_rows(np.ascontiguousarray(X))  # one layout: one compilation
+        else:
+            packed = np.packbits(X, axis=1)
         uniq, inv = unique_rows(packed)
         self.inv = inv
         self.U = U = uniq.shape[0]
@@ -1066,6 +1072,30 @@ class OptimalTreeSearch:
             loss = float(self.scale.loss_to_y(np.sum(ws * (ys - t) ** 2), 2))
         return v, int(sm.sum()), W * self.scale.w_max, loss
 
+    def _node_values(self, masks):
+        """:meth:`_node_value` of ``K`` leaves at once: ``masks`` ``(K, U)`` bool ->
+        ``(value, samples, weight, loss)``, each ``(K,)`` (float64, int64, float64,
+        float64), in ``y`` units. Squared loss in a few array operations over ``(K, n)``
+        (a small tree's extraction was 40-60% of a fit of 1-2 ms); absolute loss node by
+        node."""
+        if self.l1:
+            cols = np.array([self._node_value(m) for m in masks], dtype=float).reshape(-1, 4)
+            return cols[:, 0], cols[:, 1].astype(np.int64), cols[:, 2], cols[:, 3]
+        sm = masks[:, self.inv]  # (K, n) samples of each node
+        ws = np.where(sm, self.w[None, :], 0.0)
+        W = ws.sum(1)
+        cnt = sm.sum(1)
+        # the mean as a shift from one of the node's own targets: exact for a node whose
+        # targets are all equal (a plain sum of equal values rounds)
+        t0 = self.y[np.argmax(sm, axis=1)]
+        dy = np.where(sm, self.y[None, :] - t0[:, None], 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = t0 + np.where(W > 0, (ws * dy).sum(1) / W, dy.sum(1) / np.maximum(cnt, 1))
+        r = np.where(sm, self.y[None, :] - t[:, None], 0.0)
+        loss = self.scale.loss_to_y((ws * r * r).sum(1), 2)
+        return (np.asarray(self.scale.to_y(t), float), cnt.astype(np.int64),
+                W * self.scale.w_max, np.asarray(loss, float))
+
     def _greedy_node(self, m, lev):
         """A node of the greedy tree on support ``m`` with at most ``lev`` levels:
         ``(leaf cost, levels, feature, gain)``.
@@ -1208,6 +1238,7 @@ class OptimalTreeSearch:
         Depth first with an explicit stack (no recursion: a chain of any depth works).
         """
         rows = []  # (feature, true, false, value, n, w, loss)
+        masks = []  # each row's support (the leaf values are computed at the end)
         todo = [(mask, d, True, -1, 0)]  # (support, levels, effective, parent row, side)
         if self.memo[(np.packbits(mask).tobytes(), d)].feat == _GREEDY:
             todo = []  # the exact shallow subtrees of the greedy tree, built below
@@ -1221,7 +1252,8 @@ class OptimalTreeSearch:
                     todo.append((m, klev + 1, True, p, side))
                     continue
                 i = len(rows)
-                rows.append([f, -1, -1, *self._node_value(m)])
+                rows.append([f, -1, -1, 0.0, 0, 0.0, 0.0])
+                masks.append(m)
                 if p >= 0:
                     rows[p][side] = i
                 if f >= 0:
@@ -1235,9 +1267,9 @@ class OptimalTreeSearch:
                 tot = self.stats[m].sum(0)
                 dd = int(self._deff(d_in, tot, self._leaf_cost(m, tot)))
             f, dc, replay = self._root_feature(m, dd)
-            v, n, W, loss = self._node_value(m)
             i = len(rows)
-            rows.append([-1, -1, -1, v, n, W, loss])
+            rows.append([-1, -1, -1, 0.0, 0, 0.0, 0.0])
+            masks.append(m)
             if parent >= 0:
                 rows[parent][side] = i
             if f >= 0:
@@ -1246,6 +1278,10 @@ class OptimalTreeSearch:
                 # pushed false first, so the true child is numbered right after its parent
                 todo.append((m & ~self.Xc_bool[:, f], dF, replay, i, 2))
                 todo.append((m & self.Xc_bool[:, f], dT, replay, i, 1))
+        if rows:
+            vals = self._node_values(np.asarray(masks, dtype=bool).reshape(len(rows), -1))
+            for r, v, n, W, loss in zip(rows, *vals, strict=True):
+                r[3:] = [float(v), int(n), float(W), float(loss)]
         return self._rows_to_tree(rows)
 
     @staticmethod

@@ -37,9 +37,20 @@ def test_cgroup_limit_caps_what_is_available(tmp_path):
 
 @pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="Linux only")
 def test_available_memory_is_at_least_the_free_pages():
-    avail = reg._available_memory_bytes()
+    avail = reg._probe_available_memory()
     free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     assert avail is not None and avail >= 0.9 * free  # the two are read moments apart
+
+
+def test_the_probe_is_reused_for_a_second(monkeypatch):
+    """_available_memory_bytes probes once per _PROBE_SECONDS (fits in a loop), then again."""
+    calls = []
+    monkeypatch.setattr(reg, "_probe_available_memory", lambda: calls.append(1) or 5e9)
+    monkeypatch.setattr(reg, "_PROBE", [-np.inf, None])
+    assert reg._available_memory_bytes() == 5e9 and len(calls) == 1
+    assert reg._available_memory_bytes() == 5e9 and len(calls) == 1  # reused
+    reg._PROBE[0] -= reg._PROBE_SECONDS  # as if a second had passed
+    assert reg._available_memory_bytes() == 5e9 and len(calls) == 2
 
 
 @pytest.mark.parametrize(("text", "size"), [("16G", 16 * 1024 ** 3), ("512MB", 512 * 1024 ** 2),

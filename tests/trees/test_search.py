@@ -617,6 +617,55 @@ def test_unique_rows_equals_numpy_unique_along_rows():
         np.testing.assert_array_equal(inv, np.asarray(inv0).reshape(-1))
 
 
+def test_compiled_packing_equals_numpy():
+    """compiled.pack_rows is np.packbits(axis=1), compiled.feature_lists each row's set
+    features in order, and the compiled memo's key conversion (CompiledMemo._words, from
+    np.packbits bytes) gives the words of compiled_solver._pack, for 1..1000 columns."""
+    from jaxsr.trees import compiled_solver as CS
+    from jaxsr.trees.compiled import feature_lists, pack_rows
+
+    rng = np.random.default_rng(5)
+    for M in (1, 7, 8, 9, 27, 63, 64, 65, 130, 1000):
+        X = rng.random((40, M)) < rng.uniform(0.05, 0.95)
+        np.testing.assert_array_equal(pack_rows(X), np.packbits(X, axis=1))
+        ones, nones = feature_lists(X.astype(np.uint8))
+        for u in range(40):
+            np.testing.assert_array_equal(ones[u, :nones[u]], np.flatnonzero(X[u]))
+
+        class _S:
+            U = M
+
+        memo = CS.CompiledMemo(_S(), None)
+        for m in X[:5]:
+            np.testing.assert_array_equal(memo._words(np.packbits(m).tobytes()),
+                                          CS._pack(m[None, :])[0])
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+def test_leaf_values_of_many_nodes_equal_one_at_a_time(loss):
+    """OptimalTreeSearch._node_values (every node of a tree at once) equals _node_value
+    node by node (weighted data, zero weights, y far from 0) to the rounding of sums of
+    ~1e5 (1e-9 absolute), and a node whose targets are all equal gets exactly that value
+    and a zero loss (node by node, the plain weighted mean rounds: 7.25 + 2.9e-11)."""
+    rng = np.random.default_rng(6)
+    X = rng.random((400, 8)) < 0.5
+    y = rng.normal(size=400) * 1e3 + 1e5
+    y[X[:, 0] & X[:, 1]] = 7.25
+    w = rng.random(400)
+    w[:40] = 0.0
+    s = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.01, depth_budget=4)
+    masks = rng.random((12, s.U)) < 0.5
+    masks[0] = s.Xc_bool[:, 0] & s.Xc_bool[:, 1]  # the constant node
+    v, n, W, L = s._node_values(masks)
+    for k, m in enumerate(masks):
+        v1, n1, W1, L1 = s._node_value(m)
+        assert n[k] == n1
+        assert v[k] == pytest.approx(v1, rel=1e-13, abs=1e-9)
+        assert W[k] == pytest.approx(W1, rel=1e-13)
+        assert L[k] == pytest.approx(L1, rel=1e-9, abs=1e-9)
+    assert v[0] == 7.25 and L[0] == 0.0
+
+
 @pytest.mark.usefixtures("frozen_heap")  # no collector pause of the suite's heap
 def test_time_limit_counts_the_kernel_load(monkeypatch):
     """time_limit bounds the whole fit, the one-time load of the compiled kernels included:
