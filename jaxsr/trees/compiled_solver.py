@@ -588,7 +588,7 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
                 memo.f[e, M_DEEP] = np.inf
                 memo.i[e, M_FEAT] = f
                 memo.i[e, M_SOLVED] = 1
-                memo.i[e, M_KLEV] = lev if (d > kl + 1 and lev >= 1) else -1
+                memo.i[e, M_KLEV] = lev if lev >= 1 else -1  # rebuilt with lev levels
                 return e, False
             lbk = min(c, _eq(P, E) + P.prm[0] * (lmax + 1))  # reaches the cap
             memo.f[e, M_LB] = max(memo.f[e, M_LB], min(lbk, memo.f[e, M_UB]))

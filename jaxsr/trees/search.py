@@ -722,7 +722,7 @@ class OptimalTreeSearch:
                 else:
                     c, f = self._leaf_cost(mask), -1
                 if not _reaches(c, cap):  # the optimum: every deeper tree reaches the cap
-                    klev = lev if (d > self.kl + 1 and lev >= 1) else -1
+                    klev = lev if lev >= 1 else -1  # the tree is rebuilt with lev levels
                     e = memo[key] = Entry(c, c, f, True, klev, np.inf)
                     return e, None
                 lbk = min(c, eq + self.lam * (lmax + 1))  # reaches the cap
