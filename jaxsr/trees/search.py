@@ -117,6 +117,7 @@ _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
 _KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
 _ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
+_NODE_VALUE_ELEMENTS = 1 << 22  # (nodes x samples) per chunk of _node_values (32 MiB)
 _UNTRIED = -2  # Entry.klev: the shallow-kernel upper bound is still to be computed
 _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 # the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.75 s CPU once per
@@ -1081,6 +1082,11 @@ class OptimalTreeSearch:
         if self.l1:
             cols = np.array([self._node_value(m) for m in masks], dtype=float).reshape(-1, 4)
             return cols[:, 0], cols[:, 1].astype(np.int64), cols[:, 2], cols[:, 3]
+        step = max(1, _NODE_VALUE_ELEMENTS // max(self.n, 1))  # (K, n) arrays in chunks
+        if masks.shape[0] > step:
+            parts = [self._node_values(masks[i:i + step])
+                     for i in range(0, masks.shape[0], step)]
+            return tuple(np.concatenate(c) for c in zip(*parts, strict=True))
         sm = masks[:, self.inv]  # (K, n) samples of each node
         ws = np.where(sm, self.w[None, :], 0.0)
         W = ws.sum(1)

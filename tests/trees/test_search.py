@@ -664,6 +664,15 @@ def test_leaf_values_of_many_nodes_equal_one_at_a_time(loss):
         assert W[k] == pytest.approx(W1, rel=1e-13)
         assert L[k] == pytest.approx(L1, rel=1e-9, abs=1e-9)
     assert v[0] == 7.25 and L[0] == 0.0
+    from jaxsr.trees import search as S
+
+    old = S._NODE_VALUE_ELEMENTS
+    try:  # in chunks of 3 nodes (large data): the same numbers
+        S._NODE_VALUE_ELEMENTS = 3 * s.n
+        for a, b in zip(s._node_values(masks), (v, n, W, L), strict=True):
+            np.testing.assert_array_equal(a, b)
+    finally:
+        S._NODE_VALUE_ELEMENTS = old
 
 
 @pytest.mark.usefixtures("frozen_heap")  # no collector pause of the suite's heap
