@@ -1049,38 +1049,32 @@ class OptimalTreeSearch:
         return (int(self._deff(d - 1, a[i], leafT[i])),
                 int(self._deff(d - 1, comp[i], leafF[i])))
 
-    def _node_value(self, mask):
-        """``(value, samples, weight, loss)`` of a leaf on ``mask``, in ``y`` units.
-
-        The prediction is the weighted mean (squared loss) or a weighted median, which is a
-        training target taken as it is (absolute loss). ``loss`` is ``inf`` where it exceeds
-        the float64 range (``|y|`` near the float maximum).
-        """
+    def _median_leaf(self, mask):
+        """``(value, samples, weight, loss)`` of an absolute-loss leaf on ``mask``, in ``y``
+        units: a weighted median, which is a training target taken as it is. ``loss`` is
+        ``inf`` where it exceeds the float64 range (``|y|`` near the float maximum)."""
         sm = mask[self.inv]
         ys, ws = self.y[sm], self.w[sm]
         W = float(ws.sum())
-        if self.l1:
-            o = np.argsort(ys, kind="stable")
-            ww = ws[o] if W > 0 else np.ones(o.size)
-            cw = np.cumsum(ww)
-            k = int(np.argmax(cw >= 0.5 * cw[-1]))
-            t = float(ys[o][k])
-            v = float(self.y_raw[sm][o][k])
-            loss = float(self.scale.loss_to_y(np.sum(ws * np.abs(ys - t)), 1))
-        else:
-            t = float(np.dot(ws, ys) / W) if W > 0 else float(ys.mean())
-            v = float(self.scale.to_y(t))
-            loss = float(self.scale.loss_to_y(np.sum(ws * (ys - t) ** 2), 2))
+        o = np.argsort(ys, kind="stable")
+        ww = ws[o] if W > 0 else np.ones(o.size)
+        cw = np.cumsum(ww)
+        k = int(np.argmax(cw >= 0.5 * cw[-1]))
+        t = float(ys[o][k])
+        v = float(self.y_raw[sm][o][k])
+        loss = float(self.scale.loss_to_y(np.sum(ws * np.abs(ys - t)), 1))
         return v, int(sm.sum()), W * self.scale.w_max, loss
 
     def _node_values(self, masks):
-        """:meth:`_node_value` of ``K`` leaves at once: ``masks`` ``(K, U)`` bool ->
-        ``(value, samples, weight, loss)``, each ``(K,)`` (float64, int64, float64,
-        float64), in ``y`` units. Squared loss in a few array operations over ``(K, n)``
-        (a small tree's extraction was 40-60% of a fit of 1-2 ms); absolute loss node by
-        node."""
+        """Leaf values of ``K`` nodes: ``masks`` ``(K, U)`` bool -> ``(value, samples,
+        weight, loss)``, each ``(K,)`` (float64, int64, float64, float64), in ``y`` units.
+
+        Squared loss: the weighted mean, in a few array operations over ``(K, n)`` (chunks
+        of :data:`_NODE_VALUE_ELEMENTS`; a small tree's extraction was 40-60% of a fit of
+        1-2 ms), ``loss`` ``inf`` where it exceeds the float64 range. Absolute loss: a
+        weighted median node by node (:meth:`_median_leaf`)."""
         if self.l1:
-            cols = np.array([self._node_value(m) for m in masks], dtype=float).reshape(-1, 4)
+            cols = np.array([self._median_leaf(m) for m in masks], dtype=float).reshape(-1, 4)
             return cols[:, 0], cols[:, 1].astype(np.int64), cols[:, 2], cols[:, 3]
         step = max(1, _NODE_VALUE_ELEMENTS // max(self.n, 1))  # (K, n) arrays in chunks
         if masks.shape[0] > step:

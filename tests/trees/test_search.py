@@ -642,11 +642,13 @@ def test_compiled_packing_equals_numpy():
 
 
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
-def test_leaf_values_of_many_nodes_equal_one_at_a_time(loss):
-    """OptimalTreeSearch._node_values (every node of a tree at once) equals _node_value
-    node by node (weighted data, zero weights, y far from 0) to the rounding of sums of
-    ~1e5 (1e-9 absolute), and a node whose targets are all equal gets exactly that value
-    and a zero loss (node by node, the plain weighted mean rounds: 7.25 + 2.9e-11)."""
+def test_leaf_values_of_many_nodes_equal_a_numpy_oracle(loss):
+    """OptimalTreeSearch._node_values (every node of a tree at once) against plain numpy on
+    each node's samples in y units (weighted data, zero weights, y far from 0): weighted
+    mean and squared loss, or a weighted median's absolute loss (the least over the
+    node's targets), to the rounding of sums of ~1e5 (1e-9 absolute); a node whose
+    targets are all equal gets exactly that value and a zero loss (a plain weighted mean
+    rounds there: 7.25 + 2.9e-11)."""
     rng = np.random.default_rng(6)
     X = rng.random((400, 8)) < 0.5
     y = rng.normal(size=400) * 1e3 + 1e5
@@ -658,11 +660,19 @@ def test_leaf_values_of_many_nodes_equal_one_at_a_time(loss):
     masks[0] = s.Xc_bool[:, 0] & s.Xc_bool[:, 1]  # the constant node
     v, n, W, L = s._node_values(masks)
     for k, m in enumerate(masks):
-        v1, n1, W1, L1 = s._node_value(m)
-        assert n[k] == n1
-        assert v[k] == pytest.approx(v1, rel=1e-13, abs=1e-9)
-        assert W[k] == pytest.approx(W1, rel=1e-13)
-        assert L[k] == pytest.approx(L1, rel=1e-9, abs=1e-9)
+        sm = m[s.inv]
+        ys, ws = y[sm], w[sm]
+        assert n[k] == sm.sum()
+        assert W[k] == pytest.approx(ws.sum(), rel=1e-13)
+        if loss == "squared_error":
+            mu = np.dot(ws, ys) / ws.sum()
+            assert v[k] == pytest.approx(mu, rel=1e-13, abs=1e-9)
+            assert L[k] == pytest.approx(np.dot(ws, (ys - mu) ** 2), rel=1e-9, abs=1e-9)
+        else:
+            best = min(np.dot(ws, np.abs(ys - c)) for c in ys)
+            assert v[k] in ys
+            assert L[k] == pytest.approx(best, rel=1e-9, abs=1e-9)
+            assert np.dot(ws, np.abs(ys - v[k])) == pytest.approx(best, rel=1e-9, abs=1e-9)
     assert v[0] == 7.25 and L[0] == 0.0
     from jaxsr.trees import search as S
 
