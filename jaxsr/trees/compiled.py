@@ -280,15 +280,13 @@ def subtree_splits(X, st, levels, lamn, m1, split):
             else:
                 split[f] = np.inf
         return leaf
-    _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split, np.ones(M, np.bool_))
+    _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split)
     return leaf
 
 
 @numba.njit(**_NB)
-def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split, need):
-    """``split[r]``: the best tree with three split levels whose root splits on ``r``, for
-    the roots with ``need[r]`` (``inf`` for the others: only the triples holding a needed
-    feature are scored, which are all that the needed roots' trees read).
+def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
+    """``split[r]``: the best tree with three split levels whose root splits on ``r``.
 
     Every set met below the root is ``S & (+-x_f) & (+-x_g) & (+-x_h)`` for one unordered
     triple ``f < g < h``; its statistics are one inclusion-exclusion of the triple, pair
@@ -338,8 +336,6 @@ def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split, need):
                     T[g, h, 3] += s3
         for g in range(f + 1, M):
             for h in range(g + 1, M):
-                if not (need[f] or need[g] or need[h]):
-                    continue
                 # octants o = 4 sf + 2 sg + sh (1: the feature is set)
                 for c in range(4):
                     t = T[g, h, c]
@@ -374,7 +370,7 @@ def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split, need):
                         v = v if (oc[o1, 3] >= m1) & (oc[o0, 3] >= m1) else np.inf
                         c1[g, h, sa, sb] = min(c1[g, h, sa, sb], v)
     for r in range(M):
-        if not (need[r] and a[r, 3] >= m1 and tot[3] - a[r, 3] >= m1):
+        if not (a[r, 3] >= m1 and tot[3] - a[r, 3] >= m1):
             split[r] = np.inf
             continue
         cost = 0.0
@@ -710,18 +706,29 @@ def _quadrant_bounds(bits, sw, ss, sq, i, j, a, P, tot, lamn, lb1):
 
 
 @numba.njit(**_NB)
-def _depth3_bound(Xs, st, order, M, a, P, tot, lamn, m1, rb):
-    """``rb[r]``: a lower bound of the best tree with three split levels whose root
-    splits on ``r`` (loss units; ``inf`` for an inadmissible root).
+def _depth3_bound(Xs, st, order, M, a, P, tot, lamn, m1, cap):
+    """Whether every tree with three split levels that splits the support costs at least
+    ``cap`` (loss units), and the least bound found.
 
-    The sum over the sides ``x_r = sr`` of ``min(leaf, min_p lb1(r, p, sr, 1) + lb1(r, p,
-    sr, 0))``: :func:`_depth3_splits`' recursion with the quadrant bounds of
-    :func:`_quadrant_bounds` in place of the exact ``c1``. ``O(M^2 n)``."""
+    Root ``r`` is bounded by the sum over its sides ``x_r = sr`` of ``min(leaf, min_p
+    lb1(r, p, sr, 1) + lb1(r, p, sr, 0))`` (:func:`_depth3_splits`' recursion with the
+    quadrant bounds of :func:`_quadrant_bounds` in place of the exact ``c1``). Roots are
+    tried from the cheapest one-split tree up, each pair's bounds computed when first
+    needed, and the walk stops at the first root whose bound is below ``cap``.
+
+    Returns:
+      ``(low, reached)``: ``reached`` True when every root's bound reaches ``cap`` (then
+      ``low`` is their least, ``inf`` without an admissible root).
+    """
     bits, sw, ss, sq = _class_bits(Xs, st, order, M)
     lb1 = np.empty((2, 2, M, M))
     done = np.zeros((M, M), dtype=np.bool_)
+    key = np.empty(M)
     for r in range(M):
-        rb[r] = np.inf
+        key[r] = (_sse(a[r, 0], a[r, 1], a[r, 2])
+                  + _sse(tot[0] - a[r, 0], tot[1] - a[r, 1], tot[2] - a[r, 2]))
+    low = np.inf
+    for r in np.argsort(key):
         if not (a[r, 3] >= m1 and tot[3] - a[r, 3] >= m1):
             continue
         cost = 0.0
@@ -749,7 +756,10 @@ def _depth3_bound(Xs, st, order, M, a, P, tot, lamn, m1, rb):
                     if v < best:
                         best = v
             cost += best
-        rb[r] = cost
+        if cost < cap:
+            return cost, False
+        low = min(low, cost)
+    return low, True
 
 
 @numba.njit(**_NB)
@@ -815,27 +825,10 @@ def support_subtree_capped(mask, korder, X, W, mean, E, N, levels, lamn, m1, cap
                 if mask[u]:
                     order[t] = loc[u]
                     t += 1
-            rb = np.empty(k)
-            _depth3_bound(Xs, st, order, k, a, P, tot, lamn, m1, rb)
-            need = rb < cap
-            low = leaf
-            for q in range(k):
-                if not need[q]:
-                    low = min(low, rb[q])
-            if not need.any():
-                return low, -1, False
-            # the octants of the triples with a root that may beat the cap only
-            _depth3_splits(ones, nones, st, n, k, a, P, tot, lamn, m1, split, need)
-            best = np.inf
-            for q in range(k):
-                if split[q] < best:
-                    best = split[q]
-            if not best < cap:
-                return min(low, best), -1, False
-            for q in range(k):  # the optimum (every other tree costs at least the cap)
-                if split[q] <= best + 1e-12 * abs(best):
-                    return split[q], keep[q], True
-        _depth3_splits(ones, nones, st, n, k, a, P, tot, lamn, m1, split, np.ones(k, np.bool_))
+            low, reached = _depth3_bound(Xs, st, order, k, a, P, tot, lamn, m1, cap)
+            if reached:
+                return min(leaf, low), -1, False
+        _depth3_splits(ones, nones, st, n, k, a, P, tot, lamn, m1, split)
     else:
         leaf = subtree_splits(Xs, st, levels, lamn, m1, split)
     if k == 0:
