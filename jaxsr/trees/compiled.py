@@ -618,171 +618,22 @@ def support_splits(mask, X, keep):
     return k
 
 
-# de Bruijn multiplication: the index of the lowest set bit of a 64-bit word
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_DEBRUIJN_BITS = np.array([
-    0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36, 53, 51, 43,
-    22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37, 16, 54, 35, 52, 21, 44,
-    32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14, 19, 9, 13, 8, 7, 6], dtype=np.int64)
-
-
-@numba.njit(inline="always", **_NB)
-def _best_cut(bits, i, si, j, sj, sw, ss, sq, tw, ts, tq, best):
-    """``min(best, least 2-means loss over the cuts of one quadrant)``: its classes are the
-    set bits of ``(bits[i] ^ ~si) & (bits[j] ^ ~sj)`` (in increasing mean), ``tw, ts, tq``
-    its sums; walked bit by bit (no branch on the class's quadrant)."""
-    one = np.uint64(1)
-    fi = np.uint64(0) if si else ~np.uint64(0)
-    fj = np.uint64(0) if sj else ~np.uint64(0)
-    pw = 0.0
-    ps = 0.0
-    pq = 0.0
-    for wd in range(bits.shape[1]):
-        m = (bits[i, wd] ^ fi) & (bits[j, wd] ^ fj) & bits[bits.shape[0] - 1, wd]
-        base = wd << 6
-        while m != np.uint64(0):
-            low = m & (~m + one)
-            t = base + _DEBRUIJN_BITS[np.int64((low * _DEBRUIJN) >> np.uint64(58))]
-            m ^= low
-            pw += sw[t]
-            ps += ss[t]
-            pq += sq[t]
-            v = _sse(pw, ps, pq) + _sse(tw - pw, ts - ps, tq - pq)
-            if v < best:
-                best = v
-    return best
-
-
 @numba.njit(**_NB)
-def _class_bits(Xs, st, order, M):
-    """The classes of a support in increasing mean (``order``) as bit sets: ``bits[f]``
-    (``(M + 1, ceil(n / 64))`` uint64) the classes with ``x_f`` set, ``bits[M]`` all of
-    them; ``sw, ss, sq`` their sums in that order."""
-    n = order.shape[0]
-    bits = np.zeros((M + 1, (n + 63) >> 6), dtype=np.uint64)
-    sw = np.empty(n)
-    ss = np.empty(n)
-    sq = np.empty(n)
-    for t in range(n):
-        u = order[t]
-        sw[t], ss[t], sq[t] = st[u, 0], st[u, 1], st[u, 2]
-        b = np.uint64(1) << np.uint64(t & 63)
-        bits[M, t >> 6] |= b
-        for f in range(M):
-            if Xs[u, f]:
-                bits[f, t >> 6] |= b
-    return bits, sw, ss, sq
+def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
+    """Exact best tree with at most ``levels`` split levels on a support (squared loss).
 
-
-@numba.njit(**_NB)
-def _quadrant_bounds(bits, sw, ss, sq, i, j, a, P, tot, lamn, lb1):
-    """Lower bounds of the best trees with at most one split of the four quadrants of
-    the features ``i < j``.
-
-    ``lb1[sa, sb, i, j]`` bounds ``c1`` of :func:`_depth3_splits`, the best tree with at
-    most one split of ``S & (x_i = sa) & (x_j = sb)``: a leaf, or two leaves whose loss is
-    at least the quadrant's optimal 2-means loss (Theorem 3.5 with two clusters: the
-    optimal 2-partition of classes is a cut of them in increasing mean), so ``lb1 =
-    min(leaf + lamn, 2-means + 2 lamn)``. ``O(n)`` (:func:`_best_cut`; the bit sets of
-    :func:`_class_bits`).
-    """
-    w3, s3, q3 = P[i, j, 0], P[i, j, 1], P[i, j, 2]
-    w2, s2, q2 = a[i, 0] - w3, a[i, 1] - s3, a[i, 2] - q3
-    w1, s1, q1 = a[j, 0] - w3, a[j, 1] - s3, a[j, 2] - q3
-    w0 = tot[0] - a[i, 0] - a[j, 0] + w3
-    s0 = tot[1] - a[i, 1] - a[j, 1] + s3
-    q0 = tot[2] - a[i, 2] - a[j, 2] + q3
-    l0, l1 = _sse(w0, s0, q0), _sse(w1, s1, q1)
-    l2, l3 = _sse(w2, s2, q2), _sse(w3, s3, q3)
-    b0 = _best_cut(bits, i, False, j, False, sw, ss, sq, w0, s0, q0, l0)
-    b1 = _best_cut(bits, i, False, j, True, sw, ss, sq, w1, s1, q1, l1)
-    b2 = _best_cut(bits, i, True, j, False, sw, ss, sq, w2, s2, q2, l2)
-    b3 = _best_cut(bits, i, True, j, True, sw, ss, sq, w3, s3, q3, l3)
-    two = 2.0 * lamn
-    lb1[0, 0, i, j] = min(l0 + lamn, b0 + two)
-    lb1[0, 1, i, j] = min(l1 + lamn, b1 + two)
-    lb1[1, 0, i, j] = min(l2 + lamn, b2 + two)
-    lb1[1, 1, i, j] = min(l3 + lamn, b3 + two)
-
-
-@numba.njit(**_NB)
-def _depth3_bound(Xs, st, order, M, a, P, tot, lamn, m1, cap):
-    """Whether every tree with three split levels that splits the support costs at least
-    ``cap`` (loss units), and the least bound found.
-
-    Root ``r`` is bounded by the sum over its sides ``x_r = sr`` of ``min(leaf, min_p
-    lb1(r, p, sr, 1) + lb1(r, p, sr, 0))`` (:func:`_depth3_splits`' recursion with the
-    quadrant bounds of :func:`_quadrant_bounds` in place of the exact ``c1``). Roots are
-    tried from the cheapest one-split tree up, each pair's bounds computed when first
-    needed, and the walk stops at the first root whose bound is below ``cap``.
-
-    Returns:
-      ``(low, reached)``: ``reached`` True when every root's bound reaches ``cap`` (then
-      ``low`` is their least, ``inf`` without an admissible root).
-    """
-    bits, sw, ss, sq = _class_bits(Xs, st, order, M)
-    lb1 = np.empty((2, 2, M, M))
-    done = np.zeros((M, M), dtype=np.bool_)
-    key = np.empty(M)
-    for r in range(M):
-        key[r] = (_sse(a[r, 0], a[r, 1], a[r, 2])
-                  + _sse(tot[0] - a[r, 0], tot[1] - a[r, 1], tot[2] - a[r, 2]))
-    low = np.inf
-    for r in np.argsort(key):
-        if not (a[r, 3] >= m1 and tot[3] - a[r, 3] >= m1):
-            continue
-        cost = 0.0
-        for sr in range(2):
-            if sr == 1:
-                best = _sse(a[r, 0], a[r, 1], a[r, 2]) + lamn
-            else:
-                best = _sse(tot[0] - a[r, 0], tot[1] - a[r, 1], tot[2] - a[r, 2]) + lamn
-            nr = a[r, 3] if sr == 1 else tot[3] - a[r, 3]
-            for p in range(M):
-                if p == r:
-                    continue
-                i, j = (r, p) if r < p else (p, r)
-                pn = P[i, j, 3]
-                n1 = pn if sr == 1 else a[p, 3] - pn
-                n0 = nr - n1
-                if n1 >= m1 and n0 >= m1:
-                    if not done[i, j]:
-                        _quadrant_bounds(bits, sw, ss, sq, i, j, a, P, tot, lamn, lb1)
-                        done[i, j] = True
-                    if r < p:
-                        v = lb1[sr, 1, i, j] + lb1[sr, 0, i, j]
-                    else:
-                        v = lb1[1, sr, i, j] + lb1[0, sr, i, j]
-                    if v < best:
-                        best = v
-            cost += best
-        if cost < cap:
-            return cost, False
-        low = min(low, cost)
-    return low, True
-
-
-@numba.njit(**_NB)
-def support_subtree_capped(mask, korder, X, W, mean, E, N, levels, lamn, m1, cap):
-    """:func:`support_subtree`, or a lower bound when the best tree cannot cost less than
-    ``cap`` (loss units).
-
-    With three levels and a finite ``cap``, the quadrant bounds (:func:`_quadrant_bounds`,
-    :func:`_depth3_bound`) are tried first: when the leaf and every root feature's bound
-    reach ``cap``, no tree of the support costs less and the ``O(M^3)`` exact kernel is
-    skipped. In a deep search most depth-3 subproblems end this way (yacht, lambda 0.001,
-    depth budget 7: 238 of 248 exact solves reached their cap, 168 of them by these
-    bounds).
+    :func:`subtree_splits` on the support's classes, its distinct splits
+    (:func:`support_splits`) and its statistics re-centred on its own mean, then the
+    tie-breaking of :func:`jaxsr.trees.subtrees.best_subtree_np` (near-ties, ``1e-12``
+    relative, go to the leaf, then to the lowest feature).
 
     Args:
-      mask, X, W, mean, E, N, levels, lamn, m1: as in :func:`support_subtree`.
-      korder: ``(U,)`` int64 all classes by increasing mean (read only with three levels
-        and a finite cap).
-      cap: float, loss units; ``inf`` for the exact answer always.
+      mask: ``(U,)`` bool support. X: ``(U, M)`` uint8 rows of all classes. W, mean, E,
+        N: ``(U,)`` float64 class weight, mean target, internal loss, sample count.
+      levels: 1, 2 or 3. lamn: ``lambda * normaliser``. m1: least samples per leaf.
 
     Returns:
-      ``(cost, feature, exact)``: with ``exact`` the best tree's cost and root feature as
-      :func:`support_subtree`; else a lower bound ``>= cap`` of every tree and ``-1``.
+      ``(cost, feature)``: loss units (divide by the normaliser), feature -1 for a leaf.
     """
     U, M = X.shape
     keep = np.empty(M, dtype=np.int64)
@@ -807,32 +658,9 @@ def support_subtree_capped(mask, korder, X, W, mean, E, N, levels, lamn, m1, cap
         st[t, 2] = E[u] + W[u] * dm * dm
         st[t, 3] = N[u]
     split = np.empty(k)
-    if levels >= 3 and cap < np.inf and k >= 2:
-        ones, nones = feature_lists(Xs)
-        a = np.empty((k, 4))
-        P = np.empty((k, k, 4))
-        tot = np.empty(4)
-        _pairs(ones, nones, st, np.arange(n), n, k, a, P, tot)
-        leaf = _sse(tot[0], tot[1], tot[2]) + lamn
-        if leaf >= cap:
-            loc = np.empty(U, dtype=np.int64)
-            for t in range(n):
-                loc[idx[t]] = t
-            order = np.empty(n, dtype=np.int64)
-            t = 0
-            for x in range(korder.shape[0]):
-                u = korder[x]
-                if mask[u]:
-                    order[t] = loc[u]
-                    t += 1
-            low, reached = _depth3_bound(Xs, st, order, k, a, P, tot, lamn, m1, cap)
-            if reached:
-                return min(leaf, low), -1, False
-        _depth3_splits(ones, nones, st, n, k, a, P, tot, lamn, m1, split)
-    else:
-        leaf = subtree_splits(Xs, st, levels, lamn, m1, split)
+    leaf = subtree_splits(Xs, st, levels, lamn, m1, split)
     if k == 0:
-        return leaf, -1, True
+        return leaf, -1
     best = np.inf
     for q in range(k):
         if split[q] < best:
@@ -840,30 +668,8 @@ def support_subtree_capped(mask, korder, X, W, mean, E, N, levels, lamn, m1, cap
     if best < leaf * (1.0 - 1e-12):
         for q in range(k):
             if split[q] <= best + 1e-12 * abs(best):
-                return split[q], keep[q], True
-    return leaf, -1, True
-
-
-@numba.njit(**_NB)
-def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
-    """Exact best tree with at most ``levels`` split levels on a support (squared loss).
-
-    :func:`subtree_splits` on the support's classes, its distinct splits
-    (:func:`support_splits`) and its statistics re-centred on its own mean, then the
-    tie-breaking of :func:`jaxsr.trees.subtrees.best_subtree_np` (near-ties, ``1e-12``
-    relative, go to the leaf, then to the lowest feature).
-
-    Args:
-      mask: ``(U,)`` bool support. X: ``(U, M)`` uint8 rows of all classes. W, mean, E,
-        N: ``(U,)`` float64 class weight, mean target, internal loss, sample count.
-      levels: 1, 2 or 3. lamn: ``lambda * normaliser``. m1: least samples per leaf.
-
-    Returns:
-      ``(cost, feature)``: loss units (divide by the normaliser), feature -1 for a leaf.
-    """
-    c, f, _ = support_subtree_capped(mask, np.empty(0, dtype=np.int64), X, W, mean, E, N,
-                                     levels, lamn, m1, np.inf)
-    return c, f
+                return split[q], keep[q]
+    return leaf, -1
 
 
 @numba.njit(**_NB)

@@ -39,7 +39,7 @@ from .compiled import (
     support_bounds,
     support_leaf_loss,
     support_splits,
-    support_subtree_capped,
+    support_subtree,
 )
 from .solver import Entry, Status
 
@@ -337,13 +337,10 @@ def _affordable(P, fst, mask, levels):
 
 
 @numba.njit(**_NB)
-def _kernel(P, mask, levels, cap):
-    """The best tree with ``levels`` split levels of ``mask`` (objective units), or a
-    lower bound ``>= cap`` of it (``exact`` False; :func:`support_subtree_capped`)."""
-    c, f, exact = support_subtree_capped(mask, P.korder, P.X, P.cls[0], P.cls[1],
-                                         P.cls[2], P.cls[3], levels,
-                                         P.prm[0] * P.prm[1], P.prm[2], cap * P.prm[1])
-    return c / P.prm[1], f, exact
+def _kernel(P, mask, levels):
+    c, f = support_subtree(mask, P.X, P.cls[0], P.cls[1], P.cls[2], P.cls[3], levels,
+                           P.prm[0] * P.prm[1], P.prm[2])
+    return c / P.prm[1], f
 
 
 @numba.njit(**_NB)
@@ -579,8 +576,7 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         lev = lmax - 1
         if lev < d - 1 and lev <= kl and (lev < 1 or _affordable(P, fst, fr.cmask, lev)):
             if lev >= 1:
-                # a bound at or above the cap is as good as the optimum here
-                c, f, _ = _kernel(P, fr.cmask, lev, cap)
+                c, f = _kernel(P, fr.cmask, lev)
                 ctr[C_KERNEL] += 1
             else:
                 c = support_leaf_loss(fr.cmask, P.cls[0], P.cls[1], P.cls[2]) / P.prm[1] \
@@ -598,11 +594,8 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
             memo.f[e, M_LB] = max(memo.f[e, M_LB], min(lbk, memo.f[e, M_UB]))
             return e, False
     if kl > 0 and d <= kl + 1:
-        c, f, exact = _kernel(P, fr.cmask, d - 1, cap)
+        c, f = _kernel(P, fr.cmask, d - 1)
         ctr[C_KERNEL] += 1
-        if not exact:  # no tree of the support costs less than the cap: c bounds them
-            memo.f[e, M_LB] = max(memo.f[e, M_LB], min(c, memo.f[e, M_UB]))
-            return e, False
         memo.f[e, M_LB] = c
         memo.f[e, M_UB] = c
         memo.f[e, M_DEEP] = np.inf
@@ -629,7 +622,7 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
             if fst[F_RATE] * work >= deadline - t_k:
                 memo.i[e, M_KLEV] = -1
                 return e, _expansion(P, memo, ctr, fst, fr, L, e, cap)
-        c, f, _ = _kernel(P, fr.cmask, kl, np.inf)  # an upper bound: exact
+        c, f = _kernel(P, fr.cmask, kl)
         if timed:
             fst[F_RATE] = max(fst[F_RATE], (_clock() - t_k) / work)
         ctr[C_KERNEL] += 1

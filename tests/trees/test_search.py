@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxsr.trees import OptimalTreeRegressor, optimal_subtree_cost
-from jaxsr.trees.compiled import support_splits, support_subtree, support_subtree_capped
+from jaxsr.trees.compiled import support_splits, support_subtree
 from jaxsr.trees.search import ALL_BOUNDS, OptimalTreeSearch
 from jaxsr.trees.subtrees import best_subtree_np, distinct_splits
 
@@ -303,43 +303,6 @@ def test_memo_oracle_equals_exhaustive():
     for loss in ("squared_error", "absolute_error"):
         assert memo_oracle(X, y, w, 0.01, 4, loss, 2) == pytest.approx(
             exhaustive(X, y, w, 0.01, 4, loss, 2), rel=1e-12)
-
-
-@pytest.mark.parametrize("U,msl", [(30, 1), (30, 2), (90, 1), (90, 3)])
-def test_capped_subtree_kernel_is_the_optimum_or_a_bound_above_the_cap(U, msl):
-    """``support_subtree_capped`` with three levels: either the exact kernel's answer (cost
-    and root feature), or a lower bound of the optimum that reaches the cap (the quadrant
-    2-means bounds). Caps from just below to just above the optimum; 90 classes take two
-    64-bit words of class bits; some classes have zero weight."""
-    rng = np.random.default_rng(U + msl)
-    M = 7
-    X8 = rng.integers(0, 2, size=(U, M)).astype(np.uint8)
-    X8[:, 5] = 1 - X8[:, 2]  # a complementary column: one distinct split
-    y = rng.normal(size=U) + 1.5 * X8[:, 0] - X8[:, 1] * X8[:, 3]
-    Wc = rng.integers(0, 4, size=U).astype(float)
-    Nc = np.maximum(Wc, 1.0)
-    mean = np.where(Wc > 0, y, 0.0)
-    E = rng.random(U) * (Wc > 0) * 0.3
-    korder = np.argsort(mean, kind="stable").astype(np.int64)
-    lam, norm = 0.01, 10.0
-    bounded = 0
-    for b in range(6):
-        m = rng.random(U) < 0.8 if b else np.ones(U, dtype=bool)
-        c, f = support_subtree(m, X8, Wc, mean, E, Nc, 3, lam * norm, float(msl))
-        for r in (0.3, 0.6, 0.8, 0.9, 0.98, 0.999, 1.0, 1.001, 1.1):
-            cap = c * r
-            cc, fc, exact = support_subtree_capped(m, korder, X8, Wc, mean, E, Nc, 3,
-                                                   lam * norm, float(msl), cap)
-            if exact:
-                assert (cc, fc) == (c, f)
-            else:
-                bounded += 1
-                assert cap <= cc <= c * (1 + 1e-12)
-                assert fc == -1
-        # no cap: always exact
-        assert support_subtree_capped(m, korder, X8, Wc, mean, E, Nc, 3, lam * norm,
-                                      float(msl), np.inf) == (c, f, True)
-    assert bounded > 0  # the bound does prune
 
 
 @pytest.mark.parametrize("levels,msl", [(1, 2), (2, 2), (3, 2), (2, 1), (3, 1), (3, 3)])
