@@ -642,7 +642,7 @@ def test_compiled_packing_equals_numpy():
 
 
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
-def test_leaf_values_of_many_nodes_equal_a_numpy_oracle(loss):
+def test_leaf_values_of_many_nodes_equal_a_numpy_oracle(loss, monkeypatch):
     """OptimalTreeSearch._node_values (every node of a tree at once) against plain numpy on
     each node's samples in y units (weighted data, zero weights, y far from 0): weighted
     mean and squared loss, or a weighted median's absolute loss (the least over the
@@ -676,13 +676,10 @@ def test_leaf_values_of_many_nodes_equal_a_numpy_oracle(loss):
     assert v[0] == 7.25 and L[0] == 0.0
     from jaxsr.trees import search as S
 
-    old = S._NODE_VALUE_ELEMENTS
-    try:  # in chunks of 3 nodes (large data): the same numbers
-        S._NODE_VALUE_ELEMENTS = 3 * s.n
-        for a, b in zip(s._node_values(masks), (v, n, W, L), strict=True):
-            np.testing.assert_array_equal(a, b)
-    finally:
-        S._NODE_VALUE_ELEMENTS = old
+    # in chunks of 3 nodes (large data): the same numbers
+    monkeypatch.setattr(S, "_NODE_VALUE_ELEMENTS", 3 * s.n)
+    for a, b in zip(s._node_values(masks), (v, n, W, L), strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.usefixtures("frozen_heap")  # no collector pause of the suite's heap
