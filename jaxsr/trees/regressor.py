@@ -182,10 +182,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         than one leaf). The kernels' load (about a second from numba's cache, and once
         per process) is done inside the budget when it affords it (at least 2 s left; 150
         s when they must be compiled first), else the fit uses the numpy kernels
-        (:func:`~jaxsr.trees.search.native_for_time_limit`); ``backend="jax"`` makes a
-        device call only when it is predicted to end in time (a first call, which
-        compiles, is allowed :data:`jaxsr.trees.device.COMPILE_SECONDS`), else the host
-        evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
+        (:func:`~jaxsr.trees.search.native_for_time_limit`; a ``UserWarning`` once per
+        process when they are not compiled yet: run
+        :func:`~jaxsr.trees.search.load_native_kernels` once after installing);
+        ``backend="jax"`` makes a device call only when it is predicted to end in time (a
+        first call, which compiles, is allowed :data:`jaxsr.trees.device.COMPILE_SECONDS`),
+        else the host evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
         ``None``: no limit.
       binarizer: ``None`` (``X`` must already be 0/1) or an unfitted
         :class:`~jaxsr.trees.Binarizer`; a copy is fitted on ``X`` in :meth:`fit` and

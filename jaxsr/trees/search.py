@@ -82,6 +82,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,6 +136,7 @@ _NATIVE_LOADED = [False]
 # budget, 2 s: certified in 1.24 s, else a gap of 0.012)
 _LOAD_SECONDS = 2.0
 _COMPILE_SECONDS = 150.0
+_WARNED_UNCOMPILED = [False]  # native_for_time_limit's warning: once per process
 
 
 def _compiled_functions():
@@ -205,7 +207,10 @@ def native_for_time_limit(seconds_left):
     their load (:data:`_LOAD_SECONDS` from numba's cache, :data:`_COMPILE_SECONDS` when
     they must be compiled), they are loaded here, before the caller computes the time
     left for the search; else the search uses the numpy kernels (slower per subproblem,
-    but nothing to load), so a short limit is not overrun by a one-time load.
+    but nothing to load), so a short limit is not overrun by a one-time load. When that
+    is because the kernels are not compiled yet (numba's cache is empty: a fresh install
+    or upgrade), a ``UserWarning`` says so once per process, with the remedy
+    (:func:`load_native_kernels`, or one fit without a limit).
 
     Returns:
       ``None`` (compiled; loaded now if they were not) or ``False`` (numpy kernels).
@@ -218,6 +223,18 @@ def native_for_time_limit(seconds_left):
     if seconds_left >= (_LOAD_SECONDS if cached else _COMPILE_SECONDS):
         load_native_kernels()
         return None
+    if cached is False and not _WARNED_UNCOMPILED[0]:
+        # a first time-limited fit after an install or upgrade: tell the user once why it
+        # is slow and how to make the later ones fast
+        _WARNED_UNCOMPILED[0] = True
+        warnings.warn(
+            "jaxsr's compiled tree kernels are not in numba's on-disk cache yet (a fresh "
+            "install or upgrade) and compiling them (about 50 CPU seconds, once) does not "
+            f"fit in this time limit ({seconds_left:.3g} s left): the search runs the numpy "
+            "kernels, 5-30x slower per subproblem. Call "
+            "jaxsr.trees.search.load_native_kernels() once, or fit once without a "
+            "time_limit; every later process then loads them in about a second.",
+            UserWarning, stacklevel=3)
     return False
 
 

@@ -718,6 +718,35 @@ def test_time_limit_counts_the_kernel_load(monkeypatch):
     assert calls == [1]
 
 
+def test_time_limit_warns_once_when_the_kernels_are_not_compiled(monkeypatch):
+    """A time-limited fit that cannot afford compiling the kernels (numba's cache empty:
+    a fresh install) runs the numpy kernels and says so, with the remedy, once per
+    process; with the kernels cached (or a budget below a load) it says nothing."""
+    import warnings
+
+    from jaxsr.trees import search as S
+
+    calls = []
+    monkeypatch.setattr(S, "_NATIVE_LOADED", [False])
+    monkeypatch.setattr(S, "_WARNED_UNCOMPILED", [False])
+    monkeypatch.setattr(S, "load_native_kernels", lambda: calls.append(1))
+    monkeypatch.setattr(S, "native_kernels_cached", lambda: False)
+    X, y, _ = _problem(7, n=60, M=6)
+    budget = S._LOAD_SECONDS + 1.0  # affords a load from the cache, not a compilation
+    with pytest.warns(UserWarning, match="load_native_kernels"):
+        m = OptimalTreeRegressor(regularization=0.01, depth_budget=3,
+                                 time_limit=budget).fit(X, y)
+    assert m.optimal_ and not calls and S._WARNED_UNCOMPILED[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning in the process
+        OptimalTreeRegressor(regularization=0.01, depth_budget=3, time_limit=budget).fit(X, y)
+        monkeypatch.setattr(S, "_WARNED_UNCOMPILED", [False])
+        # a budget below a load never asks the cache, nor warns
+        assert S.native_for_time_limit(S._LOAD_SECONDS * 0.5) is False
+        monkeypatch.setattr(S, "native_kernels_cached", lambda: True)
+        assert S.native_for_time_limit(budget) is None and calls == [1]
+
+
 @pytest.mark.parametrize("depth", [None, 6])
 def test_stopped_search_is_never_worse_than_greedy_cart(depth):
     """Anytime: the incumbent starts from greedy CART on the same binary features, pruned at
