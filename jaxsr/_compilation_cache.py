@@ -26,6 +26,10 @@ How an executable is found:
   largest), never compiled again while none of these change; a change of jaxsr's code
   changes the text and so the key.
 
+Compile ahead: :meth:`CachedProgram.prefetch` starts the executable of a later call on one
+background thread (``jaxsr._config._Program.prefetch``: a fit compiles the programs it
+needs next while it runs the current one); the call then takes it, or waits for it.
+
 Files are written atomically (a temporary file, then ``os.replace``); the folder is kept
 under :data:`MAX_BYTES` by deleting the least recently used files. Any failure of the
 disk cache (read-only folder, a file from an incompatible version, a full disk) falls
@@ -36,6 +40,7 @@ process. A cache never fails a fit.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import os
@@ -44,17 +49,30 @@ import tempfile
 import threading
 import warnings
 import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import jax
 
-__all__ = ["CachedProgram", "set_folder", "folder", "forget_in_memory", "MAX_BYTES"]
+__all__ = ["CachedProgram", "set_folder", "folder", "forget_in_memory", "wait_for_prefetches",
+           "MAX_BYTES"]
 
 MAX_BYTES = 2 * 2**30  # the folder is trimmed to this size (least recently used first)
 _SUFFIX = ".jaxsr-xla"
 _STATE = {"folder": None, "warned": False}
 _LOCK = threading.Lock()
 _INSTANCES: weakref.WeakSet[CachedProgram] = weakref.WeakSet()
+_EXECUTOR: list[ThreadPoolExecutor] = []
+
+
+def _executor() -> ThreadPoolExecutor:
+    """The one worker thread of :meth:`CachedProgram.prefetch` (one compilation ahead at
+    a time, beside the caller's own)."""
+    with _LOCK:
+        if not _EXECUTOR:
+            _EXECUTOR.append(ThreadPoolExecutor(max_workers=1,
+                                                thread_name_prefix="jaxsr-compile"))
+        return _EXECUTOR[0]
 
 
 def set_folder(path, create: bool = True) -> str | None:
@@ -78,6 +96,15 @@ def set_folder(path, create: bool = True) -> str | None:
         return None
     _STATE["folder"] = target
     return str(target)
+
+
+def wait_for_prefetches() -> None:
+    """Wait until every compilation started by :meth:`CachedProgram.prefetch` has ended
+    (the worker runs them in order). For tests and benchmarks that count compilations."""
+    with _LOCK:
+        pool = _EXECUTOR[0] if _EXECUTOR else None
+    if pool is not None:
+        pool.submit(lambda: None).result()
 
 
 def forget_in_memory() -> None:
@@ -214,6 +241,55 @@ class CachedProgram:
         _INSTANCES.add(self)
 
     def __call__(self, *args, **kwargs):
+        found = self._key(args, kwargs)
+        if found is NotImplemented:
+            return NotImplemented
+        key, values, dynamic = found
+        compiled = self._memory.get(key)
+        if isinstance(compiled, Future):  # compiled ahead (:meth:`prefetch`)
+            try:
+                compiled = compiled.result()
+            except Exception:  # noqa: BLE001 - compile here instead (its errors raise here)
+                compiled = None
+            self._memory[key] = compiled
+        if compiled is None:
+            compiled = self._load_or_compile(values)
+            self._memory[key] = compiled
+        return compiled(*dynamic)
+
+    def prefetch(self, *args, **kwargs) -> bool:
+        """Load or compile, on a background thread, the executable a later call with
+        arguments like these (the same shapes, dtypes and static values; the values of
+        the arrays do not matter) will use, so that a program needed later in a fit
+        compiles while the current one runs. The call then waits for it if it is not
+        ready. Returns False (nothing started) when the call is one this cache does not
+        serve or its executable is already there or under way."""
+        found = self._key(args, kwargs)
+        if found is NotImplemented:
+            return False
+        key, values, _ = found
+        if key in self._memory:
+            return False
+        cfg = jax.config
+        settings = (bool(cfg.jax_enable_x64), cfg.jax_default_matmul_precision,
+                    cfg.jax_numpy_dtype_promotion)
+        self._memory[key] = _executor().submit(self._compile_with, settings, values)
+        return True
+
+    def _compile_with(self, settings, values):
+        """:meth:`_load_or_compile` on a worker thread, under the caller's scoped JAX
+        settings (they are per thread)."""
+        x64, matmul, promotion = settings
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(jax.enable_x64(x64))
+            if matmul is not None:
+                stack.enter_context(jax.default_matmul_precision(matmul))
+            stack.enter_context(jax.numpy_dtype_promotion(promotion))
+            return self._load_or_compile(values)
+
+    def _key(self, args, kwargs):
+        """``(key, values, dynamic)`` of a call (its signature as ``jax.jit``'s cache keys
+        it, every argument in order, the non-static ones), or ``NotImplemented``."""
         if self._names is None:
             return NotImplemented
         n_args = len(args)
@@ -241,11 +317,7 @@ class CachedProgram:
             hash(key)
         except TypeError:  # an unhashable static value: plain jit reports it
             return NotImplemented
-        compiled = self._memory.get(key)
-        if compiled is None:
-            compiled = self._load_or_compile(values)
-            self._memory[key] = compiled
-        return compiled(*dynamic)
+        return key, values, dynamic
 
     def _load_or_compile(self, values):
         lowered = self._jitted.lower(*values)

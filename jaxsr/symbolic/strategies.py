@@ -558,6 +558,7 @@ class DomeSearch:
         # work units per device call under a deadline (next_slice), learned during the fit
         self._visits = None
         self._polish_calls = 1
+        self._prefetched = set()  # (capacity, n_slots, unary) compiled ahead
 
     # ---------------------------------------------------------------- numeric passes
     def _fit_capacity(self, expr: Expression) -> None:
@@ -852,6 +853,37 @@ class DomeSearch:
             self.mse, self._cache = float(state.mse), None
         return kept
 
+    def prefetch_constant_programs(self) -> None:
+        """Compile ahead (:meth:`jaxsr._config._Program.prefetch`): start compiling the
+        programs of the constant optimisation (:func:`constant_passes`,
+        :func:`polish_steps`) for the current capacity on the background compile thread
+        before an iteration's search, which strategies 2 and 3 follow with them; so a
+        first fit compiles them while the search compiles and runs. Once per capacity
+        and forbidden-set size; nothing where compiling ahead does not pay (one core, an
+        accelerator)."""
+        if self.max_constant_passes is not None and self.max_constant_passes <= 0:
+            return
+        self._fit_capacity(self.expr)
+        unary = bool(self.expr.has_unary)
+        key = (self.capacity, self.n_slots, unary)
+        if key in self._prefetched:
+            return
+        self._prefetched.add(key)
+        tree = self._tree(self.expr)
+        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
+        value = jnp.asarray(tree.value)
+        state = ConstantPasses(
+            value=value, mse=jnp.asarray(self.mse, self.dtype), pos=i32(0), passes=i32(1),
+            changed=jnp.asarray(False), changes=i32(0), status=i32(RUNNING))
+        # the argument types of the calls in _constant_passes and polish_constants
+        constant_passes.prefetch(tree, self.XT, self.y, self.weights,
+                                 jnp.zeros(self.capacity, jnp.int32), i32(1), state,
+                                 self.min_improvement, self.floor, i32(1), i32(1),
+                                 self.n_slots)
+        polish_steps.prefetch(tree, self.XT, self.y, self.weights,
+                              Polish.start(value, self.mse), self.floor, i32(1), i32(1),
+                              unary=unary)
+
     def optimise_and_polish(self) -> tuple[int, int, bool]:
         """The constant optimisation of strategies 2 and 3: the cyclic passes of section
         2.6, with the joint polish (:meth:`polish_constants`) after every pass that
@@ -890,6 +922,8 @@ class DomeSearch:
                 ("constant", "all"), ("variable", "all"),
                 ("constant-variable", "all"), ("constant-expression", "nonterminal"),
             ])
+        if strategy in (2, 3):
+            self.prefetch_constant_programs()
         if strategy == 2:
             rec = self.search_and_apply([
                 ("constant", "var_nonterminal"), ("variable", "all"),

@@ -12,7 +12,11 @@ _TRACE = "/jax/core/compile/jaxpr_trace_duration"  # a jitted function traced
 def count_compilations():
     """``with count_compilations() as n: ...``; then ``n["compile"]`` XLA compilations and
     ``n["trace"]`` traces happened inside the block."""
+    from jaxsr._compilation_cache import wait_for_prefetches
+
     counts = {"compile": 0, "trace": 0}
+    # compilations ahead (a fit's background thread) end inside the block they began in
+    wait_for_prefetches()
 
     def listener(event, duration, **kwargs):
         if event == _COMPILE:
@@ -23,5 +27,6 @@ def count_compilations():
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         yield counts
+        wait_for_prefetches()
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)

@@ -154,3 +154,90 @@ def test_a_whole_fit_from_the_folder_equals_the_compiled_one(tmp_path, restore_f
     assert str(fit.expression_) == str(ref.expression_) and fit.mse_ == ref.mse_
     np.testing.assert_array_equal(pred, ref_pred)
     assert [h["search"] for h in fit.history_] == [h["search"] for h in ref.history_]
+
+
+def test_compile_ahead_gives_the_later_call_its_executable(restore_folder, monkeypatch):
+    """A prefetched executable (compiled on jaxsr's background thread) is the one the later
+    call uses: the call compiles nothing on its own thread and its results equal a plain
+    compilation's to the bit; a prefetch that failed is compiled by the call; nothing is
+    started with compiling ahead switched off or on one core."""
+    import threading
+
+    from jaxsr import _config
+
+    jaxsr.enable_compilation_cache(False)  # compiled, not loaded: compile events
+    monkeypatch.setitem(_config.COMPILE_AHEAD, "on", True)
+    monkeypatch.setattr(_config, "_usable_cpus", lambda: 2)
+    tree, XT, y = _data(25, seed=5)  # a sample size no other test uses
+    threads = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            threads.append(threading.get_ident())
+
+    _forget(_check)
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        assert _check.prefetch(tree, XT, y)
+        assert not _check.prefetch(tree, XT, y)  # under way already
+        out = _check(tree, XT, y)  # waits for it
+        cc.wait_for_prefetches()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert threads and threading.get_ident() not in threads  # compiled on the worker only
+    assert float(out[0]) == pytest.approx(np.mean((XT[0] * XT[1] + XT[0] - y) ** 2),
+                                          rel=1e-12) and bool(out[1])
+    ref = _check._plain(tree, XT, y)  # jax.jit's own path
+    for r, o in zip(ref, out, strict=True):
+        np.testing.assert_array_equal(np.asarray(r), np.asarray(o))
+
+    def broken(self, settings, values):
+        raise RuntimeError("a failed compilation ahead")
+
+    _forget(_check)
+    with monkeypatch.context() as m:
+        m.setattr(cc.CachedProgram, "_compile_with", broken)
+        assert _check.prefetch(tree, XT, y)
+        again = _check(tree, XT, y)  # compiled here instead
+    assert float(again[0]) == float(ref[0]) and bool(again[1]) == bool(ref[1])
+    _forget(_check)
+    monkeypatch.setattr(_config, "_usable_cpus", lambda: 1)
+    assert not _check.prefetch(tree, XT, y)
+    monkeypatch.setattr(_config, "_usable_cpus", lambda: 2)
+    monkeypatch.setitem(_config.COMPILE_AHEAD, "on", False)
+    assert not _check.prefetch(tree, XT, y)
+
+
+def test_a_fit_compiles_its_constant_programs_ahead_and_is_unchanged(restore_folder,
+                                                                     monkeypatch):
+    """Strategy 3 starts the constant optimisation's programs (constant passes, polish)
+    ahead, and the fit is the one without compiling ahead, to the bit."""
+    from jaxsr import SymbolicRegressor, _config
+
+    jaxsr.enable_compilation_cache(False)
+    monkeypatch.setattr(_config, "_usable_cpus", lambda: 2)
+    started = []
+    prefetch = cc.CachedProgram.prefetch
+
+    def record(self, *args, **kwargs):
+        started.append(self._name.rsplit(".", 1)[-1])
+        return prefetch(self, *args, **kwargs)
+
+    monkeypatch.setattr(cc.CachedProgram, "prefetch", record)
+    rng = np.random.default_rng(6)
+    X = rng.uniform(1.0, 2.0, size=(27, 2))  # a sample size no other test uses
+    y = 1.3 * X[:, 0] / (X[:, 1] + 0.4) - 0.2 * X[:, 1]
+    params = dict(max_nodes=9, strategy=3, max_iterations=5, progress=False)
+    monkeypatch.setitem(_config.COMPILE_AHEAD, "on", True)
+    cc.forget_in_memory()
+    ahead = SymbolicRegressor(**params).fit(X, y)
+    assert {"constant_passes", "polish_steps"} <= set(started)
+    monkeypatch.setitem(_config.COMPILE_AHEAD, "on", False)
+    cc.forget_in_memory()
+    plain = SymbolicRegressor(**params).fit(X, y)
+    assert str(ahead.expression_) == str(plain.expression_) and ahead.mse_ == plain.mse_
+    def steps(fit):
+        return [{k: v for k, v in h.items() if k != "seconds"} for h in fit.history_]
+
+    assert steps(ahead) == steps(plain) and len(steps(plain)) >= 2
+    np.testing.assert_array_equal(np.asarray(ahead.predict(X)), np.asarray(plain.predict(X)))
