@@ -552,9 +552,12 @@ class DomeSearch:
             self.max_nodes if self.max_nodes <= START_CAPACITY_MAX else 3)
         self.n_slots = 2
         self._cache = None
+        self.unary_search = None  # issue 12: a unary.UnarySearch adds the move p -> u(p)
+        if not self.lean():  # compile ahead: the first search's analysis, beside the check
+            _analyse.prefetch(self._tree(self.expr), self.XT, self.y, self.n_slots,
+                              self.weights)
         self.mse = self._true_mse(self.expr)[0]
         self.n_const_updates = 0
-        self.unary_search = None  # issue 12: a unary.UnarySearch adds the move p -> u(p)
         # work units per device call under a deadline (next_slice), learned during the fit
         self._visits = None
         self._polish_calls = 1

@@ -210,8 +210,9 @@ def test_compile_ahead_gives_the_later_call_its_executable(restore_folder, monke
 
 def test_a_fit_compiles_its_constant_programs_ahead_and_is_unchanged(restore_folder,
                                                                      monkeypatch):
-    """Strategy 3 starts the constant optimisation's programs (constant passes, polish)
-    ahead, and the fit is the one without compiling ahead, to the bit."""
+    """A fit starts its first analysis ahead (beside the check of the starting tree) and
+    strategy 3 the constant optimisation's programs (constant passes, polish); the fit is
+    the one without compiling ahead, to the bit."""
     from jaxsr import SymbolicRegressor, _config
 
     jaxsr.enable_compilation_cache(False)
@@ -231,7 +232,7 @@ def test_a_fit_compiles_its_constant_programs_ahead_and_is_unchanged(restore_fol
     monkeypatch.setitem(_config.COMPILE_AHEAD, "on", True)
     cc.forget_in_memory()
     ahead = SymbolicRegressor(**params).fit(X, y)
-    assert {"constant_passes", "polish_steps"} <= set(started)
+    assert {"_analyse", "constant_passes", "polish_steps"} <= set(started)
     monkeypatch.setitem(_config.COMPILE_AHEAD, "on", False)
     cc.forget_in_memory()
     plain = SymbolicRegressor(**params).fit(X, y)
