@@ -11,6 +11,9 @@
 * the persistent compilation cache (:func:`enable_compilation_cache`), on by default:
   the executables of jaxsr's programs are kept on disk and a new process loads them
   instead of compiling again (:mod:`jaxsr._compilation_cache`);
+* compile ahead (:data:`COMPILE_AHEAD`), on by default on a CPU with two or more usable
+  cores: a fit starts compiling the programs it needs next on a background thread
+  (``_Program.prefetch``) while it compiles and runs the current one;
 * fast compilation (:func:`fast_compilation`), opt-in: jaxsr's programs compile on the
   CPU with options that cut XLA's compile time about 4x more and make the compiled
   kernels 2-6x slower, for first fits in fresh processes.
