@@ -236,6 +236,15 @@ class ConstantPasses(NamedTuple):
     status: jax.Array  # int32 (): RUNNING, CONVERGED (a pass changed nothing), AT_FLOOR
     #                    (MSE at the rounding floor), CAPPED (max_passes passes ended)
 
+    @classmethod
+    def start(cls, value, mse, first):
+        """The state before pass ``first``: constants ``value`` ``(capacity,)`` and their
+        true MSE (of ``value``'s dtype); nothing visited or changed yet."""
+        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
+        return cls(value=value, mse=jnp.asarray(mse, value.dtype), pos=i32(0),
+                   passes=i32(first), changed=jnp.asarray(False), changes=i32(0),
+                   status=i32(RUNNING))
+
 
 def _path(tree, j):
     """Pre-order indices from the root to node ``j``: ``(capacity,)`` int32, entries
@@ -792,10 +801,7 @@ class DomeSearch:
         idx = np.zeros(cap, np.int32)
         idx[: const_nodes.size] = const_nodes
         i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-        state = ConstantPasses(
-            value=jnp.asarray(tree.value), mse=jnp.asarray(self.mse, self.dtype),
-            pos=i32(0), passes=i32(first), changed=jnp.asarray(False), changes=i32(0),
-            status=i32(RUNNING))
+        state = ConstantPasses.start(jnp.asarray(tree.value), self.mse, first)
         max_passes = i32(self._max_passes() if last is None
                          else min(last, self._max_passes()))
         n = int(self.XT.shape[1])
@@ -875,12 +881,10 @@ class DomeSearch:
         tree = self._tree(self.expr)
         i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
         value = jnp.asarray(tree.value)
-        state = ConstantPasses(
-            value=value, mse=jnp.asarray(self.mse, self.dtype), pos=i32(0), passes=i32(1),
-            changed=jnp.asarray(False), changes=i32(0), status=i32(RUNNING))
         # the argument types of the calls in _constant_passes and polish_constants
         constant_passes.prefetch(tree, self.XT, self.y, self.weights,
-                                 jnp.zeros(self.capacity, jnp.int32), i32(1), state,
+                                 jnp.zeros(self.capacity, jnp.int32), i32(1),
+                                 ConstantPasses.start(value, self.mse, 1),
                                  self.min_improvement, self.floor, i32(1), i32(1),
                                  self.n_slots)
         polish_steps.prefetch(tree, self.XT, self.y, self.weights,
