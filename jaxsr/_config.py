@@ -28,12 +28,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 __all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket",
            "enable_compilation_cache", "default_cache_dir", "resolve_mesh",
-           "fast_compilation", "CACHE_OFF", "COMPILE_OPTIONS", "FAST_COMPILE_OPTIONS", "program"]
+           "fast_compilation", "CACHE_OFF", "COMPILE_OPTIONS", "FAST_COMPILE_OPTIONS", "program",
+           "to_device"]
 
 DEFAULT_DTYPE = np.dtype(np.float64)
 _ALLOWED = (np.dtype(np.float64), np.dtype(np.float32))
@@ -63,6 +63,28 @@ def resolve_dtype(dtype) -> np.dtype:
     return dt
 
 
+def to_device(x, dtype=None) -> jax.Array:
+    """Host data as a JAX array on the default device, like ``jnp.asarray(x, dtype)``.
+
+    ``jnp.asarray`` of a numpy array or a Python scalar (and ``jnp.zeros`` and the like)
+    runs a small XLA program, compiled once per new shape and dtype (5-30 ms each, a
+    dozen of them in a first fit); ``jax.device_put`` of the numpy array copies it
+    without compiling anything. Same dtype rules as ``jnp.asarray`` (64-bit types only
+    inside a float64 :func:`precision` block), never weakly typed; a JAX array is returned
+    as it is (cast if ``dtype`` differs), not copied through the host.
+
+    Args:
+      x: array-like (numpy array, Python scalar or sequence, JAX array).
+      dtype: the numpy dtype, or ``None`` for numpy's choice.
+
+    Returns:
+      a ``jax.Array`` of ``x``'s shape.
+    """
+    if isinstance(x, jax.Array):
+        return x if dtype is None or x.dtype == np.dtype(dtype) else x.astype(dtype)
+    return jax.device_put(np.asarray(x, dtype=dtype))
+
+
 @contextlib.contextmanager
 def precision(dtype=None) -> Iterator[np.dtype]:
     """Scoped numeric context: float64 enabled inside for ``dtype=float64``.
@@ -75,7 +97,7 @@ def precision(dtype=None) -> Iterator[np.dtype]:
     """
     dt = resolve_dtype(dtype)
     with jax.enable_x64(dt == np.float64 or bool(jax.config.jax_enable_x64)):
-        if dt == np.float64 and jnp.zeros((), dt).dtype != np.float64:
+        if dt == np.float64 and to_device(np.zeros((), dt)).dtype != np.float64:
             raise ValueError(
                 "float64 was requested but this JAX backend does not provide it; "
                 "pass dtype='float32'"

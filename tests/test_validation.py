@@ -155,3 +155,39 @@ def test_dtype_option():
 
     with precision("float64") as dt:
         assert jnp.zeros(1, dt).dtype == np.float64
+
+
+def test_to_device_matches_jnp_asarray_and_compiles_nothing():
+    import sys
+    from pathlib import Path
+
+    import jax
+    import jax.numpy as jnp
+
+    sys.path.insert(0, str(Path(__file__).parent / "symbolic"))
+    from compile_log import count_compilations
+
+    from jaxsr._config import to_device
+
+    rng = np.random.default_rng(0)
+    cases = [(rng.normal(size=(3, 7)), None), (rng.normal(size=5).astype(np.float32), None),
+             (np.arange(6).reshape(2, 3) > 2, None), (2.5, np.float32), (7, np.int32),
+             (False, None), ([1.0, 2.0], np.float64), (rng.normal(size=(2, 4)).T, None)]
+    for x64 in (True, False):
+        with jax.enable_x64(x64):
+            for x, dt in cases:
+                if dt == np.float64 and not x64:
+                    continue  # jnp.asarray warns there (float64 not available)
+                with count_compilations() as n:
+                    got = to_device(x, dt)
+                assert n["compile"] == 0, (x, dt)
+                want = jnp.asarray(x, dt)
+                assert isinstance(got, jax.Array) and not got.weak_type
+                assert got.dtype == want.dtype and got.shape == want.shape, (x, dt, x64)
+                np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    # a JAX array is returned as it is, or cast on the device
+    a = jnp.arange(4, dtype=jnp.int32)
+    assert to_device(a) is a and to_device(a, np.int32) is a
+    assert to_device(a, np.float32).dtype == np.float32
+    with pytest.raises((TypeError, ValueError)):
+        to_device(["a", "b"], np.float64)

@@ -40,10 +40,9 @@ from enum import IntEnum
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from .._config import program
+from .._config import program, to_device
 from .expression import ADD, CONST, MUL, UNARY_NAMES, VAR, Expression, capacity_bucket
 from .front import FrontModel
 from .searches import search_all
@@ -214,7 +213,7 @@ def search_many(engine: DomeSearch, exprs, mses, specs) -> list[list[Candidate]]
     masks += [np.zeros_like(masks[-1])] * (nb - len(masks))
     mn, mh = engine.limits()
     res = jax.device_get(_search_batch(_stack(trees), engine.XT, engine.y, engine.weights,
-                                       jnp.asarray(np.stack(masks)), engine.var_mask, mn, mh,
+                                       to_device(np.stack(masks)), engine.var_mask, mn, mh,
                                        n_slots=engine.n_slots))
     for i, (e, m) in enumerate(zip(exprs, mses, strict=True)):
         _load(engine, e, m)

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from .._config import to_device
 from .expression import CONST, Expression, jax_graph
 
 __all__ = ["RefineResult", "refine_constants", "weighted_mse"]
@@ -103,8 +104,8 @@ def refine_constants(expr: Expression, X, y, sample_weight=None, *, max_iteratio
     run = _compiled(expr.op.tobytes(), expr.feature.tobytes(), expr.left.tobytes(),
                     expr.right.tobytes())
     with jax.enable_x64(True):
-        u, n_iter = run(jnp.zeros(c0.size), jnp.asarray(scale), jnp.asarray(offset),
-                        jnp.asarray(X), jnp.asarray(y), jnp.asarray(w), before,
+        u, n_iter = run(to_device(np.zeros(c0.size)), to_device(scale), to_device(offset),
+                        to_device(X), to_device(y), to_device(w), before,
                         int(max_iterations), float(tol))
     u = np.asarray(u, dtype=np.float64)
     if not np.all(np.isfinite(u)):

@@ -9,12 +9,11 @@ import contextvars
 import threading
 import time
 
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _progress
 from .._base import BaseEstimator, RegressorMixin, check_fitted
-from .._config import precision, resolve_dtype, resolve_mesh, sample_bucket
+from .._config import precision, resolve_dtype, resolve_mesh, sample_bucket, to_device
 from .._validation import (
     check_choice,
     check_int,
@@ -391,7 +390,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         wp = np.zeros(n_pad, dt)
         wp[:n] = wr * (n_pad / np.sum(wr, dtype=np.float64))  # mean 1 over the padding
         if mesh is None:
-            return jnp.asarray(XT), jnp.asarray(yp), jnp.asarray(wp)
+            return to_device(XT), to_device(yp), to_device(wp)
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
@@ -886,9 +885,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         XT[:, :n] = Xa.T
         with precision(dt):
             if tree.has_unary:  # the kernels take + - * / trees: the tree's own JAX graph
-                return np.asarray(_jit_tree(tree, dt)(jnp.asarray(XT.T)))[:n]
+                return np.asarray(_jit_tree(tree, dt)(to_device(XT.T)))[:n]
             tree = tree.padded(dtype=dt)
-            return np.asarray(tree_output(tree, jnp.asarray(XT)))[:n]
+            return np.asarray(tree_output(tree, to_device(XT)))[:n]
 
     def sympy(self, index=None):
         """The selected expression (or row ``index`` of ``equations_``) as sympy, with its

@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .._config import program
+from .._config import program, to_device
 from .constant import optimal_constant
 from .equations import (
     child_equation,
@@ -240,9 +240,9 @@ class ConstantPasses(NamedTuple):
     def start(cls, value, mse, first):
         """The state before pass ``first``: constants ``value`` ``(capacity,)`` and their
         true MSE (of ``value``'s dtype); nothing visited or changed yet."""
-        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-        return cls(value=value, mse=jnp.asarray(mse, value.dtype), pos=i32(0),
-                   passes=i32(first), changed=jnp.asarray(False), changes=i32(0),
+        i32 = functools.partial(to_device, dtype=np.int32)
+        return cls(value=value, mse=to_device(mse, value.dtype), pos=i32(0),
+                   passes=i32(first), changed=to_device(False), changes=i32(0),
                    status=i32(RUNNING))
 
 
@@ -436,11 +436,11 @@ class Polish(NamedTuple):
         """The state before the first step: constants ``value`` ``(capacity,)``, their
         true MSE, damping ``lam``; the normal equations not yet computed."""
         cap, dt = value.shape[0], value.dtype
-        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-        return cls(value=value, mse=jnp.asarray(mse, dt), lam=jnp.asarray(lam, dt),
+        i32 = functools.partial(to_device, dtype=np.int32)
+        return cls(value=value, mse=to_device(mse, dt), lam=to_device(lam, dt),
                    kept=i32(0), steps=i32(0), status=i32(RUNNING),
-                   jtj=jnp.zeros((cap, cap), dt), jtr=jnp.zeros((cap,), dt),
-                   fresh=jnp.asarray(False))
+                   jtj=to_device(np.zeros((cap, cap), dt)), jtr=to_device(np.zeros((cap,), dt)),
+                   fresh=to_device(False))
 
 
 # Under a deadline the device loops of the constant optimisation run in slices, so that
@@ -540,7 +540,7 @@ class DomeSearch:
         self.XT = XT
         self.y = y
         self.weights = weights
-        self.var_mask = jnp.asarray(var_mask)
+        self.var_mask = to_device(var_mask)
         self.max_nodes = NO_LIMIT if max_nodes is None else int(max_nodes)
         self.max_height = NO_LIMIT if max_height is None else int(max_height)
         self.min_improvement = float(min_improvement)
@@ -652,10 +652,10 @@ class DomeSearch:
         mn, mh = self.limits()
         masks = self.search_masks(specs, cap)
         if eqs is None:  # lean (issue 8): equations per sample chunk and per node
-            res = search_lean(tree, sem, self.XT, self.y, self.weights, jnp.asarray(masks),
+            res = search_lean(tree, sem, self.XT, self.y, self.weights, to_device(masks),
                               self.var_mask, mn, mh, n_slots=self.n_slots)
         else:
-            res = search_all(tree, sem, eqs, S, self.XT, jnp.asarray(masks), self.var_mask,
+            res = search_all(tree, sem, eqs, S, self.XT, to_device(masks), self.var_mask,
                              mn, mh)
         res = jax.device_get(res)
         found = self.collect(res, specs)
@@ -665,8 +665,8 @@ class DomeSearch:
 
     def limits(self):
         """``(max_nodes, max_height)`` as the int32 scalars :func:`search_all` takes."""
-        return (jnp.int32(min(self.max_nodes, NO_LIMIT)),
-                jnp.int32(min(self.max_height, NO_LIMIT)))
+        return (to_device(min(self.max_nodes, NO_LIMIT), np.int32),
+                to_device(min(self.max_height, NO_LIMIT), np.int32))
 
     def search_masks(self, specs, cap: int) -> np.ndarray:
         """The ``(4, cap)`` node masks of ``specs`` (see :meth:`candidates`) for the
@@ -800,8 +800,8 @@ class DomeSearch:
         cap = tree.op.shape[0]
         idx = np.zeros(cap, np.int32)
         idx[: const_nodes.size] = const_nodes
-        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-        state = ConstantPasses.start(jnp.asarray(tree.value), self.mse, first)
+        i32 = functools.partial(to_device, dtype=np.int32)
+        state = ConstantPasses.start(to_device(tree.value), self.mse, first)
         max_passes = i32(self._max_passes() if last is None
                          else min(last, self._max_passes()))
         n = int(self.XT.shape[1])
@@ -811,7 +811,7 @@ class DomeSearch:
         visits = self._visits if timed else 2**31 - 1
         while True:
             t0 = time.perf_counter()
-            state = constant_passes(tree, self.XT, self.y, self.weights, jnp.asarray(idx),
+            state = constant_passes(tree, self.XT, self.y, self.weights, to_device(idx),
                                     i32(const_nodes.size), state, self.min_improvement,
                                     self.floor, max_passes, i32(visits), self.n_slots)
             status, changes, passes = (int(v) for v in jax.device_get(
@@ -841,8 +841,8 @@ class DomeSearch:
             return 0
         cap = max(self.capacity, capacity_bucket(self.expr.n_nodes))
         tree = self.expr.padded(cap, self.dtype)
-        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-        state = Polish.start(jnp.asarray(tree.value), self.mse)
+        i32 = functools.partial(to_device, dtype=np.int32)
+        state = Polish.start(to_device(tree.value), self.mse)
         timed = self.deadline is not None
         calls = min(self._polish_calls, max_steps) if timed else max_steps
         while True:
@@ -879,11 +879,11 @@ class DomeSearch:
             return
         self._prefetched.add(key)
         tree = self._tree(self.expr)
-        i32 = functools.partial(jnp.asarray, dtype=jnp.int32)
-        value = jnp.asarray(tree.value)
+        i32 = functools.partial(to_device, dtype=np.int32)
+        value = to_device(tree.value)
         # the argument types of the calls in _constant_passes and polish_constants
         constant_passes.prefetch(tree, self.XT, self.y, self.weights,
-                                 jnp.zeros(self.capacity, jnp.int32), i32(1),
+                                 to_device(np.zeros(self.capacity, np.int32)), i32(1),
                                  ConstantPasses.start(value, self.mse, 1),
                                  self.min_improvement, self.floor, i32(1), i32(1),
                                  self.n_slots)

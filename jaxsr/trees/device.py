@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._config import program
+from .._config import program, to_device
 from .kmeans import kmeans_lower_bound
 from .subtrees import optimal_subtree_cost
 
@@ -131,7 +131,7 @@ class DeviceBatcher:
         """``put(array, class_axis)``: the array on the device, or, with a mesh, split
         along ``class_axis`` over all the mesh's axes (replicated along the others)."""
         if mesh is None:
-            return lambda a, axis: jnp.asarray(a)
+            return lambda a, axis: to_device(a)
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 

@@ -30,3 +30,53 @@ def count_compilations():
         wait_for_prefetches()
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@contextlib.contextmanager
+def compiled_names():
+    """``with compiled_names() as names: ...``; then ``names`` lists the name of every
+    function XLA compiled inside the block (from JAX's ``jax_log_compiles`` records), e.g.
+    ``"search_all"`` for a jaxsr program or ``"broadcast_in_dim"`` for an eager
+    ``jnp.zeros``."""
+    import logging
+    import re
+
+    from jaxsr._compilation_cache import wait_for_prefetches
+
+    names = []
+    pattern = re.compile(r"Compiling (?:jit\()?([^\s()]+)")
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            m = pattern.match(record.getMessage())
+            if m:
+                names.append(m.group(1))
+
+    wait_for_prefetches()
+    logger = logging.getLogger("jax")
+    handler = Collect(logging.DEBUG)
+    logger.addHandler(handler)
+    previous = jax.config.jax_log_compiles
+    jax.config.update("jax_log_compiles", True)
+    try:
+        yield names
+        wait_for_prefetches()
+    finally:
+        jax.config.update("jax_log_compiles", previous)
+        logger.removeHandler(handler)
+
+
+def jaxsr_programs(package="jaxsr.symbolic"):
+    """The names of the jaxsr programs (``jaxsr._config.program``) defined in the modules
+    of ``package``."""
+    import importlib
+    import pkgutil
+
+    from jaxsr._config import _Program
+
+    names = set()
+    pkg = importlib.import_module(package)
+    for info in pkgutil.walk_packages(pkg.__path__, package + "."):
+        module = importlib.import_module(info.name)
+        names |= {v.__name__ for v in vars(module).values() if isinstance(v, _Program)}
+    return names
