@@ -187,6 +187,42 @@ def check_shape_2d(X, *, name: str = "X") -> None:
                          "of 1 is required.")
 
 
+def _cast_in_range(arr, dtype, what: str, labels=None) -> np.ndarray:
+    """``arr`` (finite) as ``dtype``, refusing a cast that would change its values beyond
+    rounding: a value past the dtype's largest (it would become inf), or a column (of a
+    2-D ``arr``; the whole of a 1-D one) whose nonzero magnitudes all lie below its
+    smallest normal number (they would become zero or subnormal). ``labels``: the columns'
+    names for the message.
+
+    Raises:
+      ValueError: naming ``what``, the columns, the range and what to do instead.
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        out = arr.astype(dtype, copy=False)
+    if out.dtype == arr.dtype or not np.issubdtype(out.dtype, np.floating):
+        return out
+    fi = np.finfo(out.dtype)
+    a = np.abs(np.asarray(arr, np.float64))
+    amax = np.atleast_1d(a.max(axis=0) if a.size else np.zeros(a.shape[1:]))
+    name = out.dtype.name
+    hint = "use dtype='float64' or rescale them" if name != "float64" else "rescale them"
+    for bad, desc, why in (
+            (amax > float(fi.max), "magnitudes up to {v:.3g}",
+             f"beyond the largest {name} ({float(fi.max):.3g}), they would become inf"),
+            ((amax > 0) & (amax < float(fi.tiny)), "nonzero magnitudes all below {v:.3g}",
+             f"under the smallest normal {name} ({float(fi.tiny):.3g}), they would round "
+             "to zero")):
+        cols = np.flatnonzero(bad)
+        if cols.size:
+            j = int(cols[0])
+            where = ("" if arr.ndim == 1 else " in " + _shown(
+                [labels[c] for c in cols] if labels else [f"column {c}" for c in cols],
+                quote=bool(labels)))
+            raise ValueError(f"{what} has {desc.format(v=amax[j])}{where}: {why}; {hint} "
+                             "(divide by a power of ten and put the factor back)")
+    return out
+
+
 def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, list[str] | None]:
     """Convert an array-like or pandas DataFrame to a finite 2-D float array.
 
@@ -224,8 +260,7 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
                              f"({err})") from err
         except TypeError as err:  # e.g. a dict in an object array: a type, not a value, error
             raise TypeError(f"{name} must be numeric: {err}") from err
-    arr = arr.astype(dtype, copy=False)
-    if not np.all(np.isfinite(arr)):
+    if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
         bad = ~np.isfinite(arr)
         bad_cols = np.flatnonzero(bad.any(axis=0))
         labels = [names[j] for j in bad_cols] if names else [f"column {j}" for j in bad_cols]
@@ -233,7 +268,7 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
             f"{name} contains NaN or infinite values in {int(bad.any(axis=1).sum())} row(s), "
             f"in {_shown(labels, quote=bool(names))}; impute or drop them first"
         )
-    return arr, names
+    return _cast_in_range(arr, dtype, name, names), names
 
 
 def _shown(labels, *, quote: bool = True, limit: int = 6) -> str:
@@ -311,7 +346,6 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
         except (TypeError, ValueError) as err:
             raise ValueError(f"{label} must be numeric; got values of dtype {arr.dtype}") \
                 from err
-    arr = arr.astype(dtype, copy=False)
     if n_samples is not None and arr.shape[0] != n_samples:
         raise ValueError(
             f"X and y have different numbers of samples: X has {n_samples} rows, "
@@ -320,10 +354,10 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
     if arr.shape[0] == 0:
         raise ValueError(f"{label} has no rows: 0 sample(s) (shape={arr.shape}) while a "
                          "minimum of 1 is required")
-    if not np.all(np.isfinite(arr)):
+    if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
         raise ValueError(f"{label} contains NaN or infinite values in "
                          f"{int(np.sum(~np.isfinite(arr)))} row(s); drop those samples first")
-    return arr
+    return _cast_in_range(arr, dtype, label)
 
 
 def check_X_y(X, y, *, dtype=np.float64) -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -17,11 +17,16 @@ One change from PySR, needed by a deterministic method that fits exact formulas:
 compared above a **rounding floor**. Once a tree is the formula, further iterations keep
 lowering the MSE by rounding-level amounts (``1e-23 -> 1e-29`` for ``y = 3x + 2``); relative
 to each other those differences are large, so without a floor "best" would prefer the
-longest tree. :func:`loss_floor` is ``eps**1.5 * mean(y**2)``: a model whose root-mean-square
-error is below ``eps**0.75`` (``1.8e-12`` in float64, ``6e-6`` in float32) times the
-root-mean-square target is exact as far as a fit in this precision can tell (the exact
-formulas this search finds reach ``1e-13 .. 1e-16``; their constants lose a few digits in the
-closed-form solutions of the node equations), and such models count as equally accurate.
+longest tree. :func:`loss_floor` is the search's own acceptance floor,
+``(ROUNDING_ULPS * eps)**2 * mean(y**2)``: a model whose root-mean-square error is below
+1024 units in the last place of the root-mean-square target (``2.3e-13`` of it in float64,
+``1.2e-4`` in float32) is exact as far as a fit in this precision can tell (the exact
+formulas this search finds reach ``1e-13 .. 1e-16``), and such models count as equally
+accurate. It is the floor below which the search itself takes no change, so a model the
+search found better by more than rounding is better for the selection too (a floor above
+it, ``eps**1.5 * mean(y**2)`` until session 13, made a target like ``1e12 + x``, whose
+variation is far above rounding but below ``eps**0.75`` of its magnitude, select the
+constant although the search had found ``x``).
 The ``loss`` column keeps the true values; only ``score`` and the 1.5x threshold of ``"best"``
 use the floored loss (``"accuracy"`` is the true lowest loss).
 
@@ -39,6 +44,7 @@ import numpy as np
 from .expression import Expression
 
 __all__ = [
+    "ROUNDING_ULPS",
     "MODEL_SELECTIONS",
     "FrontModel",
     "pareto_front",
@@ -80,15 +86,33 @@ def pareto_front(models: Sequence[FrontModel]) -> list[FrontModel]:
     return front
 
 
-def loss_floor(y, dtype=np.float64) -> float:
-    """Rounding floor of the MSE for targets ``y`` in ``dtype``: ``eps**1.5 * mean(y**2)``.
+ROUNDING_ULPS = 1024
+"""Errors of up to this many units in the last place of the target's scale are rounding:
+the one rounding floor of the fit (:func:`loss_floor`), used by the acceptance rule of
+the search (:class:`~jaxsr.symbolic.strategies.DomeSearch`) and by the model selection
+here. The constants come from ratios of sums over the N patterns (equations 29-34),
+whose rounding grows like N ulps, and a tree's evaluation adds a few ulps per node; 1024
+ulps (relative MSE 5e-26 in float64) stays above that for the data sizes this engine
+handles, while an improvement that is not rounding, even a small one, is still taken."""
 
-    Returns a positive float (the smallest normal number for an all-zero target).
+
+def loss_floor(y, dtype=np.float64, weights=None) -> float:
+    """Rounding floor of the MSE for targets ``y`` ``(n,)`` in ``dtype``:
+    ``(ROUNDING_ULPS * eps)**2 * mean(y**2)`` (weighted by ``weights`` when given), the
+    MSE of errors of :data:`ROUNDING_ULPS` units in the last place at the target's scale.
+
+    Returns a positive float (the smallest normal float64 for an all-zero target).
     """
     y = np.asarray(y, dtype=np.float64)
     eps = float(np.finfo(np.dtype(dtype)).eps)
-    floor = eps**1.5 * float(np.mean(y * y)) if y.size else 0.0
-    return max(floor, float(np.finfo(np.float64).tiny))
+    if not y.size:
+        ms = 0.0
+    elif weights is None:
+        ms = float(np.mean(y * y))
+    else:
+        w = np.asarray(weights, np.float64)
+        ms = float(np.sum(w * y * y) / np.sum(w))
+    return max((ROUNDING_ULPS * eps) ** 2 * ms, float(np.finfo(np.float64).tiny))
 
 
 def front_scores(complexity, loss, floor: float = 0.0) -> np.ndarray:

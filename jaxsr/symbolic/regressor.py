@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+import warnings
 
 import numpy as np
 
@@ -102,6 +103,41 @@ def _unscaled_mse(mse, y_scale) -> float:
     """The MSE in the target's units (``inf`` where that is beyond the float range)."""
     with np.errstate(over="ignore"):
         return float(np.float64(mse) * np.float64(y_scale) ** 2)
+
+
+def _warn_if_variation_is_rounding(ya, w, dt) -> None:
+    """Warn (``UserWarning``) when the target's variance is positive but at most
+    :data:`ROUNDING_MARGIN` times the rounding floor of ``dt``
+    (:func:`~jaxsr.symbolic.front.loss_floor`, errors of 1024 units in the last place at
+    the target's scale; class docstring): the search then cannot tell models apart whose
+    errors differ by less than that, and at or below the floor itself it can only return
+    the starting constant. It happens when ``y`` varies little around a large offset
+    (``1e12 + x`` in float64, ``1e3 + x`` in float32); subtracting the offset first makes
+    the variation visible."""
+    y = np.asarray(ya, np.float64)
+    wt = np.ones_like(y) if w is None else np.asarray(w, np.float64)
+    top = float(np.max(np.abs(y))) if y.size else 0.0
+    if y.size < 2 or not np.sum(wt) > 0 or top == 0.0:
+        return
+    ys = y / top  # in units of the largest |y|: no overflow near 1e300
+    mean = float(np.sum(wt * ys) / np.sum(wt))
+    var = float(np.sum(wt * (ys - mean) ** 2) / np.sum(wt))
+    floor = _pf.loss_floor(ys, dt, wt)
+    if 0.0 < var <= ROUNDING_MARGIN * floor:
+        what = ("so the fit can only return a constant" if var <= floor else
+                "so models whose errors differ by less than that count as equal")
+        warnings.warn(
+            f"y varies by a standard deviation of {np.sqrt(var) * top:.3g} around "
+            f"{mean * top:.6g}, close to the rounding level of its magnitude in "
+            f"{np.dtype(dt).name} (errors of {np.sqrt(floor) * top:.3g}), {what}; fit "
+            f"y - {mean * top:.6g} instead and add the offset back"
+            + (", or use dtype='float64'" if np.dtype(dt) != np.float64 else ""),
+            UserWarning, stacklevel=3)
+
+
+ROUNDING_MARGIN = 100.0
+"""The target-variation warning of :meth:`SymbolicRegressor.fit` fires when the variance of
+``y`` is at most this many times the rounding floor."""
 
 
 def _check_scales(Xa, ya, dt) -> float:
@@ -433,6 +469,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                      "validation loss is undefined; use another "
                                      "validation_fraction or weights")
                 w = check_sample_weight(w, w.shape[0], dtype=dt)
+        _warn_if_variation_is_rounding(ya, w, dt)
         names = feature_names(self)
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)

@@ -55,6 +55,7 @@ from .equations import (
     node_equations,
 )
 from .expression import ADD, CONST, DIV, MUL, SQRT, SUB, VAR, Expression, capacity_bucket
+from .front import ROUNDING_ULPS, loss_floor
 from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all, search_lean
 from .semantics import combine, node_semantics, tree_mse
 
@@ -73,13 +74,7 @@ LEAN_BYTES = 2**30
 (:func:`~jaxsr.symbolic.searches.search_lean`, the same results in bounded memory;
 issue 8). At 128 nodes of capacity and 2-4 forbidden-set slots, from N of about
 1.3e5-1.7e5 on (float64)."""
-ROUNDING_ULPS = 1024
-"""The acceptance floor: errors of up to this many units in the last place of the
-target's scale are rounding (see :class:`DomeSearch`). The constants come from ratios of
-sums over the N patterns (equations 29-34), whose rounding grows like N ulps, and a
-tree's evaluation adds a few ulps per node; 1024 ulps (relative MSE 5e-26 in float64)
-covers both for the usual sizes, far below any modelling error and far below the
-relative test MSE of 1e-16 taken as exact recovery."""
+
 
 
 def slot_bucket(n: int) -> int:
@@ -550,8 +545,7 @@ class DomeSearch:
         self.max_constant_passes = max_constant_passes
         y64 = np.asarray(y, np.float64)
         w64 = None if weights is None else np.asarray(weights, np.float64)
-        self.floor = float((ROUNDING_ULPS * np.finfo(self.dtype).eps) ** 2 * (
-            np.mean(y64**2) if w64 is None else np.sum(w64 * y64**2) / np.sum(w64)))
+        self.floor = loss_floor(y64, self.dtype, w64)
         self.stop = False  # set by another thread to end the fit at the next check
         self.expr = Expression.constant(float(
             np.mean(y64) if w64 is None else np.sum(w64 * y64) / np.sum(w64)))

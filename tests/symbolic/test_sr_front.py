@@ -66,11 +66,23 @@ def test_model_selection_meanings():
         select_model("simplest", s, lo)
 
 
-def test_loss_floor_is_eps_to_the_1_5_times_mean_square():
+def test_loss_floor_is_1024_ulps_of_the_rms_target_and_the_search_floor():
+    from jaxsr.symbolic.front import ROUNDING_ULPS
+    from jaxsr.symbolic.strategies import DomeSearch
+
     y = np.array([3.0, 4.0])
-    assert loss_floor(y) == np.finfo(np.float64).eps ** 1.5 * 12.5
-    assert loss_floor(y, np.float32) == np.finfo(np.float32).eps ** 1.5 * 12.5
+    assert ROUNDING_ULPS == 1024
+    assert loss_floor(y) == (1024 * np.finfo(np.float64).eps) ** 2 * 12.5
+    assert loss_floor(y, np.float32) == (1024 * np.finfo(np.float32).eps) ** 2 * 12.5
+    w = np.array([1.0, 3.0])
+    assert np.isclose(loss_floor(y, weights=w), (1024 * np.finfo(float).eps) ** 2 * 14.25,
+                      rtol=1e-15)
     assert loss_floor(np.zeros(3)) > 0
+    # the search's acceptance floor is the same number (one rounding floor per fit)
+    XT = np.ones((1, 2))
+    eng = DomeSearch(XT, y, np.ones(1, bool), max_nodes=5, max_height=None,
+                     min_improvement=1e-6, feature_names=None, weights=w)
+    assert eng.floor == loss_floor(y, np.float64, w)
 
 
 # ------------------------------------------------------------------ on a fit

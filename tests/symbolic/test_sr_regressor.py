@@ -392,6 +392,56 @@ def test_extreme_scales_give_the_right_model_or_a_clear_error():
         SymbolicRegressor(dtype="float32").fit(Xn, yn)
 
 
+def test_float32_casts_that_lose_the_data_are_refused():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(1.0, 2.0, size=(40, 2))
+    y = X[:, 0] + 2.0 * X[:, 1]
+    for Xb, yb, what in ((X * 1e200, y, "X has magnitudes up to"),  # would become inf
+                         (X * 1e-200, y, "X has nonzero magnitudes all below"),  # zero
+                         (X, y * 1e300, "y has magnitudes up to"),
+                         (X, y * 1e-300, "y has nonzero magnitudes all below")):
+        with pytest.raises(ValueError, match=what) as err:
+            SymbolicRegressor(dtype="float32").fit(Xb, yb)
+        assert "float32" in str(err.value) and "dtype='float64'" in str(err.value)
+    sr = SymbolicRegressor(dtype="float32", max_nodes=7).fit(X, y)
+    with pytest.raises(ValueError, match="beyond the largest float32"):
+        sr.predict(X * 1e200)
+    # single values that round to zero in a column of normal ones: rounding, not refused
+    Xs = np.c_[X, np.where(np.arange(40) % 2 == 0, X[:, 0], 1e-45)]
+    assert SymbolicRegressor(dtype="float32", max_nodes=7).fit(Xs, y).mse_ >= 0
+
+
+@pytest.mark.parametrize("dtype,offset,message", [
+    ("float64", 1e15, "can only return a constant"),
+    ("float64", 5e11, "count as equal"),
+    ("float32", 1e4, "can only return a constant"),
+])
+def test_a_target_varying_within_rounding_of_its_offset_warns(dtype, offset, message):
+    X = np.random.default_rng(3).uniform(1.0, 2.0, size=(200, 2))
+    y = offset + 2.0 * X[:, 0] + X[:, 1]
+    with pytest.warns(UserWarning, match=message) as rec:
+        sr = SymbolicRegressor(dtype=dtype, max_nodes=9, progress=False).fit(X, y)
+    assert f"fit y - {np.mean(y):.6g}" in str(rec[0].message)
+    v = np.var(y)
+    if message == "can only return a constant":  # no change can beat the floor
+        assert sr.n_nodes_ == 1 and np.isclose(sr.mse_, v, rtol=1e-3)
+    else:
+        # the search finds the law, and the selection keeps it: its MSE is rounding of
+        # 5e11 (ulp 6e-5), where the selection's former floor (eps**1.5 * mean(y**2) =
+        # 0.8 > var(y)) made every model tie with the constant
+        assert sr.mse_ < 1e-6 * v, sr.equations_
+
+
+def test_no_warning_for_a_target_with_a_moderate_offset():
+    import warnings
+
+    X = np.random.default_rng(3).uniform(1.0, 2.0, size=(200, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sr = SymbolicRegressor(max_nodes=9, progress=False).fit(X, 1e9 + 2.0 * X[:, 0] + X[:, 1])
+    assert sr.mse_ < 1e-12
+
+
 def test_scale_output_is_exact():
     from jaxsr.symbolic.strategies import scale_output
 
