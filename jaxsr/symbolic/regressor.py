@@ -20,6 +20,7 @@ from .._validation import (
     check_int,
     check_real,
     check_sample_weight,
+    check_target,
     feature_names,
     validate_X,
     validate_X_y,
@@ -457,6 +458,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         square_target = self._square_target(ya, dt)  # issue 12: y**2 for the sqrt(p) search
         w = (None if sample_weight is None
              else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt))
+        # on the user's values: a float32 cast can erase the variation it warns about
+        _warn_if_variation_is_rounding(
+            ya if dt == np.float64 else check_target(y, dtype=np.float64), w, dt)
         X_val = y_val = w_val = None
         train, val = self._validation_split(ya.shape[0])
         if val is not None:  # the weights follow their rows into both parts
@@ -469,7 +473,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                      "validation loss is undefined; use another "
                                      "validation_fraction or weights")
                 w = check_sample_weight(w, w.shape[0], dtype=dt)
-        _warn_if_variation_is_rounding(ya, w, dt)
         names = feature_names(self)
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
