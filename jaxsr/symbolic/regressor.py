@@ -450,7 +450,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         Raises:
           ValueError: invalid hyperparameters, NaN/inf, mismatched lengths, empty data,
             non-numeric columns, negative or all-zero weights, an ``initial_expression``
-            that does not parse or is undefined on the data (see :mod:`jaxsr._validation`).
+            that does not parse or is undefined on the data (see :mod:`jaxsr._validation`),
+            float32 data beyond float32's range (or whose columns all underflow).
+
+        Warns:
+          UserWarning: ``y`` varies within 100x the rounding floor of its own magnitude
+            (a small signal on a large offset, ``1e12 + x``): the warning names the offset
+            to subtract (at or below the floor the fit can only return a constant).
         """
         self._check_params()
         dt = resolve_dtype(self.dtype)
