@@ -199,11 +199,15 @@ def _cast_in_range(arr, dtype, what: str, labels=None) -> np.ndarray:
     """
     with np.errstate(over="ignore", under="ignore"):
         out = arr.astype(dtype, copy=False)
-    if out.dtype == arr.dtype or not np.issubdtype(out.dtype, np.floating):
+    # integers and booleans always fit a float's range (and are never tiny): no check, so
+    # a large 0/1 matrix of the tree estimator is not copied again
+    if (out.dtype == arr.dtype or not np.issubdtype(out.dtype, np.floating)
+            or not np.issubdtype(arr.dtype, np.inexact) or not arr.size):
         return out
     fi = np.finfo(out.dtype)
-    a = np.abs(np.asarray(arr, np.float64))
-    amax = np.atleast_1d(a.max(axis=0) if a.size else np.zeros(a.shape[1:]))
+    # the largest magnitude per column from its extremes (no |arr| copy)
+    amax = np.atleast_1d(np.maximum(np.abs(arr.max(axis=0)), np.abs(arr.min(axis=0)))
+                         .astype(np.float64))
     name = out.dtype.name
     hint = "use dtype='float64' or rescale them" if name != "float64" else "rescale them"
     for bad, desc, why in (

@@ -76,7 +76,6 @@ issue 8). At 128 nodes of capacity and 2-4 forbidden-set slots, from N of about
 1.3e5-1.7e5 on (float64)."""
 
 
-
 def slot_bucket(n: int) -> int:
     """Number of forbidden-set slots for ``n`` needed ones: a power of two ``>= 2``."""
     k = 2
