@@ -6,7 +6,11 @@ set) and, for each (node, candidate row) as ``search_all`` forms it (the constan
 ``k op x`` rows, the two ``k op p`` rows), the child equation and forbidden set, then:
 
 * the warm time of :func:`~jaxsr.symbolic.optimal_constant` on ``--rows`` of them (median
-  of 5 calls each, jaxsr's compile options, one process);
+  of 5 calls each, jaxsr's compile options, one process) and the number of exact
+  evaluations of ``f`` (``N`` terms each) its candidate search made;
+* with ``--count-every K``: those evaluations over every ``K``-th row (untimed), their
+  median and the terms an iteration evaluates at that rate, against the ``[nodes, N] x
+  [N, 40]`` product's multiply-adds;
 * with ``--trace``: an XLA profile of those calls (``jax.profiler``), the ``--top``
   operations by time per row with their source (``op_name``): which sort, search, loop
   and fusion costs what. Nested operations (a while loop and its body) are both listed.
@@ -78,6 +82,8 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=10, help="rows timed, spread over all")
     p.add_argument("--trace", action="store_true", help="XLA profile of those rows")
     p.add_argument("--top", type=int, default=30, help="operations listed")
+    p.add_argument("--count-every", type=int, default=0,
+                   help="count the exact evaluations of every K-th row (0: no)")
     a = p.parse_args(argv)
 
     import jax
@@ -86,6 +92,16 @@ def main(argv=None):
     from jaxsr.symbolic import constant as C
 
     solve = jax.jit(C.optimal_constant.__wrapped__, compiler_options=COMPILE_OPTIONS)
+
+    def evaluations(a_, b_, c_, d_, S_, n_used):
+        """Exact evaluations of f by the candidate search (N of them when exhaustive, none
+        where a closed form applies)."""
+        cz, case33, case34, _ = C._case_flags(a_, b_, c_, d_)
+        exhaustive = a_.shape[0] <= C.EXHAUSTIVE_MAX
+        n_points = C._select(a_, b_, c_, d_, S_, n_used, exhaustive)[2]
+        return jax.numpy.where(cz | case33 | case34, 0, n_points)
+
+    count = jax.jit(evaluations, compiler_options=COMPILE_OPTIONS)
     with precision("float64"):
         rows = general_rows(a.n, a.nodes)
         pick = sorted(set(np.linspace(0, len(rows) - 1, a.rows).astype(int).tolist()))
@@ -98,7 +114,16 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 jax.block_until_ready(solve(*args))
                 ts.append(time.perf_counter() - t0)
-            print(f"  node {j:3d} {name:12s} {1e3 * statistics.median(ts):9.2f} ms")
+            print(f"  node {j:3d} {name:12s} {1e3 * statistics.median(ts):9.2f} ms, "
+                  f"{int(count(*args)):5d} evaluations of f")
+        if a.count_every > 0:
+            ev = [int(count(*r[2:])) for r in rows[::a.count_every]]
+            med = statistics.median(ev)
+            print(f"exact evaluations of f per row over {len(ev)} rows: min {min(ev)}, "
+                  f"median {med:g}, max {max(ev)}; an iteration's {len(rows)} general-case "
+                  f"rows at the median: {len(rows) * med * a.n:.3g} terms (matmul "
+                  f"[{a.nodes}, N] x [N, 40]: {a.nodes * 40 * a.n:.3g} multiply-adds); at "
+                  f"one evaluation per row: {len(rows) * a.n:.3g} terms")
         if not a.trace:
             return
         hlo = solve.lower(*rows[pick[0]][2:]).compile().as_text()
