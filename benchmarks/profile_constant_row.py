@@ -9,8 +9,8 @@ set) and, for each (node, candidate row) as ``search_all`` forms it (the constan
   of 5 calls each, jaxsr's compile options, one process) and the number of exact
   evaluations of ``f`` (``N`` terms each) its candidate search made;
 * with ``--count-every K``: those evaluations over every ``K``-th row (untimed), their
-  median and the terms an iteration evaluates at that rate, against the ``[nodes, N] x
-  [N, 40]`` product's multiply-adds;
+  median and the terms an iteration evaluates at that rate, against the multiply-adds of
+  the ``[101, N] x [N, 40]`` product of ``bench_symbolic_iteration.py``;
 * with ``--trace``: an XLA profile of those calls (``jax.profiler``), the ``--top``
   operations by time per row with their source (``op_name``): which sort, search, loop
   and fusion costs what. Nested operations (a while loop and its body) are both listed.
@@ -121,8 +121,8 @@ def main(argv=None):
             med = statistics.median(ev)
             print(f"exact evaluations of f per row over {len(ev)} rows: min {min(ev)}, "
                   f"median {med:g}, max {max(ev)}; an iteration's {len(rows)} general-case "
-                  f"rows at the median: {len(rows) * med * a.n:.3g} terms (matmul "
-                  f"[{a.nodes}, N] x [N, 40]: {a.nodes * 40 * a.n:.3g} multiply-adds); at "
+                  f"rows at the median: {len(rows) * med * a.n:.3g} terms (the benchmark's "
+                  f"matmul [101, N] x [N, 40]: {101 * 40 * a.n:.3g} multiply-adds); at "
                   f"one evaluation per row: {len(rows) * a.n:.3g} terms")
         if not a.trace:
             return
