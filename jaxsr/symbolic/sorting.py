@@ -17,11 +17,14 @@ candidate row, so these sorts were most of a search iteration.
   ``nan`` comes back as the canonical one.
 * :func:`argsort` is ``jnp.argsort(x)``'s stable permutation, exactly (``-0.0``, ``0.0``
   and the subnormals being one key, as for ``jnp`` on the CPU): a 32-bit key and the
-  index packed in one int64, one integer sort; a 64-bit key in two stable passes of 32
-  bits (least significant half first; each an integer sort of ``half * 2**32 +
-  position``), two sorts and a gather (earlier: a sort of the keys, a search of each
-  key's rank in them and a sort of ``rank * 2**32 + index``; the search cost as much as
-  a sort).
+  index packed in one int64, one integer sort; a 64-bit key first by one integer sort of
+  its top ``64 - b`` bits with the index in the low ``b = ceil(log2 n)`` bits, which is
+  the stable order unless two different keys agree in those top bits (values within
+  about ``2**(b - 52)`` of each other, relatively: one ulp apart, say), as the keys in
+  that order then show; only then two stable passes of 32 bits (least significant half
+  first; each an integer sort of ``half * 2**32 + position``) and a gather. Measured at
+  ``N = 1e5``, one core: 6.5 ms, against 12.9 ms for the two passes always (18 ms when
+  the check sends it to them).
 
 * :func:`argsort_below_inf` is :func:`argsort` where only the entries below ``+inf``
   matter (the constant search's candidate bounds: a few hundred finite among ``N``):
@@ -95,14 +98,25 @@ def argsort(x: jax.Array) -> jax.Array:
     low32 = jnp.int64(0xFFFFFFFF)
     if keys.dtype == jnp.int32:  # the key and the index in one int64: one sort
         return (lax.sort((keys.astype(jnp.int64) << 32) | idx) & low32).astype(jnp.int32)
-    # a 64-bit key: two stable passes of 32 bits each (least significant first), each one
-    # sort of (32 key bits, position) packed in an int64
-    u = keys ^ jnp.int64(-(2**63))  # the key's order as unsigned bits
-    lo = (u & low32) - 2**31  # the low half as a signed int32 value, same order
-    hi = ((u >> 32) & low32) - 2**31
-    perm = lax.sort((lo << 32) | idx) & low32  # by (low half, index)
-    pos = lax.sort((hi[perm] << 32) | idx) & low32  # then by high half, stably
-    return perm[pos].astype(jnp.int32)
+    # a 64-bit key: first one sort of its top 64 - b bits with the index in the low b bits;
+    # that is the stable order unless two different keys share their top bits (values
+    # within about 2**(b - 52) of each other, relatively), which the keys in that order show
+    b = max(1, (n - 1).bit_length())
+    low_b = jnp.int64((1 << b) - 1)
+    first = lax.sort(((keys >> b) << b) | idx) & low_b
+    in_order = keys[first]
+    exact = jnp.all(in_order[1:] >= in_order[:-1])
+
+    def two_passes():  # 32 key bits each (least significant first), each one sort of
+        # (32 key bits, position) packed in an int64
+        u = keys ^ jnp.int64(-(2**63))  # the key's order as unsigned bits
+        lo = (u & low32) - 2**31  # the low half as a signed int32 value, same order
+        hi = ((u >> 32) & low32) - 2**31
+        perm = lax.sort((lo << 32) | idx) & low32  # by (low half, index)
+        pos = lax.sort((hi[perm] << 32) | idx) & low32  # then by high half, stably
+        return perm[pos]
+
+    return lax.cond(exact, lambda: first, two_passes).astype(jnp.int32)
 
 
 def argsort_below_inf(x: jax.Array, cap: int) -> tuple[jax.Array, jax.Array]:

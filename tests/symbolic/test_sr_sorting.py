@@ -10,7 +10,11 @@ from jaxsr.symbolic import sorting
 
 def _data(rng, n, dtype, ties):
     x = rng.normal(size=n).astype(dtype)
-    if ties:
+    if ties == "ulp":  # neighbours one ulp apart: keys that differ in their last bits only
+        x[1::3] = np.nextafter(x[0::3][: x[1::3].size], np.inf)
+        x[2::3] = np.nextafter(x[0::3][: x[2::3].size], -np.inf)
+        rng.shuffle(x)
+    elif ties:
         x = np.round(x * 3).astype(dtype)
     tiny = np.finfo(dtype).tiny
     for v in (np.nan, -np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-3 * tiny, -1e-3 * tiny):
@@ -37,7 +41,7 @@ def test_sort_and_argsort_equal_jnp(dtype):
     sorting.FAST_SORT = True  # the integer-key path on every backend
     try:
         rng = np.random.default_rng(3)
-        for n, ties in ((2, True), (700, False), (700, True), (5000, True)):
+        for n, ties in ((2, True), (700, False), (700, True), (5000, True), (700, "ulp")):
             x = jnp.asarray(_data(rng, n, dtype, ties))
             arg, arg_jnp, got, want, varg, varg_jnp = (np.asarray(v) for v in _both(x))
             np.testing.assert_array_equal(arg, arg_jnp)
