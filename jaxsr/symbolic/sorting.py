@@ -24,7 +24,8 @@ candidate row, so these sorts were most of a search iteration.
   that order then show; only then two stable passes of 32 bits (least significant half
   first; each an integer sort of ``half * 2**32 + position``) and a gather. Measured at
   ``N = 1e5``, one core: 6.5 ms, against 12.9 ms for the two passes always (18 ms when
-  the check sends it to them).
+  the check sends it to them; under ``jax.vmap`` the check's ``lax.cond`` becomes a select
+  and both run, which the constant search's CPU path, one row at a time, avoids).
 
 * :func:`argsort_below_inf` is :func:`argsort` where only the entries below ``+inf``
   matter (the constant search's candidate bounds: a few hundred finite among ``N``):
