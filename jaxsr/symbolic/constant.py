@@ -528,17 +528,19 @@ def _prune_margin(n: int, dtype) -> float:
     return min(4.0 * n * eps, 1e-4) + 16.0 * eps
 
 
-def _terms(a, b, c, d, k):
-    """``t_i(k) = ((a_i k - b_i)/(c_i k - d_i))**2`` at points ``k`` ``(..., 1)``, ->
-    ``(..., N)``, with the exact ``f`` at each point (``inf`` where a denominator is zero
-    or ``f`` is not finite, as :func:`_score_all`) and the terms made safe for a bound
-    (non-finite -> 0)."""
-    den = c * k - d
-    t = ((a * k - b) / den) ** 2
-    f = jnp.mean(t, axis=-1)
-    # a zero denominator makes its term +-inf or nan, so f is not finite (no test needed)
-    bad = ~jnp.isfinite(f) | ~jnp.isfinite(k[..., 0])
-    return jnp.where(bad, jnp.inf, f), jnp.where(jnp.isfinite(t), t, 0.0), t
+def _point_f(total, k, n):
+    """The exact ``f`` at points ``k`` from the sum ``total`` of their ``n`` terms:
+    ``total / n``, ``inf`` where that or ``k`` is not finite (a zero denominator makes its
+    term +-inf or nan, so ``f`` is not finite: no test needed; as :func:`_score_all`)."""
+    f = total / n
+    return jnp.where(~jnp.isfinite(f) | ~jnp.isfinite(k), jnp.inf, f)
+
+
+def _f_at(a, b, c, d, k):
+    """The exact ``f`` at points ``k`` ``(..., 1)``, ``(...)``: one pass over the terms
+    ``t_i(k) = ((a_i k - b_i)/(c_i k - d_i))**2`` (:func:`_point_f`)."""
+    t = ((a * k - b) / (c * k - d)) ** 2
+    return _point_f(jnp.sum(t, axis=-1), k[..., 0], a.shape[-1])
 
 
 def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near_cap=None,
@@ -664,9 +666,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         zero = jnp.zeros(shape, dt)
         f_raw, rough_sum, min_sum, f_lo, f_hi, curv = lax.fori_loop(
             0, n_chunks, body, (jnp.zeros(kp.shape, dt), zero, zero, zero, zero, zero))
-        f = f_raw / n
-        # a zero denominator makes its term +-inf or nan, so f is not finite
-        f_pts = jnp.where(~jnp.isfinite(f) | ~jnp.isfinite(kp), jnp.inf, f)
+        f_pts = _point_f(f_raw, kp, n)
         curv = curv * (1 + margin)
         curv = jnp.where(jnp.isfinite(curv), curv, jnp.inf)
         return f_pts, rough_sum, min_sum, f_lo, f_hi, curv
@@ -824,7 +824,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         # the incumbent only decreases: a superset of the slots the replay evaluates
         maybe = below(slot, bf)
         kp = jnp.where(maybe, at(order[jnp.minimum(slot, n_in - 1)]), jnp.nan)
-        f_all, _, _ = _terms(a, b, c, d, kp[..., None])  # (groups, point_batch)
+        f_all = _f_at(a, b, c, d, kp[..., None])  # (groups, point_batch)
 
         def replay(q, carry):  # group q as one step of the earlier loop
             bf, bk, npts = carry
