@@ -8,6 +8,15 @@ the host; every numeric pass runs on :class:`TreeArrays`, the same arrays padded
 capacity bucket (16, 32, 64, ...) so that a growing tree recompiles only when it changes
 bucket.
 
+Feature names in printed forms: a name that is a plain identifier (``x1``, ``mass``) prints
+as it is; any other name (spaces, operators, brackets, a leading digit, or a word the
+printers use for a function or constant, :data:`RESERVED_NAMES`) prints bracketed,
+``3*[T/R]/[Node Number]``, with a ``]`` inside the name doubled (``[a]]b]`` is the name
+``a]b``), and in LaTeX as ``\\text{...}`` with LaTeX's special characters escaped
+(:func:`format_name`, :func:`latex_name`). sympy symbols keep the real name
+(``sympy.Symbol("T/R")``); only the printers (:func:`sympy_text`, :func:`sympy_latex`)
+bracket it. :meth:`Expression.parse` reads the bracketed form back.
+
 Paper: section 2 (trees of terminals and the four arithmetic operators, Figure 1).
 """
 
@@ -40,6 +49,12 @@ __all__ = [
     "round_constants",
     "drop_negligible_terms",
     "SIMPLIFY_MAX_NODES",
+    "RESERVED_NAMES",
+    "name_is_plain",
+    "format_name",
+    "latex_name",
+    "sympy_text",
+    "sympy_latex",
 ]
 
 # Operator codes (int32). PAD marks unused slots of a padded tree.
@@ -159,12 +174,16 @@ class Expression:
         """Parse an infix expression over ``+ - * /``, parentheses, numbers and names.
 
         Names are looked up in ``feature_names`` (default ``x1, x2, ...`` meaning columns
-        0, 1, ...); a name with spaces or operators can be written in backquotes. The
-        unary operators are calls: ``sqrt(...)``, ``exp``, ``log``, ``sin``, ``cos``.
-        Usual precedence; ``-`` and ``/`` associate to the left.
+        0, 1, ...). Any name can be written in square brackets, as :meth:`to_string` writes
+        every name that is not a plain identifier: ``[T/R]``, ``[Node Number]``; inside the
+        brackets a ``]`` of the name is written ``]]`` (``[a]]b]`` is ``a]b``). A name in
+        backquotes is read too (the form of older saved models). The unary
+        operators are calls: ``sqrt(...)``, ``exp``, ``log``, ``sin``, ``cos``; a bare
+        ``inf`` or ``nan`` is a number. Usual precedence; ``-`` and ``/`` associate to the
+        left.
 
         Raises:
-          ValueError: on a syntax error or an unknown name.
+          ValueError: on a syntax error, an unterminated bracketed name or an unknown name.
         """
         return _Parser(text, feature_names).parse()
 
@@ -359,13 +378,13 @@ class Expression:
         """Fully parenthesised infix, e.g. ``((6.67e-11 / x3) * x1)``.
 
         Constants are printed with ``repr`` (all float64 digits); names that are not plain
-        identifiers are quoted in backquotes so that :meth:`parse` reads them back.
+        identifiers are bracketed, ``(3.0 * [T/R])`` (see :func:`format_name`), so that
+        :meth:`parse` reads every name back exactly.
         """
         names = feature_names
 
         def name(j):
-            s = names[j] if names is not None else f"x{j + 1}"
-            return s if _IDENT.fullmatch(s) else "`" + s.replace("`", "'") + "`"
+            return format_name(names[j] if names is not None else f"x{j + 1}")
 
         def rec(i):
             code = int(self.op[i])
@@ -471,10 +490,9 @@ class Expression:
     def readable_string(self, feature_names: list[str] | None = None, precision: int = 4,
                         simplify: bool = True, X=None) -> str:
         """:meth:`readable` as text, e.g. ``6.674e-11*x1*x2/x3**2`` (sympy's ``sstr``,
-        constants without trailing zeros)."""
-        import sympy
-
-        return sympy.sstr(self.readable(feature_names, precision, simplify, X),
+        constants without trailing zeros; a name that is not a plain identifier bracketed,
+        ``3*[T/R]/[Node Number]``, see :func:`sympy_text`)."""
+        return sympy_text(self.readable(feature_names, precision, simplify, X),
                           full_prec=False)
 
     def to_dict(self) -> dict:
@@ -540,6 +558,84 @@ def _symbol(feature_names, j: int):
     if feature_names is not None and list(feature_names).count(name) > 1:
         name = f"{name}_{j + 1}"  # duplicate column names stay distinct
     return sympy.Symbol(name)
+
+
+# Identifiers that print bracketed all the same: the names the printers use for functions and
+# constants (the unary operators; the parser's ``inf`` and ``nan``; what sympy's printers may
+# write for a simplified readable form: ``E`` for exp(1), ``I``, ``pi``, ``tan`` ...), so
+# that ``sqrt*x1`` or ``E*x1`` never reads as a function or a constant.
+RESERVED_NAMES = frozenset(UNARY_NAMES.values()) | frozenset(
+    ("inf", "nan", "E", "I", "pi", "oo", "zoo", "tan", "cot", "sec", "csc", "sinh", "cosh",
+     "tanh", "coth", "asin", "acos", "atan", "atan2", "Abs", "sign", "re", "im", "arg",
+     "Min", "Max", "Piecewise", "exp_polar", "LambertW"))
+
+# LaTeX's special characters in text mode and how ``\text{...}`` writes them.
+_LATEX_ESCAPES = str.maketrans({
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "_": r"\_", "%": r"\%", "&": r"\&",
+    "#": r"\#", "$": r"\$", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
+})
+
+
+def name_is_plain(name: str) -> bool:
+    """True if the feature name ``name`` prints as it is: a Python identifier (``x1``,
+    ``mass``, ``T_R``) that is not one of :data:`RESERVED_NAMES`."""
+    return (name.isidentifier() and _NAME.fullmatch(name) is not None
+            and name not in RESERVED_NAMES)
+
+
+def format_name(name: str) -> str:
+    """The feature name ``name`` as the text forms print it: as it is when it is plain
+    (:func:`name_is_plain`), else in square brackets with each ``]`` of the name doubled,
+    ``T/R -> [T/R]``, ``a]b -> [a]]b]``, which :meth:`Expression.parse` reads back."""
+    name = str(name)
+    return name if name_is_plain(name) else "[" + name.replace("]", "]]") + "]"
+
+
+def latex_name(name: str) -> str:
+    """The feature name ``name`` as LaTeX (math mode): ``\\text{...}`` with LaTeX's special
+    characters escaped (``\\_``, ``\\%``, ``\\&``, ``\\#``, ``\\$``, ``\\{``, ``\\}``, and
+    ``\\textbackslash{}``, ``\\textasciicircum{}``, ``\\textasciitilde{}``), e.g.
+    ``\\text{T/R}``. Plain names are left to sympy (``x1 -> x_{1}``, ``alpha -> \\alpha``);
+    this is the form of the others."""
+    return r"\text{" + name.translate(_LATEX_ESCAPES) + "}"
+
+
+def sympy_text(expr, **settings) -> str:
+    """``sympy.sstr(expr, **settings)`` with every symbol whose name is not plain
+    (:func:`name_is_plain`) bracketed as :func:`format_name` writes it:
+    ``3*[T/R]/[Node Number]`` where ``sympy.sstr`` gives the ambiguous
+    ``3*T/R/Node Number``."""
+    return _name_printer()(settings).doprint(expr)
+
+
+def sympy_latex(expr, **settings) -> str:
+    """``sympy.latex(expr, **settings)`` with every symbol whose name is not plain written
+    as :func:`latex_name` writes it: ``\\frac{3 \\text{T/R}}{\\text{Node Number}}`` where
+    ``sympy.latex`` gives ``\\frac{3 T/R}{Node Number}``. Plain names print as sympy prints
+    them."""
+    import sympy
+
+    names = {s: latex_name(s.name) for s in expr.atoms(sympy.Symbol)
+             if type(s) is sympy.Symbol and not name_is_plain(s.name)}
+    names.update(settings.pop("symbol_names", None) or {})
+    return sympy.latex(expr, symbol_names=names, **settings)
+
+
+_NAME_PRINTER = []
+
+
+def _name_printer():
+    """sympy's ``StrPrinter`` with bracketed symbol names (the class is made on first use:
+    sympy is imported lazily)."""
+    if not _NAME_PRINTER:
+        from sympy.printing.str import StrPrinter
+
+        class NamePrinter(StrPrinter):
+            def _print_Symbol(self, expr):
+                return format_name(expr.name)
+
+        _NAME_PRINTER.append(NamePrinter)
+    return _NAME_PRINTER[0]
 
 
 def drop_negligible_terms(expr, X, feature_names=None, precision: int = 4):
@@ -640,26 +736,39 @@ class _SympyUnary(dict):
 
 
 _SYMPY_UNARY = _SympyUnary()
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+# A bare name: a word that does not start with a digit (every plain name, see
+# name_is_plain). A bracketed name: ``[`` then characters other than ``]`` or the pair
+# ``]]`` (one ``]`` of the name), then ``]`` not followed by another ``]``. ``inf`` and
+# ``nan`` are numbers only as whole words (``info`` is a name).
+_NAME = re.compile(r"[^\W\d]\w*")
 _TOKEN = re.compile(
-    r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)|(?P<name>[A-Za-z_][A-Za-z_0-9]*)"
-    r"|`(?P<quoted>[^`]*)`|(?P<sym>[-+*/()]))"
+    r"\s*(?:(?P<num>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf(?!\w)|nan(?!\w))"
+    r"|(?P<name>[^\W\d]\w*)|\[(?P<bracketed>(?:[^\]]|\]\])*)\](?!\])|`(?P<quoted>[^`]*)`"
+    r"|(?P<sym>[-+*/()]))"
 )
 
 
 class _Parser:
     def __init__(self, text: str, feature_names):
         self.text = text
-        self.names = feature_names
+        self.names = None if feature_names is None else [str(n) for n in feature_names]
         self.tokens: list[tuple[str, str]] = []
         pos = 0
         text = text.rstrip()
         while pos < len(text):
             m = _TOKEN.match(text, pos)
             if m is None or m.end() == pos:
+                at = len(text) - len(text[pos:].lstrip())
+                if text.startswith("[", at):
+                    raise ValueError(f"unterminated bracketed name at position {at} of "
+                                     f"{self.text!r}: a name is written [name], with each ] "
+                                     "inside it doubled (]])")
                 raise ValueError(f"cannot parse {self.text!r} at position {pos}")
             kind = m.lastgroup
-            self.tokens.append((kind, m.group(kind)))
+            tok = m.group(kind)
+            if kind == "bracketed":
+                kind, tok = "quoted", tok.replace("]]", "]")
+            self.tokens.append((kind, tok))
             pos = m.end()
         self.i = 0
 

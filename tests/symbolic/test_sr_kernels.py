@@ -154,7 +154,7 @@ def test_expression_printing_parsing_and_exports():
     names = ["mass 1", "m2", "d"]
     e = Expression.parse("((6.673919999999998e-11 / d) * `mass 1`) * m2 / d", names)
     s = e.to_string(names)
-    assert s == "((((6.673919999999998e-11 / d) * `mass 1`) * m2) / d)"
+    assert s == "((((6.673919999999998e-11 / d) * [mass 1]) * m2) / d)"
     assert Expression.parse(s, names) == e
     X = np.array([[1e24, 2e24, 1e10], [3e23, 1e25, 5e8]])
     f = jax.jit(e.to_jax())
