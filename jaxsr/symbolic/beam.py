@@ -284,7 +284,9 @@ def _children(engine: DomeSearch, member: BeamMember, cands: list[Candidate], wi
     mse, ok, out = check_many(engine, trees)
     kids = []
     for i, (c, sub, new) in enumerate(trials):
-        if engine.accepts(float(mse[i]), bool(ok[i])):
+        # the batched check covers the training rows; the domain proof (domain="box")
+        # runs only for a tree that passes everything else
+        if engine.accepts(float(mse[i]), bool(ok[i])) and engine.in_domain(new):
             kids.append((BeamMember(new, float(mse[i]), _record(engine, c, sub)),
                          np.asarray(out[i])))
             if len(kids) == width:

@@ -7,7 +7,10 @@ its constants allow (e.g. ``k1*x1 + k2*x1*x2`` grown in two steps). :func:`refin
 minimises the MSE over all constants jointly with ``optax.lbfgs`` (zoom line search) and
 **accepts the result only if the MSE, recomputed exactly as the estimator computes it, is
 strictly lower**: refinement never raises the MSE, and a failed or diverging run (NaN, a
-pole crossed, no progress) returns the expression unchanged.
+pole crossed, no progress) returns the expression unchanged. A pole can also move into
+the box of the data between the training rows; the ``domain`` option keeps the proof of
+:func:`~jaxsr.symbolic.domain.prove_box` that the search's trees have (by default,
+whenever the input has it).
 
 The constants are optimised in relative units, ``c_k = c0_k * (1 + u_k)`` (``c_k = u_k`` for
 ``c0_k = 0``), and the loss is ``MSE / MSE_0``, so the step sizes do not depend on the
@@ -25,6 +28,7 @@ import numpy as np
 import optax
 
 from .._config import to_device
+from .domain import data_box, prove_box
 from .expression import CONST, Expression, jax_graph
 
 __all__ = ["RefineResult", "refine_constants", "weighted_mse"]
@@ -74,7 +78,7 @@ def _evaluator(op, feature, left, right):
 
 
 def refine_constants(expr: Expression, X, y, sample_weight=None, *, max_iterations: int = 100,
-                     tol: float = 1e-12) -> RefineResult:
+                     tol: float = 1e-12, domain: str = "auto") -> RefineResult:
     """Refine all constants of ``expr`` jointly (L-BFGS on the MSE); never raises the MSE.
 
     Runs in float64 (scoped ``jax.enable_x64``), whatever the caller's JAX settings.
@@ -86,11 +90,23 @@ def refine_constants(expr: Expression, X, y, sample_weight=None, *, max_iteratio
       sample_weight: ``(n_samples,)`` non-negative weights, or ``None`` (all 1).
       max_iterations: the most L-BFGS iterations (each with a zoom line search).
       tol: stop when the gradient norm of the relative loss ``MSE / MSE_0`` is below this.
+      domain: where the refined expression must be free of poles, beyond finite values on
+        the rows of positive weight: ``"auto"`` (default) when ``expr`` is proved to have
+        no pole on the box of ``X`` (per-feature minimum and maximum over the rows of
+        positive weight; :func:`~jaxsr.symbolic.domain.prove_box`), the refined one must
+        be proved too, so refinement never loses that proof; ``"box"``: the refined one
+        must be proved, whatever the input; ``"rows"``: the rows only.
 
     Returns:
       :class:`RefineResult`; ``expression`` is new only when its MSE (recomputed with
-      :func:`weighted_mse`, as :meth:`Expression.evaluate` predicts) is strictly lower.
+      :func:`weighted_mse`, as :meth:`Expression.evaluate` predicts) is strictly lower
+      and it meets ``domain``.
+
+    Raises:
+      ValueError: an unknown ``domain``.
     """
+    if domain not in ("auto", "box", "rows"):
+        raise ValueError(f"Unknown domain {domain!r}; choose one of ['auto', 'box', 'rows']")
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, np.float64)
@@ -115,9 +131,20 @@ def refine_constants(expr: Expression, X, y, sample_weight=None, *, max_iteratio
     value[const_idx] = c
     candidate = Expression(expr.op, value, expr.feature)
     after = weighted_mse(candidate, X, y, w)
-    if np.isfinite(after) and after < before:
+    if np.isfinite(after) and after < before and _keeps_domain(expr, candidate, X, w, domain):
         return RefineResult(candidate, after, before, True, int(n_iter))
     return RefineResult(expr, before, before, False, int(n_iter))
+
+
+def _keeps_domain(expr, candidate, X, w, domain) -> bool:
+    """Whether ``candidate`` (``expr`` with refined constants) meets ``domain`` (see
+    :func:`refine_constants`) on the box of the rows of ``X`` with positive weight."""
+    if domain == "rows":
+        return True
+    box = data_box(X, w)
+    if domain == "auto" and not prove_box(expr, *box).proved:
+        return True
+    return prove_box(candidate, *box).proved
 
 
 @functools.lru_cache(maxsize=64)
