@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 from ._config import enable_compilation_cache as enable_compilation_cache
 from ._config import fast_compilation as fast_compilation
 from .symbolic import Expression as Expression
+from .symbolic import ExtrapolationWarning as ExtrapolationWarning
 from .symbolic import SymbolicRegressor as SymbolicRegressor
 from .trees import Binarizer as Binarizer
 from .trees import OptimalTreeRegressor as OptimalTreeRegressor
@@ -25,6 +26,7 @@ __all__ = [
     "__version__",
     "SymbolicRegressor",
     "Expression",
+    "ExtrapolationWarning",
     "OptimalTreeRegressor",
     "Tree",
     "Binarizer",

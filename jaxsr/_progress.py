@@ -109,10 +109,14 @@ class FitProgress:
 
     # ------------------------------------------------------------------ context
     def __enter__(self) -> FitProgress:
+        import jax
+
         self._token = _CURRENT.set(self)
+        # compile seconds are counted with or without the bar (the estimators' warnings
+        # about a budget spent compiling read them)
+        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
         if not self.enabled:
             return self
-        import jax
         from tqdm import tqdm
 
         self._t0 = time.perf_counter()
@@ -125,25 +129,24 @@ class FitProgress:
                          file=stream, dynamic_ncols=True, leave=True,
                          mininterval=float("inf"),
                          bar_format="{desc}: {n_fmt} " + self.unit + " [{elapsed}{postfix}]")
-        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
         self._thread = threading.Thread(target=self._heartbeat, name="jaxsr-progress",
                                         daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        _CURRENT.reset(self._token)
-        if not self.enabled or self._bar is None:
-            return
         import jax
 
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
+        _CURRENT.reset(self._token)
         try:
             jax.monitoring.unregister_event_duration_listener(self._on_duration)
         except (AssertionError, ValueError, AttributeError):  # already gone
             pass
+        if not self.enabled or self._bar is None:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
         self._compiling = False
         self._render()
         self._bar.close()

@@ -31,6 +31,7 @@ from .equations import forbidden_sets as forbidden_sets
 from .equations import node_equations as node_equations
 from .expression import Expression as Expression
 from .expression import TreeArrays as TreeArrays
+from .regressor import ExtrapolationWarning as ExtrapolationWarning
 from .regressor import SymbolicRegressor as SymbolicRegressor
 from .searches import SearchResults as SearchResults
 from .searches import best_candidate as best_candidate
@@ -42,6 +43,7 @@ from .searches import variable_search as variable_search
 from .semantics import node_semantics as node_semantics
 
 __all__ = [
+    "ExtrapolationWarning",
     "SymbolicRegressor",
     "Expression",
     "TreeArrays",

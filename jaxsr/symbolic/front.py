@@ -11,7 +11,12 @@ loss than every simpler row. The surface follows PySR's, which users of the fiel
   (0 for the first row). A model that buys a large drop in loss with few nodes scores high.
 * ``model_selection``: ``"accuracy"`` is the row of lowest loss; ``"score"`` the row of highest
   score; ``"best"`` the row of highest score among those whose loss is below 1.5 times the
-  lowest loss (PySR's default since 0.10).
+  lowest loss (PySR's default since 0.10); ``"bic"`` the row of lowest Bayesian information
+  criterion for Gaussian errors with one parameter per node,
+  ``n log(loss) + complexity log(n)`` (``n`` training rows; Schwarz 1978): a node must lower
+  the loss by a factor of about ``1 - log(n)/n`` to be worth it, so on noisy data the law is
+  preferred to the law plus terms that fit the noise, while on a large real dataset a node
+  that buys a real gain is kept.
 
 One change from PySR, needed by a deterministic method that fits exact formulas: losses are
 compared above a **rounding floor**. Once a tree is the formula, further iterations keep
@@ -53,7 +58,7 @@ __all__ = [
     "select_model",
 ]
 
-MODEL_SELECTIONS = ("best", "accuracy", "score")
+MODEL_SELECTIONS = ("best", "accuracy", "score", "bic")
 BEST_LOSS_RATIO = 1.5  # PySR's "best": loss below 1.5x the lowest
 
 
@@ -141,16 +146,18 @@ def front_scores(complexity, loss, floor: float = 0.0) -> np.ndarray:
 
 
 def select_model(model_selection: str, score, loss, floor: float = 0.0,
-                 validation_loss=None) -> int:
-    """Row of the front chosen by ``model_selection`` (PySR's meanings, see module doc).
+                 validation_loss=None, *, complexity=None, n_samples=None) -> int:
+    """Row of the front chosen by ``model_selection`` (see the module doc).
 
     Args:
-      model_selection: ``"best"``, ``"accuracy"`` or ``"score"``.
+      model_selection: ``"best"``, ``"accuracy"``, ``"score"`` or ``"bic"``.
       score: ``(n,)`` scores (:func:`front_scores`); loss: ``(n,)`` training losses.
-      floor: rounding floor applied to the losses compared by ``"best"`` (``"accuracy"``
-        compares the true losses).
+      floor: rounding floor applied to the losses compared by ``"best"`` and ``"bic"``
+        (``"accuracy"`` compares the true losses).
       validation_loss: ``(n,)`` held-out losses, or ``None``; when given, it replaces the
         training loss in the loss criteria.
+      complexity: ``(n,)`` nodes of each row (``"bic"`` only).
+      n_samples: rows the losses were measured on (``"bic"`` only; the training rows).
 
     Returns:
       int, a row index (ties: the simpler row).
@@ -164,12 +171,24 @@ def select_model(model_selection: str, score, loss, floor: float = 0.0,
     score = np.asarray(score, dtype=np.float64)
     if score.shape[0] == 0:
         raise ValueError("the front is empty")
+    if score.shape[0] == 1:
+        return 0
     crit = np.asarray(loss if validation_loss is None else validation_loss, dtype=np.float64)
     crit = np.where(np.isfinite(crit), crit, np.inf)
     if model_selection == "accuracy":  # the true lowest loss, no floor
         return int(np.argmin(crit))  # argmin: the first (simplest) of equal losses
     if model_selection == "score":
         return int(np.argmax(score))
+    if model_selection == "bic":
+        if complexity is None or not n_samples:
+            raise ValueError("model_selection='bic' needs the complexity of each row and "
+                             "the number of samples")
+        n = float(n_samples)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bic = (n * np.log(np.maximum(crit, float(floor)))
+                   + np.asarray(complexity, np.float64) * np.log(n))
+        bic = np.where(np.isfinite(bic), bic, np.inf)
+        return int(np.argmin(bic))  # the first (simplest) of equal values
     crit = np.maximum(crit, float(floor))
     eligible = crit <= BEST_LOSS_RATIO * np.min(crit)
     if not eligible.any():  # every loss infinite

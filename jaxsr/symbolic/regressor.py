@@ -26,6 +26,7 @@ from .._validation import (
     validate_X_y,
 )
 from . import beam as _beam
+from . import domain as _domain
 from . import front as _pf
 from . import refine as _refine
 from . import unary as _unary
@@ -34,7 +35,13 @@ from .front import FrontModel
 from .semantics import tree_output
 from .strategies import DomeSearch, scale_output
 
-__all__ = ["SymbolicRegressor"]
+__all__ = ["ExtrapolationWarning", "SymbolicRegressor"]
+
+
+class ExtrapolationWarning(UserWarning):
+    """:meth:`SymbolicRegressor.predict` was given rows outside the box of the training
+    data (a feature the model uses below its training minimum or above its maximum): a
+    closed-form model is fitted to the data's range and may change fast outside it."""
 
 _FORMAT = "jaxsr.SymbolicRegressor"
 PAPER_SHARE = 1.0 / 3.0
@@ -106,7 +113,7 @@ def _unscaled_mse(mse, y_scale) -> float:
         return float(np.float64(mse) * np.float64(y_scale) ** 2)
 
 
-def _warn_if_variation_is_rounding(ya, w, dt) -> None:
+def _warn_if_variation_is_rounding(ya, w, dt) -> bool:
     """Warn (``UserWarning``) when the target's variance is positive but at most
     :data:`ROUNDING_MARGIN` times the rounding floor of ``dt``
     (:func:`~jaxsr.symbolic.front.loss_floor`, errors of 1024 units in the last place at
@@ -114,12 +121,12 @@ def _warn_if_variation_is_rounding(ya, w, dt) -> None:
     errors differ by less than that, and at or below the floor itself it can only return
     the starting constant. It happens when ``y`` varies little around a large offset
     (``1e12 + x`` in float64, ``1e3 + x`` in float32); subtracting the offset first makes
-    the variation visible."""
+    the variation visible. Returns whether it warned."""
     y = np.asarray(ya, np.float64)
     wt = np.ones_like(y) if w is None else np.asarray(w, np.float64)
     top = float(np.max(np.abs(y))) if y.size else 0.0
     if y.size < 2 or not np.sum(wt) > 0 or top == 0.0:
-        return
+        return False
     ys = y / top  # in units of the largest |y|: no overflow near 1e300
     mean = float(np.sum(wt * ys) / np.sum(wt))
     var = float(np.sum(wt * (ys - mean) ** 2) / np.sum(wt))
@@ -134,8 +141,73 @@ def _warn_if_variation_is_rounding(ya, w, dt) -> None:
             f"y - {mean * top:.6g} instead and add the offset back"
             + (", or use dtype='float64'" if np.dtype(dt) != np.float64 else ""),
             UserWarning, stacklevel=3)
+        return True
+    return False
 
 
+def _blocked_by_max_nodes(n_nodes: int, n_pool: int, max_nodes) -> bool:
+    """Whether the node cap, not the data, ended a search that found no improvement: the
+    stuck-tree fallback's first order of zero terms (``tree + (0*x1 + ... + 0*xp)``,
+    ``4 p`` more nodes for ``p`` pool variables) no longer fits ``max_nodes``."""
+    return max_nodes is not None and n_pool > 0 and n_nodes + 4 * n_pool > int(max_nodes)
+
+
+def _warn_budget_before_first_change(max_time: float, compile_seconds: float) -> None:
+    """``ConvergenceWarning``: ``max_time`` ran out before the search accepted its first
+    change, so the model is the starting one (the mean of ``y``)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    spent = (f"; {compile_seconds:.1f} s of it went to compiling the search's programs "
+             "(a one-time cost per process and data size)" if compile_seconds >= 0.05 else "")
+    warnings.warn(
+        f"max_time={max_time:g} s ran out before the search accepted its first change, so "
+        f"the model is the starting one (the mean of y){spent}. Give a longer max_time "
+        "(or none), or fit once without max_time in this process first (compiled programs "
+        "are reused, and kept on disk by jaxsr's compilation cache).",
+        ConvergenceWarning, stacklevel=3)
+
+
+CONSTANT_WARN_R2 = 0.1
+"""A fit whose selected model is a constant warns when a least-squares linear model of
+the features explains at least this adjusted R^2 of the training target."""
+
+
+def _warn_if_constant_model(tree: Expression, Xa, ya, w) -> None:
+    """``ConvergenceWarning`` when the selected model uses no feature although a linear
+    model of the features explains an adjusted R^2 of at least :data:`CONSTANT_WARN_R2`
+    on the training rows (weighted by ``w``): a constant is then a failure of the search,
+    never an answer to return silently."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    if tree.n_nodes and np.any(tree.op == VAR):
+        return
+    X = np.asarray(Xa, np.float64)
+    y = np.asarray(ya, np.float64)
+    n, m = X.shape
+    if n <= m + 1 or np.all(y == y[0]):
+        return
+    sw = np.ones(n) if w is None else np.sqrt(np.asarray(w, np.float64))
+    A = np.column_stack([np.ones(n), X]) * sw[:, None]
+    with np.errstate(all="ignore"):
+        coef = np.linalg.lstsq(A, y * sw, rcond=None)[0]
+        ss_res = float(np.sum((A @ coef - y * sw) ** 2))
+        ybar = float(np.average(y, weights=None if w is None else w))
+        ss_tot = float(np.sum((sw * (y - ybar)) ** 2))
+    if not (np.isfinite(ss_res) and ss_tot > 0):
+        return
+    r2 = 1.0 - (ss_res / (n - m - 1)) / (ss_tot / (n - 1))
+    if r2 >= CONSTANT_WARN_R2:
+        warnings.warn(
+            f"the selected model is a constant, although a linear model of the features "
+            f"explains an adjusted R^2 of {r2:.3g} of the training target: the search did not "
+            "find a model that uses the features. Try another strategy, a larger max_nodes "
+            "or max_time, or look at equations_ for the other models.",
+            ConvergenceWarning, stacklevel=3)
+
+
+PORTFOLIO_MIN_SECONDS = 0.5
+"""With a portfolio of strategies and ``max_time``: a further strategy's search starts only
+when at least this many seconds of the budget are left."""
 ROUNDING_MARGIN = 100.0
 """The target-variation warning of :meth:`SymbolicRegressor.fit` fires when the variance of
 ``y`` is at most this many times the rounding floor."""
@@ -284,6 +356,18 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
         samples are split over all its axes). Results equal one device's up to the
         order of summation.
+      domain: where a model must be free of poles, beyond the finite values and non-zero
+        denominators on the training rows that every model has. ``"box"`` (default): no
+        denominator vanishes, no ``sqrt``/``log`` argument leaves its domain and nothing
+        overflows anywhere in the box spanned by the training data (per feature, the
+        minimum and maximum over the rows of positive weight; with unary operators, of
+        the transformed terminal columns too), proved for every tree the search keeps by
+        interval arithmetic with bisection (:mod:`jaxsr.symbolic.domain`); a candidate
+        without the proof is refused, and constant moves that lose it are undone. The
+        cost: a law whose pole lies in an empty corner of that box (e.g. ``1/(x1 - x2)``
+        with ``x1 > x2`` on every row but overlapping ranges) is refused too. ``"rows"``:
+        the training rows only, as in the paper (no denominator zero or changing sign
+        over them).
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.
       expression_tree_: :class:`Expression` (pre-order arrays; variables index the
@@ -340,7 +424,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
                  model_selection="best", validation_fraction=None, precision=4, progress=True,
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
-                 mesh=None, beam_width=1, unary_operators=()):
+                 mesh=None, beam_width=1, unary_operators=(), domain="box"):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -360,11 +444,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.mesh = mesh
         self.beam_width = beam_width
         self.unary_operators = unary_operators
+        self.domain = domain
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
         """Hyperparameter checks (:mod:`jaxsr._validation`); raises ValueError."""
-        check_choice(self.strategy, "strategy", (1, 2, 3, 4))
+        self._strategies()
         check_int(self.max_nodes, "max_nodes", min_value=1, allow_none=True)
         check_int(self.max_height, "max_height", min_value=1, allow_none=True)
         check_int(self.max_iterations, "max_iterations", min_value=0, allow_none=True)
@@ -379,6 +464,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_int(self.precision, "precision", min_value=1)
         check_int(self.beam_width, "beam_width", min_value=1)
         _unary.check_unary_operators(self.unary_operators)
+        check_choice(self.domain, "domain", _domain.DOMAINS)
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
         if not isinstance(self.refine_constants, bool | np.bool_):
@@ -392,6 +478,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if ie is not None and not isinstance(ie, (str, Expression)):
             raise ValueError("initial_expression must be None, a string over the feature "
                              f"names or an Expression; got {type(ie).__name__}")
+
+    def _strategies(self) -> tuple[int, ...]:
+        """``strategy`` as a tuple of distinct strategies (one int: a 1-tuple).
+
+        Raises:
+          ValueError: not one of 1-4 or a non-empty sequence of distinct ones.
+        """
+        s = self.strategy
+        seq = tuple(s) if isinstance(s, list | tuple) else (s,)
+        for v in seq:
+            check_choice(v, "strategy", (1, 2, 3, 4))
+        if not seq or len(set(seq)) != len(seq):
+            raise ValueError(f"strategy must be 1, 2, 3, 4 or a non-empty sequence of distinct "
+                             f"ones (a portfolio, run in that order); got {s!r}")
+        return tuple(int(v) for v in seq)
 
     def _sample_mesh(self):
         """``(mesh, axes)`` of the ``mesh`` parameter, or ``(None, None)``."""
@@ -465,8 +566,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         w = (None if sample_weight is None
              else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt))
         # on the user's values: a float32 cast can erase the variation it warns about
-        _warn_if_variation_is_rounding(
+        rounding = _warn_if_variation_is_rounding(
             ya if dt == np.float64 else check_target(y, dtype=np.float64), w, dt)
+        # the training box (per-feature min and max of every row given to fit): predict
+        # warns outside it
+        self._train_box_ = ((Xa.min(axis=0), Xa.max(axis=0)) if Xa.shape[0] else None)
         X_val = y_val = w_val = None
         train, val = self._validation_split(ya.shape[0])
         if val is not None:  # the weights follow their rows into both parts
@@ -479,6 +583,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                      "validation loss is undefined; use another "
                                      "validation_fraction or weights")
                 w = check_sample_weight(w, w.shape[0], dtype=dt)
+        self._n_train_rows_ = int(ya.shape[0])  # the rows the search fits (model selection)
         names = feature_names(self)
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
@@ -522,7 +627,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         elif initial_tree is not None and initial_tree.has_unary:
             initial_s = _unary.contract_terminals(initial_tree, Xa.shape[1], terms)
         args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, deadline, w, initial_s)
-        with _progress.FitProgress("SymbolicRegressor", self.progress):
+        with _progress.FitProgress("SymbolicRegressor", self.progress) as bar:
             if square_exact:
                 run.stop_reason = square.stop_reason_
             elif deadline is None:
@@ -549,11 +654,24 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.history_ = [dict(h) for h in run.history[:n_hist]]
         self.stop_reason_ = run.stop_reason or "max_time"
         self.n_iterations_ = sum(1 for h in self.history_ if h["search"] != "prune")
+        if self.stop_reason_ == "max_time" and self.n_iterations_ == 0 and paper is None:
+            _warn_budget_before_first_change(float(self.max_time), bar.compile_seconds)
         final = FrontModel(expr, float(mse), self.n_iterations_)
+        others = self._portfolio_searches(X, y, sample_weight, initial_tree, deadline,
+                                          exact=self.stop_reason_ in _EXACT_STOPS)
+        self.searches_ = [{"strategy": self._strategies()[0],
+                           "expression": expr.to_string(names), "mse": float(mse),
+                           "stop_reason": self.stop_reason_,
+                           "n_iterations": self.n_iterations_,
+                           "seconds": time.perf_counter() - start}]
+        self.searches_ += [{"strategy": o.strategy, "expression": o.expression_,
+                            "mse": float(o.history_[-1]["mse"]) if o.history_ else o.mse_,
+                            "stop_reason": o.stop_reason_, "n_iterations": o.n_iterations_,
+                            "seconds": o.fit_seconds_} for o in others]
         self.refinement_ = None
         if (self.refine_constants and self.stop_reason_ != "constant target"
                 and not square_exact):
-            self.refinement_ = _refine.refine_constants(expr, Xa, ya, w)
+            self.refinement_ = _refine.refine_constants(expr, Xa, ya, w, domain=self.domain)
             if self.refinement_.accepted:  # the true MSE dropped: the refined tree is final
                 final = FrontModel(self.refinement_.expression, self.refinement_.mse,
                                    self.n_iterations_)
@@ -572,6 +690,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 strict=True)]
         if transformed:
             models += transformed
+        for o in others:  # the other strategies of a portfolio
+            models += [FrontModel(e, float(loss), int(it)) for e, loss, it in zip(
+                o._front_, o._front_table_["loss"], o._front_table_["iteration"], strict=True)]
         if y_scale == 1.0:
             self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val, w_val)
         else:  # |y| near the float limits: the front compares losses of y / y_scale
@@ -592,7 +713,40 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             paper, selected, run=not square_exact, square=square,
             square_models=transformed or (), names=names)
         self.fit_seconds_ = time.perf_counter() - start
+        # a constant after the search gave up (not after a limit the user set on the
+        # iterations, nor after the budget warning above) is a failure to report
+        if not rounding and self.stop_reason_ in ("no improvement", "max_nodes") or (
+                self.stop_reason_ == "max_time" and self.n_iterations_ > 0):
+            _warn_if_constant_model(self.expression_tree_, Xa, ya, w)
         return self
+
+    # ---------------------------------------------------------------- portfolio
+    def _portfolio_searches(self, X, y, sample_weight, initial_tree, deadline,
+                            exact: bool) -> list:
+        """With a portfolio ``strategy=(s1, s2, ...)``: after the first strategy's search,
+        each other strategy in turn, as a fit of its own (the same parameters and data, the
+        same validation split, the time left of ``max_time``), until one reaches the
+        rounding level or the goal or the time is spent; their models join the Pareto
+        front. Nothing runs after an exact stop (``exact``) or with a warm start; a search
+        that would get under :data:`PORTFOLIO_MIN_SECONDS` is not started. Deterministic:
+        the same searches run in the same order whenever ``max_time`` is not reached."""
+        from sklearn.exceptions import ConvergenceWarning
+
+        out = []
+        if exact or initial_tree is not None:
+            return out
+        for s in self._strategies()[1:]:
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left < PORTFOLIO_MIN_SECONDS:
+                break
+            params = dict(self.get_params(deep=False), strategy=s, max_time=left)
+            with warnings.catch_warnings():  # the portfolio's own result is checked once
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                other = type(self)(**params).fit(X, y, sample_weight)
+            out.append(other)
+            if other.stop_reason_ in _EXACT_STOPS:
+                break
+        return out
 
     # ---------------------------------------------------------------- two searches
     def _paper_search(self, X, y, sample_weight, initial_tree):
@@ -700,7 +854,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     XT, yj, ~const_cols, max_nodes=self.max_nodes, max_height=self.max_height,
                     min_improvement=self.min_improvement, feature_names=names,
                     deadline=deadline, max_constant_passes=self.max_constant_passes,
-                    weights=wj,
+                    weights=wj, domain=self.domain,
                 )
                 if self.unary_operators:  # issue 12: the move p -> u(p) (unary.py)
                     engine.unary_search = _unary.UnarySearch(self.unary_operators)
@@ -730,14 +884,20 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     run.snapshot = (Expression.constant(float(ya[0])), 0.0, 0)
                     run.stop_reason = "constant target"
                 else:
-                    reason = self._loop(run, engine, start, deadline, names, y_scale)
+                    reason = self._loop(run, engine, start, deadline, names, y_scale,
+                                        int(np.sum(~np.asarray(const_cols))))
                     if not run.stopped:
                         run.stop_reason = reason
         except BaseException as err:  # re-raised in the caller's thread
             run.error = err
 
-    def _loop(self, run, engine: DomeSearch, start, deadline, names, y_scale) -> str:
+    def _loop(self, run, engine: DomeSearch, start, deadline, names, y_scale,
+              n_pool: int) -> str:
+        """The iterations of the search until a stop rule holds; returns the stop reason
+        (``stop_reason_``). ``n_pool``: the variables the search may use (for the
+        ``"max_nodes"`` reason: the node cap left no room for the stuck-tree fallback)."""
         it = 0
+        strategy = self._strategies()[0]
         with np.errstate(over="ignore"):
             goal = float(np.float64(self.goal_mse) / y_scale / y_scale)
 
@@ -778,13 +938,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 return finish("max_iterations")
             if deadline is not None and time.perf_counter() > deadline:
                 return finish("max_time")
-            rec = engine.step(int(self.strategy))
+            rec = engine.step(strategy)
             if rec is None and not engine.timed_out():
-                rec = engine.unstick(int(self.strategy))
+                rec = engine.unstick(strategy)
             if run.stopped:
                 return "max_time"
             if rec is None:
-                return finish("max_time" if engine.timed_out() else "no improvement")
+                if engine.timed_out():
+                    return finish("max_time")
+                return finish("max_nodes" if _blocked_by_max_nodes(
+                    engine.expr.n_nodes, n_pool, self.max_nodes) else "no improvement")
             it += 1
             record(rec)
 
@@ -845,7 +1008,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.__dict__.pop("_equations_", None)
         self.selected_index_ = _pf.select_model(
             self.model_selection, table["score"], loss, floor,
-            None if val is None else table["validation_loss"])
+            None if val is None else table["validation_loss"], complexity=complexity,
+            n_samples=getattr(self, "_n_train_rows_", None))
         best = front[self.selected_index_]
         self.expression_tree_ = best.expression
         self.expression_ = best.expression.to_string(names)
@@ -927,6 +1091,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         n = Xa.shape[0]
         if n == 0:
             return np.zeros(0, dt)
+        self._warn_outside_box(tree, Xa)
         XT = np.zeros((Xa.shape[1], sample_bucket(n)), dt)  # a size bucket: no recompile
         XT[:, :n] = Xa.T
         with precision(dt):
@@ -934,6 +1099,34 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 return np.asarray(_jit_tree(tree, dt)(to_device(XT.T)))[:n]
             tree = tree.padded(dtype=dt)
             return np.asarray(tree_output(tree, to_device(XT)))[:n]
+
+    def _warn_outside_box(self, tree: Expression, Xa) -> None:
+        """``ExtrapolationWarning`` when rows of ``Xa`` lie outside the training box in a
+        feature that ``tree`` uses (one warning per call, naming the features)."""
+        box = getattr(self, "_train_box_", None)
+        if box is None:
+            return
+        lo, hi = box
+        used = np.unique(np.asarray(tree.feature)[np.asarray(tree.op) == VAR])
+        used = used[(used >= 0) & (used < Xa.shape[1])]
+        if not used.size:
+            return
+        below = Xa[:, used] < lo[used]
+        above = Xa[:, used] > hi[used]
+        out = below | above
+        rows = int(np.count_nonzero(out.any(axis=1)))
+        if not rows:
+            return
+        names = feature_names(self)
+        parts = []
+        for k in np.flatnonzero(out.any(axis=0))[:5]:
+            j = int(used[k])
+            parts.append(f"{names[j]!r} ({int(np.count_nonzero(out[:, k]))} rows outside "
+                         f"[{lo[j]:.4g}, {hi[j]:.4g}])")
+        warnings.warn(
+            f"{rows} of {Xa.shape[0]} rows lie outside the training range of the features "
+            f"the model uses: {', '.join(parts)}; a closed-form model may change fast "
+            "outside its data, so check these predictions.", ExtrapolationWarning, stacklevel=3)
 
     def sympy(self, index=None):
         """The selected expression (or row ``index`` of ``equations_``) as sympy, with its
@@ -971,20 +1164,25 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     def readable(self, index=None, precision=None):
         """The selected expression (or row ``index``) in readable sympy form: simplified,
         constants rounded to ``precision`` significant digits (default: the estimator's
-        ``precision``); see :meth:`Expression.readable`."""
+        ``precision``); see :meth:`Expression.readable`. Its symbols carry the real feature
+        names (``sympy.Symbol("T/R")``); print it with
+        :func:`~jaxsr.symbolic.expression.sympy_text` or
+        :func:`~jaxsr.symbolic.expression.sympy_latex` to have such names bracketed."""
         return self._tree(index).readable(feature_names(self), self._precision(precision),
                                           X=self._readable_X_)
 
     def latex(self, index=None, precision=None) -> str:
         """LaTeX of the readable form of the selected expression (or row ``index``), as
-        PySR's ``latex``: e.g. ``3 x_{1} + 2``.
+        PySR's ``latex``: e.g. ``3 x_{1} + 2``; a feature name that is not a plain identifier
+        is written ``\\text{...}``, e.g. ``\\frac{3 \\text{T/R}}{\\text{Node Number}}`` (see
+        :func:`~jaxsr.symbolic.expression.sympy_latex`).
 
         Raises:
           IndexError: if ``index`` is not a row of ``equations_``.
         """
-        import sympy
+        from .expression import sympy_latex
 
-        return sympy.latex(self.readable(index, precision))
+        return sympy_latex(self.readable(index, precision))
 
     def latex_table(self, indices=None, precision=None,
                     columns=("equation", "complexity", "loss", "score")) -> str:
@@ -997,7 +1195,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             validation_loss (the last only with a validation split).
           IndexError: for an index that is not a row.
         """
-        import sympy
+        from .expression import sympy_latex
 
         self._check_fitted()
         known = {"equation": "Equation", "complexity": "Complexity", "loss": "Loss",
@@ -1020,7 +1218,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             for c in columns:
                 if c == "equation":
                     eq = tree.readable(feature_names(self), p, X=self._readable_X_)
-                    cells.append(f"$y = {sympy.latex(eq)}$")
+                    cells.append(f"$y = {sympy_latex(eq)}$")
                 elif c == "complexity":
                     cells.append(str(int(self.equations_["complexity"].iloc[i])))
                 else:
@@ -1036,11 +1234,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return f"y = {self._readable_text()}"
 
     def _readable_text(self) -> str:
-        import sympy
+        """The readable form as text (names that are not plain identifiers bracketed, see
+        :func:`~jaxsr.symbolic.expression.sympy_text`), cached per tree and precision."""
+        from .expression import sympy_text
 
         cache = getattr(self, "_readable_cache_", None)  # (tree, precision, text)
         if cache is None or cache[0] is not self.expression_tree_ or cache[1] != self.precision:
-            text = sympy.sstr(self.readable(), full_prec=False)
+            text = sympy_text(self.readable(), full_prec=False)
             cache = self._readable_cache_ = (self.expression_tree_, self.precision, text)
         return cache[2]
 

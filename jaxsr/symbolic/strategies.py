@@ -47,6 +47,7 @@ from jax import lax
 
 from .._config import program, to_device
 from .constant import optimal_constant
+from .domain import DOMAINS, data_box, prove_box
 from .equations import (
     child_equation,
     child_forbidden,
@@ -68,6 +69,8 @@ START_CAPACITY_MAX = 64
 """A fit with ``max_nodes`` up to this runs at the capacity bucket of ``max_nodes`` from
 its first iteration (one compilation per kernel); larger or unlimited trees start at 16
 and move up a bucket as they grow."""
+PROOF_CACHE = 4096
+"""Most trees whose domain proof :meth:`DomeSearch.in_domain` keeps (then it starts over)."""
 LEAN_BYTES = 2**30
 """Above this size of the full analysis (node equations and forbidden sets, bytes)
 :class:`DomeSearch` runs the searches from the semantics alone
@@ -518,6 +521,10 @@ class DomeSearch:
       weights: optional ``(N,)`` sample weights (device), mean 1 (see
         :func:`~jaxsr.symbolic.node_equations`); rows of weight 0 (e.g. the sample-size
         padding) only count for the domain of division.
+      domain: ``"rows"`` (default: the paper's rule, no zero denominator and no pole on
+        the training rows) or ``"box"`` (also no pole anywhere in the box of
+        :attr:`box`, proved by :func:`~jaxsr.symbolic.domain.prove_box`; see
+        :meth:`in_domain`).
 
     Acceptance (section 2.8 and the authors' reference code): a change is accepted only
     if the true MSE of the new tree is below ``MSE - max(min_improvement * MSE, floor)``
@@ -526,11 +533,22 @@ class DomeSearch:
     ``ROUNDING_ULPS`` (1024) units in the last place at the target's scale (``eps``
     of the dtype): changes below it are rounding noise, and a tree whose MSE is at or below it
     fits to the rounding level (the fit stops, ``"rounding level"``).
+
+    With ``domain="box"`` every tree the fit keeps is also proved to have no pole in the
+    box of the search matrix (per-column minimum and maximum of ``XT`` over the rows of
+    positive weight; with unary terminals their columns too, which over-approximates):
+    :meth:`_true_mse` refuses a tree without the proof, so the searches' candidates (and
+    the beam's, the unary moves'), the stuck-tree fallback and the pruning only ever
+    keep proved trees; the constant optimisation and the joint polish, which change
+    constants on the device under the rows' rule, are proved afterwards and undone when
+    the proof fails (:meth:`_keep_constants`).
     """
 
     def __init__(self, XT, y, var_mask, *, max_nodes, max_height, min_improvement,
                  feature_names, deadline=None, max_constant_passes=None,
-                 weights=None):
+                 weights=None, domain="rows"):
+        if domain not in DOMAINS:
+            raise ValueError(f"Unknown domain {domain!r}; choose one of {list(DOMAINS)}")
         self.XT = XT
         self.y = y
         self.weights = weights
@@ -545,6 +563,10 @@ class DomeSearch:
         y64 = np.asarray(y, np.float64)
         w64 = None if weights is None else np.asarray(weights, np.float64)
         self.floor = loss_floor(y64, self.dtype, w64)
+        self.domain = domain
+        # (lo, hi), each (M,) float64: the box the proof of domain="box" covers
+        self.box = data_box(np.asarray(XT, np.float64).T, w64) if domain == "box" else None
+        self._proofs: dict[bytes, bool] = {}  # in_domain's answers by tree
         self.stop = False  # set by another thread to end the fit at the next check
         self.expr = Expression.constant(float(
             np.mean(y64) if w64 is None else np.sum(w64 * y64) / np.sum(w64)))
@@ -583,7 +605,35 @@ class DomeSearch:
         # the current tree never meet arrays of another bucket (issue 7, item 5)
         cap = max(self.capacity, capacity_bucket(expr.n_nodes))
         mse, ok = _check(expr.padded(cap, self.dtype), self.XT, self.y, self.weights)
-        return float(mse), bool(ok)
+        return float(mse), bool(ok) and self.in_domain(expr)
+
+    def in_domain(self, expr: Expression) -> bool:
+        """Whether ``expr`` meets the ``domain`` rule beyond the training rows: always
+        True for ``"rows"``; for ``"box"``, whether :func:`~jaxsr.symbolic.domain.prove_box`
+        proves that no denominator vanishes (and no ``sqrt``/``log``/``exp`` leaves its
+        domain) anywhere in :attr:`box`, with the constants as the fit's dtype holds them.
+        Answers are cached by tree (pruning and the fallback check the same trees
+        again)."""
+        if self.box is None:
+            return True
+        value = expr.value.astype(self.dtype).astype(np.float64)
+        key = expr.op.tobytes() + value.tobytes() + expr.feature.tobytes()
+        got = self._proofs.get(key)
+        if got is None:
+            if len(self._proofs) >= PROOF_CACHE:
+                self._proofs.clear()
+            got = prove_box(Expression(expr.op, value, expr.feature), *self.box).proved
+            self._proofs[key] = got
+        return got
+
+    def _keep_constants(self, before: Expression, before_mse: float) -> bool:
+        """After the constants moved on the device (the cyclic passes, the polish), under
+        the rows' rule only: whether the new tree is :meth:`in_domain`; if not, the tree
+        and its MSE go back to ``before``, ``before_mse`` (the move is not kept)."""
+        if self.in_domain(self.expr):
+            return True
+        self.expr, self.mse, self._cache = before, before_mse, None
+        return False
 
     def lean(self) -> bool:
         """Whether the searches run from the semantics alone (:func:`search_lean`): when
@@ -815,9 +865,14 @@ class DomeSearch:
             if status != RUNNING or self.timed_out():
                 break
         if changes:
+            before, before_mse = self.expr, self.mse
             value = np.asarray(state.value, np.float64)[: self.expr.n_nodes]
             self.expr = Expression(self.expr.op, value, self.expr.feature)
             self.mse, self._cache = float(state.mse), None
+            if not self._keep_constants(before, before_mse):
+                # domain="box": the passes moved a pole into the box; none of their
+                # changes is kept and the optimisation ends as if they found nothing
+                return 0, CONVERGED, passes
         self.n_const_updates += changes
         return changes, status, passes
 
@@ -850,9 +905,12 @@ class DomeSearch:
                 break
         kept = int(state.kept)
         if kept:
+            before, before_mse = self.expr, self.mse
             value = np.asarray(state.value, np.float64)[: self.expr.n_nodes]
             self.expr = Expression(self.expr.op, value, self.expr.feature)
             self.mse, self._cache = float(state.mse), None
+            if not self._keep_constants(before, before_mse):
+                return 0  # domain="box": the polish moved a pole into the box
         return kept
 
     def prefetch_constant_programs(self) -> None:
@@ -959,11 +1017,13 @@ class DomeSearch:
         return rec
 
     # ---------------------------------------------------------------- stuck tree
-    def zero_terms(self, order: int) -> Expression:
-        """The sum of every monomial of degree ``order`` of the pool variables, each with
-        coefficient 0: ``0*x1 + 0*x2 + ...`` (order 1), ``(0*x1)*x1 + (0*x1)*x2 + ...``
-        (order 2); its value is 0 everywhere."""
-        pool = [int(m) for m in np.flatnonzero(np.asarray(self.var_mask))]
+    def zero_terms(self, order: int, pool=None) -> Expression:
+        """The sum of every monomial of degree ``order`` of the pool variables (``pool``, a
+        list of columns; default every variable of the search), each with coefficient 0:
+        ``0*x1 + 0*x2 + ...`` (order 1), ``(0*x1)*x1 + (0*x1)*x2 + ...`` (order 2); its
+        value is 0 everywhere."""
+        if pool is None:
+            pool = [int(m) for m in np.flatnonzero(np.asarray(self.var_mask))]
         terms = []
         for combo in itertools.combinations_with_replacement(pool, order):
             t = Expression.constant(0.0)
@@ -982,7 +1042,17 @@ class DomeSearch:
         orders when there is no limit) and search again; the first order where the
         strategy accepts a change is kept, and the zero terms it did not use are pruned
         (:meth:`prune`). Returns the strategy's record (with ``"extended": order``) or
-        ``None`` with the tree unchanged."""
+        ``None`` with the tree unchanged.
+
+        Two extensions of the reference package's rule, both only where it would stop:
+        when ``max_nodes`` leaves no room for all first-order terms, the variables most
+        correlated with the residual come first and as many as fit are added
+        (:meth:`_ranked_pool`; a 15-feature table would otherwise need 60 free nodes); and
+        for the strategies that change constants only by optimising them after a search
+        (2, 3, 4), when no search takes the extended tree, its constants (the zero
+        coefficients among them) are optimised (section 2.6) and the result is kept if it
+        passes the acceptance rule (``10 + 0.5*x`` is reached from the mean this way: no
+        single ``k op x`` lowers its MSE)."""
         if not np.any(np.asarray(self.var_mask)):
             return None
         base, base_mse = self.expr, self.mse
@@ -992,7 +1062,13 @@ class DomeSearch:
                 break
             extended = Expression.binary(ADD, base, self.zero_terms(order))
             if limit is not None and extended.n_nodes > limit:
-                break
+                if order > 1:
+                    break
+                fit = (limit - base.n_nodes) // 4  # 0*x is 3 nodes, and one + each
+                if fit < 1:
+                    break
+                extended = Expression.binary(
+                    ADD, base, self.zero_terms(1, self._ranked_pool(base)[:fit]))
             if self.timed_out():
                 break
             mse, ok = self._true_mse(extended)
@@ -1000,12 +1076,47 @@ class DomeSearch:
                 break
             self.expr, self.mse, self._cache = extended, mse, None
             rec = self.step(strategy)
+            if rec is None and strategy != 1 and not self.timed_out():
+                rec = self._optimise_zero_terms(base_mse)
             if rec is not None:
                 rec["extended"] = order
                 rec["pruned"] = self.prune()
                 return rec
         self.expr, self.mse, self._cache = base, base_mse, None
         return None
+
+    def _ranked_pool(self, tree: Expression) -> list[int]:
+        """The search's variables by decreasing ``|correlation|`` with the residual of
+        ``tree`` on the (weighted) training rows; ties, and constant residuals, by column."""
+        pool = [int(m) for m in np.flatnonzero(np.asarray(self.var_mask))]
+        X = np.asarray(self.XT, np.float64).T
+        w = np.asarray(self.weights, np.float64) if self.weights is not None else None
+        with np.errstate(all="ignore"):
+            r = np.asarray(self.y, np.float64) - tree.evaluate(X)
+            cols = X[:, pool]
+            wt = np.ones(X.shape[0]) if w is None else w
+            wt = wt / np.sum(wt)
+            rc = r - np.sum(wt * r)
+            xc = cols - np.sum(wt[:, None] * cols, axis=0)
+            num = np.abs(np.sum(wt[:, None] * xc * rc[:, None], axis=0))
+            den = np.sqrt(np.sum(wt[:, None] * xc * xc, axis=0) * np.sum(wt * rc * rc))
+            corr = np.where(den > 0, num / den, 0.0)
+        corr = np.where(np.isfinite(corr), corr, 0.0)
+        order = sorted(range(len(pool)), key=lambda i: (-corr[i], pool[i]))
+        return [pool[i] for i in order]
+
+    def _optimise_zero_terms(self, base_mse: float):
+        """The constant optimisation of the extended tree (:meth:`unstick`): a record when
+        its MSE passes the acceptance rule against ``base_mse``, else ``None``."""
+        changes, _ = self.optimise_constants()
+        threshold = max(self.min_improvement * base_mse, self.floor)
+        mse, ok = self._true_mse(self.expr)
+        if not (changes and ok and mse < base_mse - threshold):
+            return None
+        self.mse = mse
+        return {"search": "constant", "node": 0, "replaced": "", "subtree":
+                self.expr.to_string(self.names), "predicted_reduction": base_mse - mse,
+                "constants_optimised": int(changes)}
 
     def prune(self) -> int:
         """Remove every branch whose removal changes the true MSE by at most the floor

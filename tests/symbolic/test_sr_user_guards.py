@@ -1,0 +1,138 @@
+"""What a user is told: stop reasons, budget and constant-model warnings, extrapolation
+warnings, the portfolio of strategies and the information-criterion selection."""
+
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from jaxsr.symbolic import Expression, ExtrapolationWarning, SymbolicRegressor
+from jaxsr.symbolic import front as pf
+from jaxsr.symbolic.regressor import _blocked_by_max_nodes, _warn_if_constant_model
+
+
+def _product_data(n=120, seed=0):
+    """``y = 2*x1*x2 + x3`` on ``[1, 3]^3``: strategy 3 stops at a line, strategy 2 finds it."""
+    X = np.random.default_rng(seed).uniform(1.0, 3.0, size=(n, 3))
+    return X, 2.0 * X[:, 0] * X[:, 1] + X[:, 2]
+
+
+# ------------------------------------------------------------------ stop reasons
+def test_the_node_cap_is_named_as_the_stop_reason():
+    X, y = _product_data()
+    sr = SymbolicRegressor(strategy=3, max_nodes=9, progress=False).fit(X, y)
+    assert sr.stop_reason_ == "max_nodes"
+    # the fallback's zero terms (4 nodes per pool variable) did not fit next to the tree
+    assert _blocked_by_max_nodes(sr.history_[-1]["n_nodes"] if sr.history_ else 1, 3, 9)
+
+
+def test_blocked_by_max_nodes_counts_the_zero_terms():
+    assert _blocked_by_max_nodes(5, 15, 50)  # 5 + 60 > 50: a 15-feature table at 5 nodes
+    assert not _blocked_by_max_nodes(5, 3, 50)
+    assert _blocked_by_max_nodes(47, 1, 50) and not _blocked_by_max_nodes(46, 1, 50)
+    assert not _blocked_by_max_nodes(500, 3, None)  # no cap: never the cap
+
+
+# ------------------------------------------------------------------ constant models
+def test_a_constant_model_of_a_linear_target_warns_and_of_noise_does_not():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    const = Expression.constant(1.0)
+    with pytest.warns(ConvergenceWarning, match="selected model is a constant"):
+        _warn_if_constant_model(const, X, 2.0 * X[:, 0] + rng.normal(size=200), None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_if_constant_model(const, X, rng.normal(size=200), None)  # nothing to explain
+        _warn_if_constant_model(Expression.variable(0), X, X[:, 0], None)  # not a constant
+
+
+# ------------------------------------------------------------------ extrapolation
+def test_predict_warns_outside_the_training_box_of_the_features_the_model_uses():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(1.0, 2.0, size=(100, 2))
+    sr = SymbolicRegressor(strategy=2, progress=False).fit(X, 3.0 * X[:, 0] + 1.0)
+    assert "x2" not in sr.expression_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sr.predict(X)  # the training rows
+        sr.predict(np.array([[1.5, 40.0]]))  # far out only in x2, which the model ignores
+    with pytest.warns(ExtrapolationWarning, match=r"2 of 3 rows .* 'x1' \(2 rows outside"):
+        pred = sr.predict(np.array([[0.5, 1.5], [1.5, 1.5], [2.5, 1.5]]))
+    np.testing.assert_allclose(pred, [2.5, 5.5, 8.5], rtol=1e-12)  # still predicted
+
+
+# ------------------------------------------------------------------ budget
+def test_a_budget_spent_compiling_warns_in_a_fresh_process():
+    """A fresh process (cold compilation, no cache): a budget too short for the first
+    iteration returns the starting constant only with a ConvergenceWarning naming the
+    compile time; a budget that suffices returns the law."""
+    code = """
+import json, os, tempfile, warnings, numpy as np
+os.environ["JAXSR_CACHE_DIR"] = tempfile.mkdtemp()
+from jaxsr import SymbolicRegressor
+X = np.random.default_rng(0).uniform(1, 3, size=(200, 3))
+y = X[:, 0] * X[:, 1] + X[:, 2]
+out = []
+for budget in (0.2, 60.0):
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sr = SymbolicRegressor(strategy=2, max_time=budget, progress=False).fit(X, y)
+    out.append({"n_nodes": sr.n_nodes_, "r2": sr.score(X, y), "reason": sr.stop_reason_,
+                "warnings": [str(w.message) for w in rec]})
+print(json.dumps(out))
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600, check=True)
+    short, enough = json.loads(res.stdout.strip().splitlines()[-1])
+    if short["n_nodes"] == 1:  # the mean: never silent
+        assert short["reason"] == "max_time"
+        assert any("ran out before the search accepted its first change" in w
+                   and "compiling" in w for w in short["warnings"]), short
+    assert enough["r2"] > 1 - 1e-12 and enough["reason"] in ("rounding level", "goal")
+
+
+# ------------------------------------------------------------------ portfolio
+def test_a_portfolio_of_strategies_adds_the_other_searches_models():
+    X, y = _product_data()
+    alone = SymbolicRegressor(strategy=3, max_nodes=15, progress=False).fit(X, y)
+    assert alone.score(X, y) < 0.99  # strategy 3 alone stops at a line
+    both = SymbolicRegressor(strategy=(3, 2), max_nodes=15, progress=False).fit(X, y)
+    assert both.score(X, y) > 1 - 1e-12 and both.n_nodes_ == 7
+    assert [s["strategy"] for s in both.searches_] == [3, 2]
+    assert both.searches_[1]["stop_reason"] in ("rounding level", "goal")
+    again = SymbolicRegressor(strategy=(3, 2), max_nodes=15, progress=False).fit(X, y)
+    assert again.expression_ == both.expression_  # deterministic
+
+
+def test_a_portfolio_stops_after_an_exact_search():
+    X, y = _product_data()
+    sr = SymbolicRegressor(strategy=(2, 1), max_nodes=15, progress=False).fit(X, y)
+    assert [s["strategy"] for s in sr.searches_] == [2]  # strategy 2 reached the law
+
+
+@pytest.mark.parametrize("bad", [(2, 2), (), (2, 5), "2"])
+def test_a_bad_portfolio_is_refused(bad):
+    X, y = _product_data()
+    with pytest.raises(ValueError, match="strategy"):
+        SymbolicRegressor(strategy=bad, progress=False).fit(X, y)
+
+
+# ------------------------------------------------------------------ bic
+def test_bic_prefers_the_law_to_the_law_plus_noise_terms():
+    complexity = np.array([1, 7, 15, 31])
+    loss = np.array([1.0, 1.0e-2, 0.99e-2, 0.98e-2])  # the law at 7 nodes, then noise fits
+    score = pf.front_scores(complexity, loss)
+    assert pf.select_model("bic", score, loss, complexity=complexity, n_samples=1000) == 1
+    # a real gain per node is kept: 10% less loss for 8 nodes at n = 1000
+    loss = np.array([1.0, 1.0e-2, 0.9e-2, 0.89e-2])
+    assert pf.select_model("bic", score, loss, complexity=complexity, n_samples=1000) == 2
+    # exact models tie at the rounding floor: the simplest is chosen
+    loss = np.array([1.0, 1e-30, 1e-31, 1e-32])
+    assert pf.select_model("bic", score, loss, 1e-26, complexity=complexity,
+                           n_samples=1000) == 1
+    with pytest.raises(ValueError, match="complexity"):
+        pf.select_model("bic", score, loss)
