@@ -31,7 +31,8 @@ worse, although the beam's best may (when the best tree is stuck and others are 
 
 State and loop follow the library's init / step / terminate shape: :class:`BeamState`
 (NamedTuple), :func:`beam_init`, :func:`beam_step`, :func:`beam_terminate` (a
-:class:`BeamStatus`); :class:`BeamSearch` adapts them to the estimator's fit loop.
+:class:`BeamStatus`); :class:`BeamSearch` adapts them to the one fit loop of the
+estimator (:func:`jaxsr.symbolic.search.run`, which owns every stop rule).
 """
 
 from __future__ import annotations

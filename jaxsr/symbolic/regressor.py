@@ -29,6 +29,7 @@ from . import beam as _beam
 from . import domain as _domain
 from . import front as _pf
 from . import refine as _refine
+from . import search as _search
 from . import unary as _unary
 from .expression import MUL, SQRT, VAR, Expression
 from .front import FrontModel
@@ -143,13 +144,6 @@ def _warn_if_variation_is_rounding(ya, w, dt) -> bool:
             UserWarning, stacklevel=3)
         return True
     return False
-
-
-def _blocked_by_max_nodes(n_nodes: int, n_pool: int, max_nodes) -> bool:
-    """Whether the node cap, not the data, ended a search that found no improvement: the
-    stuck-tree fallback's first order of zero terms (``tree + (0*x1 + ... + 0*xp)``,
-    ``4 p`` more nodes for ``p`` pool variables) no longer fits ``max_nodes``."""
-    return max_nodes is not None and n_pool > 0 and n_nodes + 4 * n_pool > int(max_nodes)
 
 
 def _warn_budget_before_first_change(max_time: float, compile_seconds: float) -> None:
@@ -882,7 +876,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     _progress.write(msg)
                 if initial_tree is None and np.all(ya == ya[0]):
                     run.snapshot = (Expression.constant(float(ya[0])), 0.0, 0)
-                    run.stop_reason = "constant target"
+                    run.stop_reason = _search.Status.CONSTANT_TARGET.reason
                 else:
                     reason = self._loop(run, engine, start, deadline, names, y_scale,
                                         int(np.sum(~np.asarray(const_cols))))
@@ -891,17 +885,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         except BaseException as err:  # re-raised in the caller's thread
             run.error = err
 
-    def _loop(self, run, engine: DomeSearch, start, deadline, names, y_scale,
+    def _loop(self, run, engine: _search.Engine, start, deadline, names, y_scale,
               n_pool: int) -> str:
-        """The iterations of the search until a stop rule holds; returns the stop reason
-        (``stop_reason_``). ``n_pool``: the variables the search may use (for the
-        ``"max_nodes"`` reason: the node cap left no room for the stuck-tree fallback)."""
-        it = 0
-        strategy = self._strategies()[0]
+        """The iterations of the search until a stop rule holds (:func:`search.run
+        <jaxsr.symbolic.search.run>`, which owns every rule and prunes the final tree);
+        returns the stop reason (``stop_reason_``). Here each accepted change (and the
+        pruning) becomes a row of the history, a progress update and, with ``verbose``, a
+        line. ``n_pool``: the variables the search may use (for the ``"max_nodes"``
+        reason: the node cap left no room for the stuck-tree fallback)."""
         with np.errstate(over="ignore"):
             goal = float(np.float64(self.goal_mse) / y_scale / y_scale)
 
-        def record(rec):
+        def record(rec, state):
+            if rec["search"] == "prune":  # the loop reports the MSE in the search's units
+                rec = dict(rec, mse_before=_unscaled_mse(rec["mse_before"], y_scale))
+            it = state.iteration
             rec = {
                 "iteration": it,
                 **rec,
@@ -918,38 +916,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                 f"{rec['node']} -> {rec['subtree']}; MSE {rec['mse']:.6g}, "
                                 f"{rec['n_nodes']} nodes, {rec['seconds']:.2f} s")
 
-        def finish(reason):
-            n0, mse0 = engine.expr.n_nodes, engine.mse
-            removed = engine.prune() if not run.stopped else 0
-            if removed:
-                record({"search": "prune", "node": 0, "replaced": "", "subtree": "",
-                        "removed_nodes": removed, "mse_before": _unscaled_mse(mse0, y_scale),
-                        "n_nodes_before": n0})
-            return reason
-
-        while True:
-            if run.stopped:
-                return "max_time"
-            if engine.mse <= goal:
-                return finish("goal")
-            if engine.mse <= engine.floor:
-                return finish("rounding level")
-            if self.max_iterations is not None and it >= self.max_iterations:
-                return finish("max_iterations")
-            if deadline is not None and time.perf_counter() > deadline:
-                return finish("max_time")
-            rec = engine.step(strategy)
-            if rec is None and not engine.timed_out():
-                rec = engine.unstick(strategy)
-            if run.stopped:
-                return "max_time"
-            if rec is None:
-                if engine.timed_out():
-                    return finish("max_time")
-                return finish("max_nodes" if _blocked_by_max_nodes(
-                    engine.expr.n_nodes, n_pool, self.max_nodes) else "no improvement")
-            it += 1
-            record(rec)
+        state = _search.init(engine, goal=goal, max_iterations=self.max_iterations,
+                             max_nodes=self.max_nodes, deadline=deadline, n_pool=n_pool,
+                             stopped=lambda: run.stopped)
+        return _search.run(engine, state, self._strategies()[0], record).status.reason
 
     # ---------------------------------------------------------------- front (front.py)
     def _validation_split(self, n: int):
