@@ -369,17 +369,19 @@ def _cmd_symbolic(args) -> int:
     train, test = _split(len(y), args.test_size, args.seed)
     SymbolicRegressor = _load_symbolic()
     params = dict(
-        max_nodes=args.max_nodes, strategy=args.strategy,
+        max_nodes=args.max_nodes,
         min_improvement=args.min_improvement, max_iterations=args.max_iterations,
         goal_mse=args.goal_mse, max_time=args.max_time, verbose=args.verbose,
         dtype=args.dtype,
     )
+    if args.strategy is not None:  # else the estimator's default
+        params["strategy"] = args.strategy
     try:
         model = SymbolicRegressor(**params)
     except ValueError as err:
         raise CLIError(str(err)) from err
     seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "SymbolicRegressor")
-    print(f"SymbolicRegressor(strategy={args.strategy}, max_nodes={args.max_nodes}) "
+    print(f"SymbolicRegressor(strategy={model.strategy}, max_nodes={args.max_nodes}) "
           f"on {args.data}: target {args.target!r}, {X.shape[1]} features")
     print(f"equation: {model}   (constants to {model.precision} significant digits)")
     print(f"exact:    {model.expression_}")
@@ -741,8 +743,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-nodes", type=_positive_int, default=50,
                    help="largest number of nodes of the expression (default 50, as the "
                         "authors' package SymDoME.jl)")
-    p.add_argument("--strategy", type=int, choices=(1, 2, 3, 4), default=3,
-                   help="search strategy of section 2.8 of the paper (default 3)")
+    p.add_argument("--strategy", type=int, choices=(1, 2, 3, 4), default=None,
+                   help="one search strategy of section 2.8 of the paper (default: "
+                        "SymbolicRegressor's)")
     p.add_argument("--max-iterations", type=_positive_int, default=None)
     p.add_argument("--max-time", type=_non_negative_float, default=None, metavar="SECONDS")
     p.add_argument("--min-improvement", type=_non_negative_float, default=1e-6,
