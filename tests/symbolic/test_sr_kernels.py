@@ -372,7 +372,8 @@ def test_initial_expression_warm_start():
     from jaxsr import SymbolicRegressor
 
     X, y = _grow_data(37, 11)
-    params = dict(max_nodes=13, strategy=1, model_selection="accuracy")  # the last tree
+    params = dict(max_nodes=13, strategy=1, beam_width=1,  # the greedy search
+                  model_selection="accuracy")  # the last tree
     full = SymbolicRegressor(max_iterations=6, **params).fit(X, y)
     # resume: 3 iterations, then 3 more from where it stopped, equal 6 at once
     part = SymbolicRegressor(max_iterations=3, **params).fit(X, y)

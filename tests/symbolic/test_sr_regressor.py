@@ -108,7 +108,7 @@ def test_to_dict_round_trip(newton_fit):
 def test_rational_function_exact_recovery():
     """y = 2.4*x1 - x2/x1 - 10, max 13 nodes: strategy 1 recovers it to rounding."""
     X, y = rational_data()
-    sr = SymbolicRegressor(max_nodes=13, strategy=1).fit(X, y)
+    sr = SymbolicRegressor(max_nodes=13, strategy=1, beam_width=1).fit(X, y)
     assert sr.mse_ < 1e-20
     assert sr.expression_tree_.n_nodes <= 13
     np.testing.assert_allclose(sr.predict(X), y, rtol=1e-10, atol=1e-10)
@@ -128,7 +128,8 @@ def test_rational_function_strategy3_on_the_reference_split():
     val, test = rows[1::3], rows[2::3]
     train = np.setdiff1d(rows, np.r_[val, test])
     np.testing.assert_array_equal(train + 1, np.arange(1, 101, 3))
-    sr = SymbolicRegressor(max_nodes=13, strategy=3, min_improvement=1e-6).fit(X[train],
+    sr = SymbolicRegressor(max_nodes=13, strategy=3, beam_width=1,
+                           min_improvement=1e-6).fit(X[train],
                                                                               y[train])
     for idx in (train, val, test):
         assert np.mean((sr.predict(X[idx]) - y[idx]) ** 2) < 1e-20
@@ -153,7 +154,8 @@ def test_the_reference_package_classification_test():
     rows = np.arange(100)
     val, test = rows[1::3], rows[2::3]
     train = np.setdiff1d(rows, np.r_[val, test])
-    sr = SymbolicRegressor(max_nodes=13, strategy=3, min_improvement=1e-6).fit(
+    sr = SymbolicRegressor(max_nodes=13, strategy=3, beam_width=1,
+                           min_improvement=1e-6).fit(
         X[train], 2.0 * t[train] - 1.0)
     acc = [float(np.mean((sr.predict(X[idx]) >= 0) == t[idx])) for idx in (train, val, test)]
     np.testing.assert_allclose(acc[:2], [0.970588235294117, 1.0], atol=1e-4)
@@ -228,8 +230,10 @@ def test_rational_function_strategy3_reaches_a_local_optimum():
 def test_deterministic_and_all_strategies_run():
     X, y = rational_data()
     for strategy in (1, 2, 3, 4):
-        a = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25).fit(X, y)
-        b = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25).fit(X, y)
+        a = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25,
+                              beam_width=1).fit(X, y)
+        b = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25,
+                              beam_width=1).fit(X, y)
         assert a.expression_ == b.expression_ and a.mse_ == b.mse_
         assert [h["mse"] for h in a.history_] == [h["mse"] for h in b.history_]
         mses = [h["mse"] for h in a.history_]
