@@ -755,8 +755,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - start
         # a constant after the search gave up (not after a limit the user set on the
         # iterations, nor after the budget warning above) is a failure to report
-        if not rounding and self.stop_reason_ in ("no improvement", "max_nodes") or (
-                self.stop_reason_ == "max_time" and self.n_iterations_ > 0):
+        if not rounding and (self.stop_reason_ in ("no improvement", "max_nodes") or (
+                self.stop_reason_ == "max_time" and self.n_iterations_ > 0)):
             _warn_if_constant_model(self.expression_tree_, Xa, ya, w)
         return self
 
