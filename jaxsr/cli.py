@@ -801,6 +801,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _plain_warnings():
+    """Warnings of the library (extrapolation, convergence, ...) print as one line
+    ``jaxsr: warning: <message>`` on stderr, as the command's own warnings do, instead of
+    Python's ``file.py:NNN: Category: ...`` with a source line."""
+    original = warnings.formatwarning
+    warnings.formatwarning = lambda message, category, *args, **kwargs: (
+        f"jaxsr: warning: {message}\n")
+    try:
+        yield
+    finally:
+        warnings.formatwarning = original
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``jaxsr`` command; returns the exit code (0 ok, 1 failure, 2 user error)."""
     parser = build_parser()
@@ -813,7 +827,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("demo", "symbolic", "tree"):
         _enable_compilation_cache()
     try:
-        return args.func(args)
+        with _plain_warnings():
+            return args.func(args)
     except CLIError as err:
         print(f"jaxsr: error: {err}", file=sys.stderr)
         return EXIT_USAGE

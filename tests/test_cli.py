@@ -42,6 +42,22 @@ def rational_csv(tmp_path):
     return path, df
 
 
+def test_library_warnings_print_as_one_line(tmp_path):
+    """A test split whose rows reach beyond the training range: the model's
+    ExtrapolationWarning prints as ``jaxsr: warning: ...``, not as a Python source line."""
+    x = np.linspace(1.0, 10.0, 60)
+    pd.DataFrame({"x": x, "y": 3.0 * x + 1.0}).to_csv(tmp_path / "line.csv", index=False)
+    proc = subprocess.run([sys.executable, "-m", "jaxsr", "symbolic", str(tmp_path / "line.csv"),
+                           "--target", "y", "--test-size", "0.5", "--max-nodes", "5"],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "JAXSR_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    # the default seed's shuffle puts x = 1 .. 1.76 in the test half, below the training range
+    warned = [ln for ln in proc.stderr.splitlines() if "outside the training range" in ln]
+    assert warned and all(ln.startswith("jaxsr: warning: 5 of 30 rows") for ln in warned), warned
+    assert "ExtrapolationWarning" not in proc.stderr and "cli.py" not in proc.stderr
+
+
 # --------------------------------------------------------------------------------------
 # errors: one line, exit code 2
 
