@@ -225,18 +225,18 @@ def _usable_cpus() -> int:
 # XLA:CPU compiles each program's LLVM module in this many parts on its thread pool (XLA's
 # default is 32 parts, whatever the cores): with fewer usable cores than parts, the parts
 # only add work. As many parts as usable cores, measured on the first symbolic fit above
-# (session 9, no cache): one core 4.35 -> 3.92 s of compilation (first fit 5.24 -> 4.79 s),
+# (no cache): one core 4.35 -> 3.92 s of compilation (first fit 5.24 -> 4.79 s),
 # two cores 3.60 -> 2.71 s, kernels and results the same to the bit (the 17 built-in Feynman
 # fits hashed identical, warm medians 0.192 / 0.195 CPU-s).
 _CODEGEN_SPLIT = {"xla_cpu_parallel_codegen_split_count": max(1, min(32, _usable_cpus()))}
 
 # XLA:CPU options of every jaxsr program (:func:`program`): the older (non-MLIR) fusion
 # emitters and the code generation split above. The emitters, measured on a first
-# symbolic fit (N = 1000, 5 variables, 20 nodes, strategy 3, one core, session 8):
+# symbolic fit (N = 1000, 5 variables, 20 nodes, strategy 3, one core):
 # 12.7 -> 7.9 CPU-s, XLA's compile time down about 40%, with kernels as fast (warm fits
 # 0.22 / 0.16 s at N = 1000, 0.66 / 0.62 s at N = 2e4, 3.25 / 3.33 s at N = 1e5).
-# LLVM at -O2 (``xla_backend_optimization_level: 2``; XLA's default is 3) was tried in
-# session 12: 12% less compile time on that fit (median 8.2 -> 7.2 s), kernels as fast,
+# LLVM at -O2 (``xla_backend_optimization_level: 2``; XLA's default is 3) was tried:
+# 12% less compile time on that fit (median 8.2 -> 7.2 s), kernels as fast,
 # but the expanded closed-form sums of the searches round differently enough that the
 # constant-variable ``k`` left the one-by-one oracle's rtol 1e-7 and a fit's search path
 # changed against the fast (-O0) compilation: not taken.
@@ -266,7 +266,7 @@ _FAST = {"on": os.environ.get("JAXSR_FAST_COMPILE", "").strip().lower()
 
 
 # Compile ahead (:meth:`_Program.prefetch`): a fit starts compiling the programs it will
-# need next on a background thread while it compiles and runs the current one. Session 12,
+# need next on a background thread while it compiles and runs the current one. Measured on
 # the cold strategy-3 first fit above on two cores (no cache, five alternating fresh
 # processes each): constant_passes and polish_steps compile while search_all compiles and
 # runs, median 7.4 -> 5.9 s wall, the same ~10 CPU-s. ``JAXSR_COMPILE_AHEAD=0`` (read at

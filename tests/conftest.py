@@ -35,7 +35,7 @@ def frozen_heap():
     By the time the suite reaches them, its process holds every program the earlier tests
     compiled: hundreds of thousands of long-lived objects, and a full (generation 2)
     collection of Python's cyclic garbage collector then takes 0.4-1.1 s on two cores,
-    landing inside whichever fit allocates at that moment (session 9's CI: a 0.02 s limit
+    landing inside whichever fit allocates at that moment (once in CI: a 0.02 s limit
     measured at 0.99 s). That pause is the test process's heap, not the fit's work: the
     objects alive now are collected once and frozen (``gc.freeze``, ignored by later
     collections) for the module, and unfrozen after it.

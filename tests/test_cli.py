@@ -32,7 +32,7 @@ def _error_line(err: str) -> str:
 
 @pytest.fixture
 def rational_csv(tmp_path):
-    """y = 2.4*x1 - x2/x1 - 10 (issue 2's exact-recovery example) with unusual column names."""
+    """y = 2.4*x1 - x2/x1 - 10 (exact-recovery example) with unusual column names."""
     x1 = np.arange(1.0, 101.0)
     x2 = np.arange(200.0, 0.0, -2.0)
     df = pd.DataFrame({"dose (mg)": x1, "weight.kg": x2,

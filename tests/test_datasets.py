@@ -126,7 +126,7 @@ def test_csv_source_covers_every_rational_equation():
 
 
 def test_every_csv_equation_with_rational_only_false():
-    """All 100 equations of the benchmark (issue 12's AI Feynman set): each samples inside
+    """All 100 equations of the benchmark (AI Feynman set): each samples inside
     its ranges, finite, equal to sympy's evaluation of the CSV formula; the non-rational
     ones say so and the rational ones are the default list."""
     rows = _feynman_rows()

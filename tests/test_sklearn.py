@@ -1,4 +1,4 @@
-"""scikit-learn conformance of the three estimators (issue 9).
+"""scikit-learn conformance of the three estimators.
 
 scikit-learn's own estimator checks run on small settings of each estimator (a failing check
 would be listed in ``_EXPECTED_FAILED`` with its reason, at most three per estimator); then the

@@ -1,4 +1,4 @@
-"""Beam search over many trees on the paper's node equations (issue 12; beyond the paper).
+"""Beam search over many trees on the paper's node equations (beyond the paper).
 
 The paper's method (section 2.8) is greedy: one tree, one change per iteration, the change
 of largest predicted MSE reduction that is accepted. A beam of width ``B`` keeps the ``B``

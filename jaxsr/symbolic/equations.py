@@ -252,7 +252,7 @@ def path_equation(tree: TreeArrays, sem: jax.Array, y: jax.Array, weights, n_slo
     The same numbers as row ``j`` of :func:`node_equations` and of :func:`forbidden_sets`
     (the same rules applied in the same order), in ``O(depth * N)`` time and ``O(K N)``
     memory: a search that needs the equations of a few nodes at a time (the general-case
-    rows, issue 8) need not hold all ``(capacity, N)`` of them.
+    rows) need not hold all ``(capacity, N)`` of them.
 
     Args:
       tree: :class:`TreeArrays`; sem: ``(capacity, N)`` semantics; y: ``(N,)`` target;

@@ -60,7 +60,7 @@ __all__ = [
 # Operator codes (int32). PAD marks unused slots of a padded tree.
 PAD, CONST, VAR, ADD, SUB, MUL, DIV = 0, 1, 2, 3, 4, 5, 6
 OP_SYMBOLS = {ADD: "+", SUB: "-", MUL: "*", DIV: "/"}
-# Unary operators (issue 12, beyond the paper; one child, the ``left`` one, ``right`` is 0
+# Unary operators (beyond the paper; one child, the ``left`` one, ``right`` is 0
 # in :class:`TreeArrays`). The semantics kernel evaluates them; the node equations hold
 # down to a unary node but not below it (see :mod:`jaxsr.symbolic.unary`).
 SQRT, EXP, LOG, SIN, COS = 7, 8, 9, 10, 11

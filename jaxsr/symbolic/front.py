@@ -29,7 +29,7 @@ longest tree. :func:`loss_floor` is the search's own acceptance floor,
 formulas this search finds reach ``1e-13 .. 1e-16``), and such models count as equally
 accurate. It is the floor below which the search itself takes no change, so a model the
 search found better by more than rounding is better for the selection too (a floor above
-it, ``eps**1.5 * mean(y**2)`` until session 13, made a target like ``1e12 + x``, whose
+it, ``eps**1.5 * mean(y**2)``, as it once was, made a target like ``1e12 + x``, whose
 variation is far above rounding but below ``eps**0.75`` of its magnitude, select the
 constant although the search had found ``x``).
 The ``loss`` column keeps the true values; only ``score`` and the 1.5x threshold of ``"best"``

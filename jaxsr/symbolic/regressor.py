@@ -47,13 +47,12 @@ class ExtrapolationWarning(UserWarning):
 _FORMAT = "jaxsr.SymbolicRegressor"
 PAPER_SHARE = 1.0 / 3.0
 """With ``unary_operators``: the share of ``max_time`` that the paper's search (``+ - *
-/`` only) runs on before the search with the unary operators (issue 12)."""
+/`` only) runs on before the search with the unary operators."""
 SQUARE_SHARE = 1.0 / 6.0
 """With ``"sqrt"`` among ``unary_operators`` and a target of one sign: the share of
 ``max_time`` of the square-target search (the paper's search on ``y**2``, its models read
 as ``sqrt(p)``), which runs after the paper's search when that one did not reach the
-rounding level, and before the unary search (issue 12;
-:meth:`SymbolicRegressor._square_target_search`)."""
+rounding level, and before the unary search (:meth:`SymbolicRegressor._square_target_search`)."""
 _EXACT_STOPS = ("rounding level", "goal", "constant target")
 READABLE_ROWS = 200  # training rows kept to tell which terms of a sum are too small to show
 _VERSION = 1
@@ -597,7 +596,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._check_params()
         dt = resolve_dtype(self.dtype)
         Xa, ya = validate_X_y(self, X, y, dtype=dt)
-        square_target = self._square_target(ya, dt)  # issue 12: y**2 for the sqrt(p) search
+        square_target = self._square_target(ya, dt)  # y**2 for the sqrt(p) search
         w = (None if sample_weight is None
              else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt))
         # on the user's values: a float32 cast can erase the variation it warns about
@@ -630,10 +629,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
-        paper = self._paper_search(X, y, sample_weight, initial_tree)  # issue 12
+        paper = self._paper_search(X, y, sample_weight, initial_tree)  # with unary ops
         if paper is not None and paper.stop_reason_ in _EXACT_STOPS:
             return self._adopt_paper_search(paper, Xa, dt, const_cols, names, start)
-        square = transformed = None  # issue 12: the square-target search (y**2 = p)
+        square = transformed = None  # the square-target search (y**2 = p)
         if paper is not None and square_target is not None:
             square = self._square_target_search(
                 X, square_target, sample_weight,
@@ -650,7 +649,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             run = _FitRun(start_tree, _unscaled_mse(np.mean(
                 wn * ((start_tree.evaluate(Xa) - ya) / y_scale) ** 2), y_scale))
         initial = FrontModel(*run.snapshot[:2], 0)
-        # unary operators (issue 12): transformed variables u(x_m) as extra terminal
+        # unary operators: transformed variables u(x_m) as extra terminal
         # columns of the search (jaxsr.symbolic.unary); the search's trees are mapped back
         Xs, const_s, names_s, initial_s = Xa, const_cols, names, initial_tree
         cols, terms = _unary.transformed_terminals(Xa, self.unary_operators, dt,
@@ -676,7 +675,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 # max_time is wall-clock including compilation (which cannot be
                 # interrupted): the fit runs in a worker thread and, at the deadline, the
                 # last accepted tree is returned; the worker stops at its next check
-                # (issue 7, item 6)
                 worker = threading.Thread(target=contextvars.copy_context().run,
                                           args=(self._fit_run, *args), daemon=False)
                 worker.start()
@@ -724,7 +722,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                               _unscaled_mse(m.loss, y_scale), m.iteration)
                    for m in getattr(run.engine, "front_models", ())]  # the beam's trees
         own = {m.expression.to_string(names) for m in models}
-        if paper is not None:  # issue 12: the front over both searches' models
+        if paper is not None:  # the front over both searches' models
             models += [FrontModel(e, float(loss), int(it)) for e, loss, it in zip(
                 paper._front_, paper._front_table_["loss"], paper._front_table_["iteration"],
                 strict=True)]
@@ -792,7 +790,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     def _paper_search(self, X, y, sample_weight, initial_tree):
         """With ``unary_operators`` and no warm start: the paper's search (the same
         parameters, ``unary_operators=()``, ``PAPER_SHARE`` of ``max_time``) fitted on the
-        same data (its own, identical, validation split); else ``None`` (issue 12)."""
+        same data (its own, identical, validation split); else ``None``."""
         if not self.unary_operators or initial_tree is not None:
             return None
         params = dict(self.get_params(deep=False), unary_operators=())
@@ -840,7 +838,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def _square_target_search(self, X, square_target, sample_weight, seconds):
         """The paper's search (the same parameters, ``unary_operators=()``) on ``y**2``
-        (``square_target[1]``), in ``seconds`` (``None``: no limit) (issue 12).
+        (``square_target[1]``), in ``seconds`` (``None``: no limit).
 
         Why: a law ``y = sqrt(p)`` with ``p`` rational (``m0 / sqrt(1 - v**2/c**2)``,
         ``sqrt(omega**2/c**2 - pi**2/d**2)``) is a law of ``+ - * /`` for ``y**2``, which
@@ -896,7 +894,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     deadline=deadline, max_constant_passes=self.max_constant_passes,
                     weights=wj, domain=self.domain,
                 )
-                if self.unary_operators:  # issue 12: the move p -> u(p) (unary.py)
+                if self.unary_operators:  # the move p -> u(p) (unary.py)
                     engine.unary_search = _unary.UnarySearch(self.unary_operators)
                 if initial_tree is not None:
                     start_tree = (initial_tree if y_scale == 1.0
@@ -908,7 +906,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                             "defined on the training data (a zero denominator, a pole inside "
                             "the training range or a non-finite value)")
                     engine.expr, engine.mse, engine._cache = start_tree, mse, None
-                if int(self.beam_width) >= _beam.MIN_WIDTH:  # issue 12; B = 1: the paper's
+                if int(self.beam_width) >= _beam.MIN_WIDTH:  # B = 1: the paper's
                     engine = _beam.BeamSearch(engine, int(self.beam_width))
                 run.engine = engine
                 if run.stopped:

@@ -393,7 +393,7 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
 @program(static_argnames=("n_slots",))
 def search_lean(tree: TreeArrays, sem, XT, y, weights, masks, var_mask, max_nodes, max_height,
                 n_slots: int) -> SearchResults:
-    """:func:`search_all` from the semantics alone, in bounded memory (issue 8).
+    """:func:`search_all` from the semantics alone, in bounded memory.
 
     The same results as ``search_all(tree, sem, node_equations(tree, sem, y, weights),
     forbidden_sets(tree, sem, n_slots), XT, ...)`` (the same numbers up to the rounding of

@@ -3,7 +3,7 @@
 The semantic of a node is the vector of its outputs on the ``N`` patterns: a point of the
 N-dimensional semantic space. Constants evaluate to ``(k, ..., k)`` and variables to their
 column. Nodes are visited from the last pre-order index to the first, so both children of
-a node are known when it is reached. A unary node (``sqrt, exp, log, sin, cos``; issue 12,
+a node are known when it is reached. A unary node (``sqrt, exp, log, sin, cos``,
 beyond the paper) is the function of its first child's semantic.
 """
 
@@ -41,7 +41,7 @@ def unary(op, x):
 
 def combine(op, x, y):
     """``x op y`` element-wise for an operator code ``op`` (scalar int, traced or not);
-    ``op(x)`` for a unary code (issue 12: :func:`unary`, its one child ``x``; ``y`` is
+    ``op(x)`` for a unary code (:func:`unary`, its one child ``x``; ``y`` is
     ignored), evaluated in a ``lax.cond`` branch, so a binary node computes exactly the
     four-way choice it always did and no transcendental function.
 
@@ -79,7 +79,7 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
             y = sem[tree.right[i]]
             inner = combine(op, x, y) if with_unary else _binary(op, x, y)
             leaf = jnp.where(op == CONST, tree.value[i].astype(XT.dtype), XT[tree.feature[i]])
-            # op >= ADD: binary (or unary, issue 12: u of the first child) node
+            # op >= ADD: binary (or unary, u of the first child) node
             row = jnp.where(op >= ADD, inner,
                             jnp.where((op == CONST) | (op == VAR), leaf, 0.0))
             return lax.dynamic_update_slice(sem, row[None, :], (i, jnp.zeros_like(i)))
@@ -90,7 +90,7 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
         return lax.fori_loop(first, cap, body, sem0)
 
     # a tree of + - * / runs the paper's loop as it was (no branch per node); only a tree
-    # with a unary node (issue 12) runs the loop that branches on each node's arity
+    # with a unary node runs the loop that branches on each node's arity
     return lax.cond(jnp.any(tree.op >= SQRT), lambda: loop(True), lambda: loop(False))
 
 

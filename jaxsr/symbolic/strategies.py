@@ -74,8 +74,8 @@ PROOF_CACHE = 4096
 LEAN_BYTES = 2**30
 """Above this size of the full analysis (node equations and forbidden sets, bytes)
 :class:`DomeSearch` runs the searches from the semantics alone
-(:func:`~jaxsr.symbolic.searches.search_lean`, the same results in bounded memory;
-issue 8). At 128 nodes of capacity and 2-4 forbidden-set slots, from N of about
+(:func:`~jaxsr.symbolic.searches.search_lean`, the same results in bounded memory).
+At 128 nodes of capacity and 2-4 forbidden-set slots, from N of about
 1.3e5-1.7e5 on (float64)."""
 
 
@@ -103,7 +103,7 @@ def scale_output(expr: Expression, s: float) -> Expression:
             op = int(expr.op[i])
             if op == CONST:
                 memo[key] = 0
-            elif op == VAR or op >= SQRT:  # a unary node (issue 12) is scaled as a leaf
+            elif op == VAR or op >= SQRT:  # a unary node is scaled as a leaf
                 memo[key] = 2
             else:
                 left, right = int(expr.left[i]), int(expr.right[i])
@@ -178,13 +178,13 @@ def _normal_equations(tree, XT, y, weights=None, unary=False):
     of the tree (columns of non-constants zero). The Jacobian comes from the node
     equations (:func:`_equation_jacobian`); ``unary=True`` (static: the tree has a unary
     node) by the chain rule through the unary nodes
-    (:func:`~jaxsr.symbolic.unary.chain_jacobian`, issue 12). They depend on the
+    (:func:`~jaxsr.symbolic.unary.chain_jacobian`). They depend on the
     constants only, so a rejected step of :func:`polish_steps` re-uses them."""
     is_const = (tree.op == CONST) & (jnp.arange(tree.op.shape[0]) < tree.n_nodes)
     sw = jnp.ones_like(y) if weights is None else jnp.sqrt(weights)
     sem = node_semantics(tree, XT)
     r = (sem[0] - y) * sw
-    if unary:  # issue 12: the chain rule through unary nodes (no jacfwd program per shape)
+    if unary:  # the chain rule through unary nodes (no jacfwd program per shape)
         from .unary import chain_jacobian
 
         J = chain_jacobian(tree, sem, weights)
@@ -445,7 +445,7 @@ class Polish(NamedTuple):
 # less than half of its target, the smaller of SLICE_SECONDS and a twentieth of the time
 # left, and halves when a call overran it; the size reached is kept for the next loop of
 # the fit. The results are those of one call (the same steps in the same order; only the
-# host's checks fall between other ones). Session 9: one polish step per call cost a third
+# host's checks fall between other ones). Measured: one polish step per call cost a third
 # of a warm strategy-3 Feynman fit with ``max_time`` set (II.38.3: 0.43 against 0.29 CPU-s).
 SLICE_SECONDS = 0.05
 
@@ -576,7 +576,7 @@ class DomeSearch:
             self.max_nodes if self.max_nodes <= START_CAPACITY_MAX else 3)
         self.n_slots = 2
         self._cache = None
-        self.unary_search = None  # issue 12: a unary.UnarySearch adds the move p -> u(p)
+        self.unary_search = None  # a unary.UnarySearch adds the move p -> u(p)
         if not self.lean():  # compile ahead: the first search's analysis, beside the check
             _analyse.prefetch(self._tree(self.expr), self.XT, self.y, self.n_slots,
                               self.weights)
@@ -602,7 +602,7 @@ class DomeSearch:
     def _true_mse(self, expr: Expression) -> tuple[float, bool]:
         # pad to the current bucket, or a larger one just for this check: the capacity of
         # the searches only changes in :meth:`analyse`, so masks and cached analyses of
-        # the current tree never meet arrays of another bucket (issue 7, item 5)
+        # the current tree never meet arrays of another bucket
         cap = max(self.capacity, capacity_bucket(expr.n_nodes))
         mse, ok = _check(expr.padded(cap, self.dtype), self.XT, self.y, self.weights)
         return float(mse), bool(ok) and self.in_domain(expr)
@@ -664,7 +664,7 @@ class DomeSearch:
         op = np.zeros(cap, np.int32)
         op[: self.expr.n_nodes] = self.expr.op
         real = np.arange(cap) < self.expr.n_nodes
-        if self.expr.has_unary:  # issue 12: no search below a unary node (unary.py)
+        if self.expr.has_unary:  # no search below a unary node (unary.py)
             real[: self.expr.n_nodes] &= ~self.expr.below_unary()
             op[~real] = 0
         return {
@@ -694,7 +694,7 @@ class DomeSearch:
         cap = tree.op.shape[0]
         mn, mh = self.limits()
         masks = self.search_masks(specs, cap)
-        if eqs is None:  # lean (issue 8): equations per sample chunk and per node
+        if eqs is None:  # lean: equations per sample chunk and per node
             res = search_lean(tree, sem, self.XT, self.y, self.weights, to_device(masks),
                               self.var_mask, mn, mh, n_slots=self.n_slots)
         else:
@@ -702,7 +702,7 @@ class DomeSearch:
                              mn, mh)
         res = jax.device_get(res)
         found = self.collect(res, specs)
-        if self.unary_search is not None:  # issue 12: p -> u(p), where k op p is searched
+        if self.unary_search is not None:  # p -> u(p), where k op p is searched
             found = self.unary_search.merge(self, found, masks, (tree, sem, eqs, S))
         return found
 
@@ -768,7 +768,7 @@ class DomeSearch:
         if c.search == "constant-variable":
             return Expression.binary(c.op, Expression.constant(c.constant),
                                      Expression.variable(c.variable))
-        if c.search == "unary":  # issue 12: u(p), u(k op p) (unary.move_subtree)
+        if c.search == "unary":  # u(p), u(k op p) (unary.move_subtree)
             from .unary import move_subtree
 
             return move_subtree(self.expr, c)
@@ -829,7 +829,7 @@ class DomeSearch:
         optimisation: ``(constants changed, status, passes begun)``; status ``CAPPED``
         when pass ``last`` changed a constant, ``CONVERGED`` when a pass changed none."""
         is_const = self.expr.op == CONST
-        if self.expr.has_unary:  # issue 12: no node equation below a unary node
+        if self.expr.has_unary:  # no node equation below a unary node
             is_const &= ~self.expr.below_unary()
         const_nodes = np.flatnonzero(is_const).astype(np.int32)
         if self.max_constant_passes is not None and self.max_constant_passes <= 0:

@@ -1,4 +1,4 @@
-"""Unary operators ``sqrt, exp, log, sin, cos`` on the paper's node equations (issue 12).
+"""Unary operators ``sqrt, exp, log, sin, cos`` on the paper's node equations.
 
 Design note (beyond the paper, whose trees use ``+ - * /`` only)
 -----------------------------------------------------------------

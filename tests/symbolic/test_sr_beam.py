@@ -1,4 +1,4 @@
-"""Beam search (issue 12): width 1 is the paper's search exactly; a wider beam keeps
+"""Beam search: width 1 is the paper's search exactly; a wider beam keeps
 distinct, correctly scored trees, chosen deterministically.
 
 Data shapes are those of tests/symbolic/test_sr_regressor.py (Newton's 1000 x 3 and the

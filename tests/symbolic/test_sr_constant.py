@@ -1,5 +1,5 @@
 """The general-case constant of section 2.1 against the paper's procedure written plainly
-in numpy: never worse, never within 1% of a pole (issue 7, item 1)."""
+in numpy: never worse, never within 1% of a pole."""
 
 import jax
 import jax.numpy as jnp
@@ -289,7 +289,7 @@ def test_forbidden_best_zero_gives_the_next_admissible_one():
         optimal_constant(*args, jnp.asarray(S))
 
 
-# --- the exact stage evaluated in groups (issue 8): the same as one step at a time -----
+# --- the exact stage evaluated in groups: the same as one step at a time -----
 
 _NG = 6000  # padded size: 5 candidates per step of the exact stage
 

@@ -111,7 +111,7 @@ def test_front_of_a_fit_is_non_dominated_and_matches_history(line_fit):
 
 def test_default_selection_is_the_exact_formula_not_the_longest_tree(line_fit):
     X, y, sr = line_fit
-    # the search stops at the rounding level (issue 7's acceptance floor), or past the
+    # the search stops at the rounding level (acceptance floor), or past the
     # formula only with trees that shave rounding error; "best" stops at the formula
     assert sr.equations_["complexity"].iloc[-1] >= 5
     assert sr.selected_index_ == int(np.flatnonzero(sr.equations_["complexity"] == 5)[0])

@@ -239,7 +239,7 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
         ref = reference_search_all(tree, sem, eqs, S, XT, masks, pool, *limits)
         base = np.asarray(jnp.mean(((eqs.a * sem - eqs.b) / (eqs.c * sem - eqs.d)) ** 2, -1))
         _compare_searches(new, ref, base)
-        # issue 8: the same searches from the semantics alone (equations per chunk of 5
+        # the same searches from the semantics alone (equations per chunk of 5
         # samples and per node along its path): the same candidates, the same numbers
         # (every call at these shapes patches the budget: one compiled program, 4 chunks)
         old, searches.CHUNK_BYTES = searches.CHUNK_BYTES, budget
@@ -266,7 +266,7 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
 
 
 def test_engine_candidates_from_the_semantics_alone_are_the_same(monkeypatch):
-    """issue 8: above LEAN_BYTES the engine keeps only the semantics and runs search_lean;
+    """Above LEAN_BYTES the engine keeps only the semantics and runs search_lean;
     its candidates (order, reductions, constants) equal those of the full analysis."""
     from jaxsr.symbolic import searches, strategies
     from jaxsr.symbolic.strategies import DomeSearch

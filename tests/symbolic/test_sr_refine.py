@@ -79,7 +79,7 @@ def test_regressor_option_lowers_the_final_mse():
     r = refined.refinement_
     # the search's final tree (DoME's coordinate passes) is what gets refined
     assert r.mse_before == pytest.approx(refined.history_[-1]["mse"], rel=1e-9)
-    # the search's own joint polish of the constants (sr-engine, issue 7) may leave nothing
+    # the search's own joint polish of the constants may leave nothing
     # to gain; never worse, and an accepted refinement is the front's last model
     assert r.mse <= r.mse_before
     if r.accepted:

@@ -315,8 +315,8 @@ def test_float32_option():
 
 
 def test_no_crash_when_a_rejected_candidate_grows_the_bucket():
-    """Issue 7, item 5 (strategies 3 and 4 on I.34.8 / I.43.16 raised "could not broadcast
-    (16,) into (32,)"): checking a candidate of the next capacity bucket must not change
+    """Strategies 3 and 4 on I.34.8 / I.43.16 once raised "could not broadcast (16,) into
+    (32,)": checking a candidate of the next capacity bucket must not change
     the capacity the searches of the current tree use; masks are built at the capacity
     of the analysis they meet. (The sweep of strategies 1-4 over the 17 built-in Feynman
     equations and diabetes is ``benchmarks/bench_sr_recovery.py``.)"""
@@ -342,7 +342,7 @@ def test_no_crash_when_a_rejected_candidate_grows_the_bucket():
 
 @pytest.mark.parametrize("law", ["x1 + 2*x2", "3*x + 2"])
 def test_exact_laws_end_small_at_the_rounding_level(law):
-    """Issue 7, item 4: after an exact fit the acceptance floor stops the search (before:
+    """After an exact fit the acceptance floor stops the search (before:
     43-51 nodes of rounding-noise terms and a pole inside the range; the docstring's
     ``3*x + 2`` ended at 23 nodes)."""
     if law == "x1 + 2*x2":

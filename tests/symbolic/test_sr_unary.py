@@ -1,4 +1,4 @@
-"""Unary operators (issue 12): transformed variables as terminals, their domain rules,
+"""Unary operators: transformed variables as terminals, their domain rules,
 the move p -> u(p) on subtrees, the searches' scores against substitute-and-re-evaluate,
 no search below a unary node, and the export of unary nodes.
 

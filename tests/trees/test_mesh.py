@@ -1,5 +1,5 @@
 """The tree search's batched device calls sharded over the class axis of a device mesh
-(issue 10, "several devices") equal one device's.
+equal one device's.
 
 ``tests/conftest.py`` gives JAX four CPU devices, so this runs on any machine exactly as on
 a multi-GPU node: the class rows, their statistics and the supports' mask columns are split

@@ -444,7 +444,7 @@ def test_jax_backend_compiles_once_per_shape():
 
 @pytest.mark.parametrize("backend", ["numpy", "jax"])
 def test_outlier_with_raw_mean_loss_gets_a_true_certificate(backend):
-    """Issue 9 repro: normalize=False and an outlier 1e7 made the absolute search
+    """normalize=False and an outlier 1e7 made the absolute search
     tolerance (1e-12 of the root loss, ~9 here) prune the optimum 0.03 and certify 2.02."""
     X = np.array([[1, 0]] + [[0, 0]] * 4 + [[0, 1]] * 5)
     y = np.array([1e7] + [0.0] * 4 + [3.0] * 5)
@@ -511,7 +511,7 @@ def test_constant_target_on_a_large_offset_is_one_leaf():
 
 @pytest.mark.parametrize("el", [0, None])
 def test_tree_does_not_depend_on_a_rescaling_of_the_weights(el):
-    """Issue 9: ties were broken differently for weights 1 and 0.2222222222 (seeds 16, 18
+    """Ties were broken differently for weights 1 and 0.2222222222 (seeds 16, 18
     differed on main); non-uniform integer weights times a factor (seeds 14, 51)."""
     for seed in (14, 16, 18, 51):
         rng = np.random.default_rng(seed)
