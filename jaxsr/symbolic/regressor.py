@@ -53,7 +53,9 @@ SQUARE_SHARE = 1.0 / 6.0
 ``max_time`` of the square-target search (the paper's search on ``y**2``, its models read
 as ``sqrt(p)``), which runs after the paper's search when that one did not reach the
 rounding level, and before the unary search (:meth:`SymbolicRegressor._square_target_search`)."""
-_EXACT_STOPS = ("rounding level", "goal", "constant target")
+_EXACT_STOPS = tuple(s.reason for s in (_search.Status.ROUNDING_LEVEL, _search.Status.GOAL,
+                                         _search.Status.CONSTANT_TARGET))
+"""The stop reasons of a fit that reached its target: nothing runs after it."""
 READABLE_ROWS = 200  # training rows kept to tell which terms of a sum are too small to show
 _VERSION = 1
 
@@ -604,7 +606,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             ya if dt == np.float64 else check_target(y, dtype=np.float64), w, dt)
         # the training box (per-feature min and max of every row given to fit): predict
         # warns outside it
-        self._train_box_ = ((Xa.min(axis=0), Xa.max(axis=0)) if Xa.shape[0] else None)
+        self._train_box_ = _domain.data_box(Xa)
         X_val = y_val = w_val = None
         train, val = self._validation_split(ya.shape[0])
         if val is not None:  # the weights follow their rows into both parts

@@ -676,13 +676,18 @@ class DomeSearch:
             "var_nonterminal": (op == VAR) | (op > VAR),
         }
 
-    def threshold(self) -> float:
-        """Smallest accepted reduction: ``max(min_improvement * MSE, floor)``."""
-        return max(self.min_improvement * self.mse, self.floor)
+    def threshold(self, reference: float | None = None) -> float:
+        """Smallest accepted reduction: ``max(min_improvement * MSE, floor)``, of the
+        current tree's MSE or of ``reference``."""
+        ref = self.mse if reference is None else reference
+        return max(self.min_improvement * ref, self.floor)
 
-    def accepts(self, mse: float, ok: bool) -> bool:
-        """The acceptance rule (class docstring) for a new tree of true MSE ``mse``."""
-        return bool(ok) and mse < self.mse - self.threshold()
+    def accepts(self, mse: float, ok: bool, reference: float | None = None) -> bool:
+        """The acceptance rule (class docstring) for a new tree of true MSE ``mse``,
+        against the current tree's MSE or against ``reference`` (the tree a fallback
+        started from)."""
+        ref = self.mse if reference is None else reference
+        return bool(ok) and mse < ref - self.threshold(ref)
 
     # ---------------------------------------------------------------- searches
     def candidates(self, specs) -> list[Candidate]:
@@ -1109,9 +1114,8 @@ class DomeSearch:
         """The constant optimisation of the extended tree (:meth:`unstick`): a record when
         its MSE passes the acceptance rule against ``base_mse``, else ``None``."""
         changes, _ = self.optimise_constants()
-        threshold = max(self.min_improvement * base_mse, self.floor)
         mse, ok = self._true_mse(self.expr)
-        if not (changes and ok and mse < base_mse - threshold):
+        if not (changes and self.accepts(mse, ok, reference=base_mse)):
             return None
         self.mse = mse
         return {"search": "constant", "node": 0, "replaced": "", "subtree":
