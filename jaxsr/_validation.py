@@ -492,7 +492,14 @@ def validate_X_y(estimator, X, y, *, dtype=np.float64) -> tuple[np.ndarray, np.n
 
 
 def check_sample_weight(sample_weight, n_samples: int, *, dtype=np.float64) -> np.ndarray:
-    """Return non-negative finite sample weights of shape ``(n_samples,)`` (ones if ``None``).
+    """Return non-negative finite sample weights of shape ``(n_samples,)``, divided by
+    their largest value (ones if ``None``).
+
+    Weights are relative: multiplying them all by one factor never changes a model, its
+    objective or its certificate. Dividing by the largest weight makes that hold at any
+    scale in floating point too (weights of ``1e308`` would overflow every weighted sum,
+    weights of ``5e-324`` underflow to zero in every product): equal weights become
+    exactly 1, and the returned weights lie in ``(0, 1]`` with their maximum exactly 1.
 
     Raises:
       ValueError: wrong shape, negative, NaN/inf, or all weights zero.
@@ -500,8 +507,8 @@ def check_sample_weight(sample_weight, n_samples: int, *, dtype=np.float64) -> n
     if sample_weight is None:
         return np.ones(n_samples, dtype=dtype)
     if isinstance(sample_weight, numbers.Number):
-        return np.full(n_samples, float(sample_weight), dtype=dtype)
-    w = np.asarray(sample_weight, dtype=dtype)
+        sample_weight = np.full(n_samples, float(sample_weight))
+    w = np.asarray(sample_weight, dtype=np.float64)
     if w.shape != (n_samples,):
         raise ValueError(f"sample_weight must have shape ({n_samples},); got {w.shape}")
     if not np.all(np.isfinite(w)):
@@ -510,4 +517,4 @@ def check_sample_weight(sample_weight, n_samples: int, *, dtype=np.float64) -> n
         raise ValueError("sample_weight must be non-negative")
     if not np.any(w > 0):
         raise ValueError("sample_weight sums to zero; at least one sample needs a positive weight")
-    return w
+    return (w / np.max(w)).astype(dtype)
