@@ -219,10 +219,21 @@ def pair_arguments(code: int, n_features: int, skip=None):
     ``x_m * x_n`` (``m <= n``), then quotients ``x_m / x_n`` (``m != n``)."""
     if code not in PAIR_OPERATORS:
         return []
-    keep = [m for m in range(n_features) if skip is None or not skip[m]]
-    out = [(m, MUL, n) for i, m in enumerate(keep) for n in keep[i:]]
-    out += [(m, DIV, n) for m in keep for n in keep if m != n]
-    return out
+    return [(m, inner, n) for m, inner, n in _all_pairs(n_features)
+            if skip is None or not (skip[m] or skip[n])]
+
+
+def _all_pairs(n_features: int):
+    """Every ``(m, inner, n)`` of :func:`pair_arguments` (no columns skipped), in its
+    order, generated one at a time: the pairs are ``O(n_features**2)`` and only the first
+    :data:`PAIR_TERMINALS_MAX` admitted ones are used."""
+    for m in range(n_features):
+        for n in range(m, n_features):
+            yield m, MUL, n
+    for m in range(n_features):
+        for n in range(n_features):
+            if m != n:
+                yield m, DIV, n
 
 
 def transformed_terminals(X, ops, dtype=np.float64, skip=None, pairs=False):
@@ -273,17 +284,16 @@ def transformed_terminals(X, ops, dtype=np.float64, skip=None, pairs=False):
         for m in range(X.shape[1]):
             if skip is None or not skip[m]:
                 offer(Terminal(_CODES[name], m))
-    if pairs:  # pair-major (every operator gets the same first pairs), up to the cap
+    if pairs and names:  # pair-major (every operator gets the same first pairs), up to the cap
         n_single = len(terms)
         codes = [_CODES[name] for name in names]
-        allowed = {c: set(pair_arguments(c, X.shape[1], skip)) for c in codes}
-        everything = [(m, MUL, n) for m in range(X.shape[1]) for n in range(m, X.shape[1])]
-        everything += [(m, DIV, n) for m in range(X.shape[1]) for n in range(X.shape[1])
-                       if m != n]
-        for m, inner, n in everything:  # all pairs, in pair_arguments' order
+        for m, inner, n in _all_pairs(X.shape[1]):  # pair_arguments' order, lazily
+            if len(terms) - n_single >= PAIR_TERMINALS_MAX:
+                break
+            if skip is not None and (skip[m] or skip[n]):
+                continue
             for code in codes:
-                if (m, inner, n) in allowed[code] and (
-                        len(terms) - n_single < PAIR_TERMINALS_MAX):
+                if code in PAIR_OPERATORS and len(terms) - n_single < PAIR_TERMINALS_MAX:
                     offer(Terminal(code, m, n, inner))
     out = np.stack(cols, axis=1) if cols else np.zeros((X.shape[0], 0), dtype)
     return out, terms

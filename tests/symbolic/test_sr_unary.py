@@ -510,3 +510,32 @@ def test_default_and_inadmissible_operators_change_nothing():
     strip = [{k: v for k, v in h.items() if k != "seconds"} for h in a.history_]
     assert strip == [{k: v for k, v in h.items() if k != "seconds"} for h in b.history_]
     assert a.expression_ == b.expression_
+
+
+def test_pair_terminals_are_listed_lazily_in_order_and_capped():
+    """The pair terminals are O(n_features**2): only the first admitted ones up to the
+    cap are built, in pair_arguments' order, and nothing is built without operators."""
+    import tracemalloc
+
+    from jaxsr.symbolic import unary
+
+    # the order: products x_m * x_n (m <= n), then quotients x_m / x_n (m != n)
+    assert unary.pair_arguments(EXP, 3) == [
+        (0, MUL, 0), (0, MUL, 1), (0, MUL, 2), (1, MUL, 1), (1, MUL, 2), (2, MUL, 2),
+        (0, DIV, 1), (0, DIV, 2), (1, DIV, 0), (1, DIV, 2), (2, DIV, 0), (2, DIV, 1)]
+    assert unary.pair_arguments(EXP, 3, skip=np.array([False, True, False])) == [
+        (0, MUL, 0), (0, MUL, 2), (2, MUL, 2), (0, DIV, 2), (2, DIV, 0)]
+    assert unary.pair_arguments(SQRT, 3) == []
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.5, 1.0, (10, 3000))
+    tracemalloc.start()
+    cols, terms = unary.transformed_terminals(X, (), pairs=True)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert cols.shape == (10, 0) and terms == [] and peak < 20e6  # 9e6 pairs: never listed
+    cols, terms = unary.transformed_terminals(X[:, :40], ("exp",), pairs=True)
+    pairs = [t for t in terms if t.inner]
+    assert len(pairs) == unary.PAIR_TERMINALS_MAX
+    assert [(t.feature, t.inner, t.other) for t in pairs] == unary.pair_arguments(
+        EXP, 40)[:unary.PAIR_TERMINALS_MAX]
+    np.testing.assert_allclose(cols[:, 40], np.exp(X[:, 0] * X[:, 0]))
