@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import math
-import os
 import time
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .. import _memory
 from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import precision, resolve_dtype, resolve_mesh
 from .._validation import (
@@ -33,107 +32,6 @@ __all__ = ["OptimalTreeRegressor"]
 
 _LOSSES = ("squared_error", "absolute_error")
 _FORMAT = "jaxsr.OptimalTreeRegressor"
-
-
-MEMORY_LIMIT_ENV = "JAXSR_MEMORY_LIMIT"
-"""Environment variable that overrides the memory guard of :meth:`OptimalTreeRegressor.fit`:
-a size (``"16G"``, ``"512M"``, ``"2e9"`` bytes; suffixes K, M, G, T are powers of 1024) to
-use instead of the measured available memory, or ``"off"`` (or ``"0"``) to skip the
-guard."""
-
-_SIZE_SUFFIX = {"": 1, "B": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
-
-
-def _parse_size(text: str) -> float:
-    """Bytes of a size such as ``"16G"``, ``"512MB"``, ``"2e9"``; ValueError if unreadable."""
-    t = text.strip().upper().removesuffix("IB").removesuffix("B")
-    unit = t[-1:] if t[-1:] in _SIZE_SUFFIX else ""
-    try:
-        value = float(t[: len(t) - len(unit)] if unit else t)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{MEMORY_LIMIT_ENV}={text!r} is not a size; give bytes or a size "
-                         "such as 16G or 512M, or 'off' to skip the memory guard")
-    return value * _SIZE_SUFFIX[unit]
-
-
-def _meminfo_available(path: str = "/proc/meminfo") -> float | None:
-    """``MemAvailable`` of Linux's ``/proc/meminfo`` in bytes: free memory plus the page cache
-    and other memory the kernel can reclaim. Kernels before 3.14 lack it: then
-    ``MemFree + Buffers + Cached``. ``None`` if the file cannot be read."""
-    try:
-        with open(path) as fh:
-            fields = {}
-            for line in fh:
-                key, _, rest = line.partition(":")
-                parts = rest.split()
-                if parts:
-                    fields[key.strip()] = float(parts[0]) * 1024.0  # the file says kB
-    except (OSError, ValueError):
-        return None
-    if "MemAvailable" in fields:
-        return fields["MemAvailable"]
-    if "MemFree" in fields:
-        return fields["MemFree"] + fields.get("Buffers", 0.0) + fields.get("Cached", 0.0)
-    return None
-
-
-def _cgroup_available(root: str = "/sys/fs/cgroup") -> float | None:
-    """What a cgroup-v2 memory limit (containers) leaves: ``memory.max - memory.current``."""
-    try:
-        with open(os.path.join(root, "memory.max")) as fh:
-            limit = fh.read().strip()
-        if limit == "max":
-            return None
-        with open(os.path.join(root, "memory.current")) as fh:
-            current = float(fh.read().strip())
-        return max(float(limit) - current, 0.0)
-    except (OSError, ValueError):
-        return None
-
-
-_PROBE_SECONDS = 1.0  # a probe of the available memory is reused this long
-_PROBE: list = [-math.inf, None]  # (perf_counter of the last probe, its result)
-
-
-def _available_memory_bytes() -> float | None:
-    """Bytes of memory a fit can use without swapping, or ``None`` if unknown.
-
-    A probe costs ~0.1 ms (a tenth of a small fit): its result is reused for
-    :data:`_PROBE_SECONDS` (fits in a loop, cross-validation) and then measured again.
-
-    ``psutil.virtual_memory().available`` when psutil is installed, else ``MemAvailable``
-    from ``/proc/meminfo`` (free pages *and* reclaimable page cache: counting free pages
-    only refuses fits on machines with gigabytes available), capped by a cgroup memory
-    limit if one applies; else the total physical memory (the guard then stops only what
-    cannot fit at all); else ``None`` (no guard).
-    """
-    now = time.perf_counter()
-    if now - _PROBE[0] < _PROBE_SECONDS:
-        return _PROBE[1]
-    _PROBE[1] = _probe_available_memory()
-    _PROBE[0] = time.perf_counter()
-    return _PROBE[1]
-
-
-def _probe_available_memory() -> float | None:
-    avail = None
-    try:
-        import psutil
-
-        avail = float(psutil.virtual_memory().available)
-    except Exception:  # noqa: BLE001 - not installed, or no support on this platform
-        avail = _meminfo_available()
-    cgroup = _cgroup_available()
-    if cgroup is not None:
-        avail = cgroup if avail is None else min(avail, cgroup)
-    if avail is None:
-        try:
-            avail = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-            return None
-    return avail
 
 
 class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
@@ -331,18 +229,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             need += 8.0 * (U_est * M * M + 60.0 * M ** 3)
         elif exact_levels is not None and exact_levels == 2:
             need += 8.0 * (U_est * M * 4 + 60.0 * M ** 2)
-        env = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
-        if env.lower() in ("off", "none", "no", "false", "0"):
-            return
-        avail = _parse_size(env) if env else _available_memory_bytes()
-        if avail is not None and need > 0.5 * avail:
-            where = (f"{MEMORY_LIMIT_ENV}={env}" if env else "measured")
-            raise ValueError(
-                f"X has {n} samples and {M} binary features: the search needs about "
-                f"{need / 1e9:.1f} GB, more than half of the memory available "
-                f"({avail / 1e9:.1f} GB, {where}). Use fewer binary features (fewer Binarizer "
-                f"thresholds) or a smaller exact_levels, or set the environment variable "
-                f"{MEMORY_LIMIT_ENV} to the memory to assume (e.g. 64G) or to 'off'.")
+        _memory.check_memory(
+            need, f"X has {n} samples and {M} binary features: the search",
+            "Use fewer binary features (fewer Binarizer thresholds) or a smaller "
+            "exact_levels", fraction=0.5)
 
     def _binary_X(self, X, *, fitting, y=None, sample_weight=None):
         """(binary bool matrix, input feature names, binary feature names).
@@ -401,7 +291,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             ``regularization=0`` with ``depth_budget=None``, ...); NaN/inf, empty data,
             mismatched lengths; non-binary ``X`` with ``binarizer=None`` (the message names
             the columns); too many binary features for the memory at hand (the guard
-            reads the available memory, see :func:`_available_memory_bytes`; the
+            reads the available memory, see :func:`jaxsr._memory.available_memory_bytes`; the
             environment variable ``JAXSR_MEMORY_LIMIT`` overrides it: a size such as
             ``64G`` to assume, or ``off``).
         """

@@ -184,3 +184,33 @@ def test_a_saved_model_keeps_its_training_box():
     d["train_box"] = [[1.0, 2.0], [0.0, 3.0]]  # a minimum above its maximum
     with pytest.raises(ValueError, match="train_box"):
         SymbolicRegressor.from_dict(d)
+
+
+def test_the_memory_guard_refuses_a_fit_that_cannot_fit_before_allocating(monkeypatch):
+    """20 rows x 100,000 columns: the estimate (about 3.6 GB in float64) is checked
+    against the memory available before anything is allocated."""
+    from jaxsr import _memory
+    from jaxsr.symbolic import regressor as reg
+
+    need = reg.peak_memory_bytes(20, 100_000, 50)
+    assert need == 8.0 * (64 * (reg.MEMORY_PER_ROW * 20 + reg.MEMORY_PER_COLUMN * 100_000)
+                          + reg.MEMORY_PER_CELL * 20 * 100_000)
+    assert reg.peak_memory_bytes(20, 100_000, 50, itemsize=4) == need / 2
+    assert reg.peak_memory_bytes(20, 100_000, None) == 2 * need - 8.0 * (
+        reg.MEMORY_PER_CELL * 20 * 100_000)  # unlimited trees: capacity 128
+    X = np.random.default_rng(0).normal(size=(20, 100_000))
+    y = X[:, 0] + 1.0
+    monkeypatch.setattr(_memory, "available_memory_bytes", lambda: 2e9)
+    with pytest.raises(ValueError, match=r"X has 20 rows and 100000 columns: a symbolic fit "
+                       r"with max_nodes=50 needs about 3\.\d GB, more than the memory "
+                       r"available \(2\.0 GB, measured\)\. Use fewer columns"):
+        SymbolicRegressor().fit(X, y)
+    with pytest.raises(ValueError, match=r"with 300064 unary terminals"):
+        SymbolicRegressor(unary_operators=("exp", "sin", "cos")).fit(X, y)
+    # float32 halves the estimate: 20 x 40,000 columns fits in 1 GB only then
+    monkeypatch.setenv(_memory.MEMORY_LIMIT_ENV, "1G")
+    with pytest.raises(ValueError, match="JAXSR_MEMORY_LIMIT=1G"):
+        SymbolicRegressor()._check_memory(20, 40_000, np.float64)
+    SymbolicRegressor()._check_memory(20, 40_000, np.float32)
+    monkeypatch.setenv(_memory.MEMORY_LIMIT_ENV, "off")
+    SymbolicRegressor()._check_memory(20, 100_000, np.float64)

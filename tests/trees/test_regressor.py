@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from jaxsr import _memory
 from jaxsr.trees import Binarizer, OptimalTreeRegressor, Tree
-from jaxsr.trees import regressor as regressor_module
 from jaxsr.trees.search import OptimalTreeSearch
 
 
@@ -230,7 +230,7 @@ def test_bad_data():
 
 def test_too_many_features_for_memory(monkeypatch):
     X, y = _data(13, n=50, M=40)
-    monkeypatch.setattr(regressor_module, "_available_memory_bytes", lambda: 1e5)
+    monkeypatch.setattr(_memory, "available_memory_bytes", lambda: 1e5)
     with pytest.raises(ValueError, match="binary features.*memory"):
         OptimalTreeRegressor(depth_budget=3).fit(X, y)
 
