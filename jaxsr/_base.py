@@ -12,7 +12,9 @@ floor in ``pyproject.toml``; an older scikit-learn is refused at import with a c
 from __future__ import annotations
 
 import sklearn
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import RegressorMixin as _SklearnRegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["BaseEstimator", "RegressorMixin", "TransformerMixin", "SKLEARN_MIN_VERSION",
@@ -35,6 +37,36 @@ if _version_tuple(sklearn.__version__) < SKLEARN_MIN_VERSION:  # pragma: no cove
         f"(estimator tags and validate_data); found {sklearn.__version__}. "
         "Upgrade it: pip install -U 'scikit-learn>=1.6'"
     )
+
+
+class RegressorMixin(_SklearnRegressorMixin):
+    """scikit-learn's ``RegressorMixin`` whose :meth:`score` holds at any scale of ``y``."""
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Coefficient of determination R^2 of ``predict(X)`` against ``y``
+        (``sklearn.metrics.r2_score``), computed on ``y`` and the predictions divided by
+        their largest magnitude: R^2 does not depend on the scale of the target, but its
+        sums of squares overflow for a target near ``1e300`` (R^2 became NaN) and
+        underflow near ``1e-300``.
+
+        Args:
+          X: ``(n_samples, n_features)`` array or DataFrame, as for ``predict``.
+          y: ``(n_samples,)`` true targets.
+          sample_weight: optional ``(n_samples,)`` weights.
+
+        Returns:
+          float R^2 (1 is perfect; ``-inf`` < R^2 <= 1).
+        """
+        from sklearn.metrics import r2_score
+
+        y_pred = np.asarray(self.predict(X), np.float64)
+        y_true = np.asarray(y, np.float64)
+        with np.errstate(all="ignore"):
+            scale = max(float(np.max(np.abs(y_true), initial=0.0)),
+                        float(np.max(np.abs(y_pred), initial=0.0)))
+            if np.isfinite(scale) and scale > 0:
+                y_true, y_pred = y_true / scale, y_pred / scale
+        return float(r2_score(y_true, y_pred, sample_weight=sample_weight))
 
 
 def check_fitted(estimator, attribute: str) -> None:

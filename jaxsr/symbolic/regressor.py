@@ -110,9 +110,13 @@ class _FitRun:
 
 
 def _unscaled_mse(mse, y_scale) -> float:
-    """The MSE in the target's units (``inf`` where that is beyond the float range)."""
+    """The MSE in the target's units: ``mse`` is the MSE of the target divided by
+    ``y_scale``. ``inf`` where the product is beyond the float range (a target near
+    ``1e300`` and an inexact model); an exact model's 0 stays 0 at any scale."""
+    if mse == 0:
+        return 0.0
     with np.errstate(over="ignore"):
-        return float(np.float64(mse) * np.float64(y_scale) ** 2)
+        return float(np.float64(mse) * np.float64(y_scale) * np.float64(y_scale))
 
 
 def _warn_if_variation_is_rounding(ya, w, dt) -> bool:
@@ -427,7 +431,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       expression_tree_: :class:`Expression` (pre-order arrays; variables index the
         columns of ``X``).
       mse_: float, training MSE of the selected tree (``history_[-1]["mse"]`` is the
-        final tree's).
+        final tree's), in the target's units squared: ``inf`` when that exceeds the
+        float range (a target near ``1e300``, where even rounding errors square past
+        it; the fit itself runs on the target divided by its scale, and :meth:`score`,
+        R^2, is computed at any scale).
       n_nodes_: int, nodes of the selected tree (``expression_tree_``).
       n_iterations_: int; history_: list of dicts, one per accepted change (``iteration,
         search, node`` (0-based pre-order), ``replaced, subtree, expression, mse`` (its

@@ -214,3 +214,29 @@ def test_the_memory_guard_refuses_a_fit_that_cannot_fit_before_allocating(monkey
     SymbolicRegressor()._check_memory(20, 40_000, np.float32)
     monkeypatch.setenv(_memory.MEMORY_LIMIT_ENV, "off")
     SymbolicRegressor()._check_memory(20, 100_000, np.float64)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_a_target_at_the_edge_of_the_float_range_has_a_representable_mse_and_score(scale):
+    """y = scale * x1 * x2: the exact law is found; its MSE in the target's units is
+    beyond the float range at 1e300 (rounding errors of 1e284 square to 1e568): inf, as
+    documented, never NaN; R^2 is computed on the scaled values (its sums of squares
+    overflowed into NaN, or underflowed)."""
+    from sklearn.metrics import r2_score
+
+    from jaxsr import OptimalTreeRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 2, (100, 2))
+    y = scale * X[:, 0] * X[:, 1]
+    m = SymbolicRegressor(verbose=False).fit(X, y)
+    assert m.n_nodes_ == 5 and m.score(X, y) == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_allclose(m.predict(X), y, rtol=1e-13)
+    assert m.mse_ == (np.inf if scale > 1 else pytest.approx(0.0, abs=1e-300))
+    assert m.equations_["loss"].notna().all()
+    # an inexact model: the same R^2 as on the target divided by its scale
+    tree = OptimalTreeRegressor(regularization=0.05, depth_budget=2).fit(X > 1.5, y)
+    r2 = r2_score(y / scale, tree.predict(X > 1.5) / scale)
+    assert 0.3 < r2 < 0.99 and tree.score(X > 1.5, y) == pytest.approx(r2, rel=1e-12)
+    with np.errstate(all="ignore"):  # what it fixes: the sums overflow to inf / inf
+        assert np.isnan(r2_score(y, tree.predict(X > 1.5))) == (scale > 1)
