@@ -11,8 +11,8 @@ floor in ``pyproject.toml``; an older scikit-learn is refused at import with a c
 
 from __future__ import annotations
 
-import sklearn
 import numpy as np
+import sklearn
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.base import RegressorMixin as _SklearnRegressorMixin
 from sklearn.utils.validation import check_is_fitted
