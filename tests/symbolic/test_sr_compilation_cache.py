@@ -242,3 +242,39 @@ def test_a_fit_compiles_its_constant_programs_ahead_and_is_unchanged(restore_fol
 
     assert steps(ahead) == steps(plain) and len(steps(plain)) >= 2
     np.testing.assert_array_equal(np.asarray(ahead.predict(X)), np.asarray(plain.predict(X)))
+
+
+def test_top_level_is_true_outside_traces_and_false_inside_or_without_jax_s_test(
+        tmp_path, restore_folder, monkeypatch):
+    """``_top_level`` (which picks the cached, option-compiled executables) is True outside
+    any trace and False under ``jit`` / ``vmap``; where JAX's private test is missing or
+    fails it answers False and a program still computes its result (plain ``jax.jit``,
+    nothing kept in the cache)."""
+    from jaxsr import _config
+
+    assert _config._top_level() is True
+    seen = []
+
+    def inner(x):
+        seen.append(_config._top_level())
+        return x + 1
+
+    jax.jit(inner)(1.0)
+    jax.vmap(inner)(np.arange(3.0))
+    assert seen == [False, False]
+    assert _config._top_level() is True
+    tree, XT, y = _data(13, seed=7)  # a sample size no other test uses
+    ref = _check._plain(tree, XT, y)
+
+    def broken():
+        raise AttributeError("an internal JAX change")
+
+    jaxsr.enable_compilation_cache(tmp_path / "cache")
+    for probe in (None, broken):
+        monkeypatch.setattr(_config, "_TRACE_STATE_CLEAN", probe)
+        assert _config._top_level() is False
+        _forget(_check)
+        out = _check(tree, XT, y)
+        for r, o in zip(ref, out, strict=True):
+            np.testing.assert_array_equal(np.asarray(r), np.asarray(o))
+        assert not _check._full_cached._memory and not _files(tmp_path / "cache")
