@@ -151,13 +151,17 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def set_folder(path, create: bool = True) -> str | None:
-    """Use ``path`` (a folder, created now if ``create``, else when first written) for
-    the disk cache, or switch the disk cache off with ``None``. Returns the folder in use,
-    ``None`` if off or if ``path`` cannot be created or written (never raises for that)."""
+    """Use ``path`` (a folder, created now if ``create``, else when first used; mode 0700)
+    for the disk cache, or switch the disk cache off with ``None``. Returns the folder in
+    use, ``None`` if off or if ``path`` cannot be created or written (never raises for
+    that). The folder's ownership and permissions are checked when it is first read
+    (again after each call here): one that fails is not used, with a warning."""
     if path is None:
         _STATE["folder"] = None
         return None
     target = Path(path).expanduser()
+    with _LOCK:
+        _STATE["keys"].pop(str(target), None)  # checked again (its mode may have been fixed)
     if not create:
         _STATE["folder"] = target
         return str(target)
@@ -288,8 +292,9 @@ def _create_key(path: Path) -> None:
 def _folder_key(target: Path) -> bytes | None:
     """The key of folder ``target`` (created with the folder if missing) once the folder
     and the key pass the checks of the module's security model; ``None`` (with one
-    warning per process) where they fail. Checked once per folder and process. Raises
-    ``OSError`` where the folder cannot be created or the key written."""
+    warning per process) where they fail. Checked once per folder until :func:`set_folder`
+    names it again. Raises ``OSError`` where the folder cannot be created or the key
+    written."""
     name = str(target)
     with _LOCK:
         if name in _STATE["keys"]:
@@ -594,11 +599,15 @@ class CachedProgram:
             return lowered.compile()
         from jax.experimental import serialize_executable
 
-        path = key = None
         try:
             key = _folder_key(target)
-            if key is None:  # a folder or key that fails the checks: no disk cache
-                return lowered.compile()
+        except OSError:  # a folder that cannot be created or a key not written
+            _STATE["folder"] = None
+            return lowered.compile()
+        if key is None:  # a folder or key that fails the checks: no disk cache
+            return lowered.compile()
+        path = None
+        try:
             h = hashlib.sha256()
             for part in (_FORMAT, self._name, repr(sorted(self._options.items())),
                          _host_key(), lowered.as_text()):
@@ -622,9 +631,6 @@ class CachedProgram:
                 return compiled
         except _Rejected as err:
             _warn_rejected(path, err)
-        except OSError:  # a folder that cannot be created or a key not written
-            _STATE["folder"] = None
-            return lowered.compile()
         except Exception as err:  # noqa: BLE001 - a stale or broken file: compile
             _warn_once(err)
         compiled = lowered.compile()

@@ -184,6 +184,11 @@ def enable_compilation_cache(path=None) -> str | None:
     here; the environment variables ``JAXSR_COMPILATION_CACHE=0`` or
     ``JAXSR_CACHE_DIR=none`` (read at import) switch it off.
 
+    The folder holds executables (machine code), so only files jaxsr wrote under this
+    user's key are loaded, and only from a folder owned by this user that no one else
+    can write (jaxsr creates it with mode 0700); any other folder is not used, with a
+    warning (fix: ``chmod 700`` it). See :mod:`jaxsr._compilation_cache`.
+
     Args:
       path: ``None`` (the default folder), a folder (created when first written), or
         ``False`` to switch the disk cache off for this process.

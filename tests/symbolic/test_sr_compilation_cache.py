@@ -509,6 +509,11 @@ def test_a_folder_others_can_write_is_not_read(tmp_path, restore_folder, monkeyp
     assert loads[0] == 0
     assert float(out[0]) == float(ref[0]) and bool(out[1]) == bool(ref[1])
     assert _files(folder) == [path] and (path.read_bytes(), path.stat().st_mtime_ns) == before
+    folder.chmod(0o700)  # fixed as the warning says: used again once named again
+    jaxsr.enable_compilation_cache(folder)
+    _forget(_check)
+    again = _check(tree, XT, y)
+    assert loads[0] == 1 and float(again[0]) == float(ref[0])
 
 
 def test_a_folder_created_by_jaxsr_is_private(tmp_path, restore_folder):
