@@ -36,17 +36,65 @@ disk cache (read-only folder, a file from an incompatible version, a full disk) 
 back to compiling: a folder that cannot be written switches the disk cache off for the
 process, an unreadable or incompatible file is compiled again with one warning per
 process. A cache never fails a fit.
+
+Security model. A file of the folder is an XLA executable (native machine code on a CPU)
+inside a pickle written by ``jax.experimental.serialize_executable``: loading one runs
+whatever its writer put there, so only files this user's jaxsr wrote are ever loaded.
+
+* Trusted: the current user's account, and the folder if only this user can write it.
+  Nothing else: not the files in it, not their names.
+* The folder (POSIX): before anything in it is read, it must be a directory owned by the
+  current user and not writable by group or others (a symlinked folder is judged by
+  its target). jaxsr creates it with mode 0700. If it fails, the disk cache is off for
+  that folder (nothing read or written; one warning per process saying why and how to
+  fix it: ``chmod 700`` the folder, or ``jaxsr.enable_compilation_cache(False)``), and
+  programs compile as without a cache.
+* The key: a per-user secret of 32 random bytes (``secrets``) in the file
+  :data:`_KEY_NAME` of the folder, created with ``O_CREAT | O_EXCL`` and mode 0600. It
+  must be a regular file (not a symlink) owned by the current user with no access for
+  group or others, else the disk cache is off as above.
+* Each file: opened without following symlinks, it must be a regular file owned by the
+  current user; it starts with :data:`_MAGIC` and an HMAC-SHA256 under the key of the
+  magic, the file's name and the rest (compared with ``hmac.compare_digest``). Before any
+  unpickling, the rest (JAX's pickle) is read without running it (``pickletools``) and
+  every class or function it would import must be one of :data:`_ALLOWED_GLOBALS`, the
+  ones JAX's serialized executables contain; the pytree structures come from the traced
+  call itself (``jax.stages.Lowered.in_tree`` / ``out_tree``), so jaxsr unpickles
+  nothing of its own. A file that fails any of this (planted, truncated, tampered with,
+  written under another key, a symlink) is ignored with one warning per process, and
+  the program is compiled again and its file written anew.
+* Written files are created with mode 0600 (``tempfile.mkstemp``) and MAC'd the same
+  way; an executable whose pickle names a class outside :data:`_ALLOWED_GLOBALS` (a
+  JAX version that serializes something new) is not kept on disk.
+
+Not covered: another process running as the same user (it can do what it likes with
+this user's files anyway), and the folder's parent folders (a parent writable by others
+without the sticky bit lets them swap the folder; the key check then turns the cache
+off, since they cannot create a key file owned by this user). On platforms without
+POSIX ownership (Windows) only the MAC and the allowed classes are checked.
+
+Storing the executables without pickle was considered: JAX's own persistent cache
+(``jax_compilation_cache_dir``) stores XLA's serialized executables without pickle, but
+it is global to the process (set up once, at the first compilation, for every jitted
+function) and can be scoped to jaxsr's programs only through JAX's private
+``reset_cache``; the backend's ``serialize_executable`` bytes become a callable
+``jax.stages.Compiled`` only through JAX's private executable classes. Both would also
+load native code as trusting as the pickle, so the checks above are needed either way.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import inspect
 import os
-import pickle
+import pickletools
+import secrets
+import stat
 import tempfile
 import threading
+import time
 import warnings
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,7 +107,34 @@ __all__ = ["CachedProgram", "set_folder", "folder", "forget_in_memory", "wait_fo
 
 MAX_BYTES = 2 * 2**30  # the folder is trimmed to this size (least recently used first)
 _SUFFIX = ".jaxsr-xla"
-_STATE = {"folder": None, "warned": False}
+_FORMAT = "jaxsr-xla-2"  # part of each file's name: files of another layout are not looked up
+_MAGIC = b"jaxsr-xla-2\n"  # the start of each file, then its MAC, then JAX's payload
+_MAC_BYTES = 32  # HMAC-SHA256
+_KEY_NAME = "jaxsr-cache.key"  # the per-user secret, in the folder
+_KEY_BYTES = 32
+_POSIX = os.name == "posix" and hasattr(os, "getuid")
+# classes and functions the pickle of ``jax.experimental.serialize_executable`` imports
+# for jaxsr's programs (read from real files with ``pickletools``): a file naming any other
+# is not loaded, and an executable whose pickle names another is not written
+_ALLOWED_GLOBALS = frozenset({
+    ("jax", "P"),
+    ("jax._src.core", "ManualAxisType"),
+    ("jax._src.core", "MemorySpace"),
+    ("jax._src.core", "ShapedArray"),
+    ("jax._src.interpreters.pxla", "AllArgsInfo"),
+    ("jax._src.interpreters.pxla", "UnloadedMeshExecutable"),
+    ("jax._src.layout", "Layout"),
+    ("jax._src.linear_util", "DebugInfo"),
+    ("jax._src.mesh", "AbstractMesh"),
+    ("jax._src.named_sharding", "_unpickle_named_sharding"),
+    ("jax._src.sharding_impls", "_unpickle_single_device_sharding"),
+    ("jax._src.stages", "ArgInfo"),
+    ("jaxlib._jax", "DeviceList"),
+    ("numpy", "dtype"),
+})
+# "warned": the kinds of warning given in this process (one of each); "keys": the key of
+# each folder that passed the checks, or None for one that failed them
+_STATE = {"folder": None, "warned": set(), "keys": {}}
 _LOCK = threading.Lock()
 _INSTANCES: weakref.WeakSet[CachedProgram] = weakref.WeakSet()
 _EXECUTOR: list[ThreadPoolExecutor] = []
@@ -76,18 +151,22 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def set_folder(path, create: bool = True) -> str | None:
-    """Use ``path`` (a folder, created now if ``create``, else when first written) for
-    the disk cache, or switch the disk cache off with ``None``. Returns the folder in use,
-    ``None`` if off or if ``path`` cannot be created or written (never raises for that)."""
+    """Use ``path`` (a folder, created now if ``create``, else when first used; mode 0700)
+    for the disk cache, or switch the disk cache off with ``None``. Returns the folder in
+    use, ``None`` if off or if ``path`` cannot be created or written (never raises for
+    that). The folder's ownership and permissions are checked when it is first read
+    (again after each call here): one that fails is not used, with a warning."""
     if path is None:
         _STATE["folder"] = None
         return None
     target = Path(path).expanduser()
+    with _LOCK:
+        _STATE["keys"].pop(str(target), None)  # checked again (its mode may have been fixed)
     if not create:
         _STATE["folder"] = target
         return str(target)
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        target.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not os.access(target, os.W_OK):
             _STATE["folder"] = None
             return None
@@ -121,11 +200,205 @@ def folder() -> str | None:
 
 
 def _warn_once(err) -> None:
-    if not _STATE["warned"]:
-        _STATE["warned"] = True
+    """A file that passed the checks could not be loaded (another JAX, a broken file)."""
+    if "load" not in _STATE["warned"]:
+        _STATE["warned"].add("load")
         warnings.warn(f"jaxsr's compilation cache could not be used ({type(err).__name__}: "
                       f"{err}); compiling instead. jaxsr.enable_compilation_cache(False) "
                       "switches it off.", RuntimeWarning, stacklevel=4)
+
+
+class _Untrusted(Exception):
+    """The folder or its key fails the ownership / permission checks: no disk cache."""
+
+
+class _Rejected(Exception):
+    """A file fails its checks (owner, type, MAC, classes): ignored, compiled again."""
+
+
+def _warn_untrusted(target: Path, err: _Untrusted) -> None:
+    if "untrusted" not in _STATE["warned"]:
+        _STATE["warned"].add("untrusted")
+        warnings.warn(f"jaxsr's compilation cache folder {target} is not used: {err}. Only a "
+                      "folder that no other user can write is read. Fix: chmod 700 "
+                      f"'{target}' (owned by you), choose another folder with "
+                      "jaxsr.enable_compilation_cache(path), or switch the cache off with "
+                      "jaxsr.enable_compilation_cache(False). Compiling instead.",
+                      RuntimeWarning, stacklevel=5)
+
+
+def _warn_rejected(path: Path, err: _Rejected) -> None:
+    if "rejected" not in _STATE["warned"]:
+        _STATE["warned"].add("rejected")
+        warnings.warn(f"jaxsr's compilation cache ignored {path}: {err}. It was not written "
+                      "by jaxsr under this user's key, or was changed since; compiling "
+                      "instead (and writing it again).", RuntimeWarning, stacklevel=4)
+
+
+def _check_owned(st, what: str, private: bool) -> None:
+    """Raise ``_Untrusted`` unless ``st`` (an ``os.stat_result``) is owned by the current
+    user and not writable (``private``: not accessible at all) by group or others. POSIX
+    only: elsewhere there is nothing to check."""
+    if not _POSIX:
+        return
+    if st.st_uid != os.getuid():
+        raise _Untrusted(f"{what} is owned by user id {st.st_uid}, not by you "
+                         f"(user id {os.getuid()})")
+    mask = 0o077 if private else 0o022
+    if st.st_mode & mask:
+        raise _Untrusted(f"{what} has mode {stat.S_IMODE(st.st_mode):#o}: "
+                         + ("readable or writable by group or others" if private
+                            else "writable by group or others"))
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted under a file's name: no hang
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def _read_own_file(path: Path, limit: int | None = None) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file (not a symlink) owned by the current
+    user; ``None`` if it does not exist; else ``_Rejected``. ``limit``: read at most this
+    many bytes. The checks are made on the opened file (``fstat``), not on the name."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _BINARY)
+    except FileNotFoundError:
+        return None
+    except OSError as err:  # ELOOP: a symlink
+        raise _Rejected(f"it cannot be opened as a plain file ({err.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise _Rejected("it is not a regular file")
+        if _POSIX and st.st_uid != os.getuid():
+            raise _Rejected(f"it is owned by user id {st.st_uid}, not by you")
+        return fh.read() if limit is None else fh.read(limit)
+
+
+def _create_key(path: Path) -> None:
+    """Write a new key (``O_CREAT | O_EXCL``, mode 0600): nothing if one exists already."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _BINARY, 0o600)
+    except FileExistsError:  # another process made it first: use theirs
+        return
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(_KEY_BYTES))
+    except OSError:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _folder_key(target: Path) -> bytes | None:
+    """The key of folder ``target`` (created with the folder if missing) once the folder
+    and the key pass the checks of the module's security model; ``None`` (with one
+    warning per process) where they fail. Checked once per folder until :func:`set_folder`
+    names it again. Raises ``OSError`` where the folder cannot be created or the key
+    written."""
+    name = str(target)
+    with _LOCK:
+        if name in _STATE["keys"]:
+            return _STATE["keys"][name]
+        try:
+            target.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.stat(target)
+            if not stat.S_ISDIR(st.st_mode):
+                raise _Untrusted("it is not a folder")
+            _check_owned(st, "the folder", private=False)
+            key_path = target / _KEY_NAME
+            for _ in range(200):
+                try:
+                    fd = os.open(key_path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _BINARY)
+                except FileNotFoundError:
+                    _create_key(key_path)
+                    continue
+                except OSError as err:
+                    raise _Untrusted(f"its key file {_KEY_NAME} cannot be opened as a plain "
+                                     f"file ({err.strerror})") from None
+                with os.fdopen(fd, "rb") as fh:
+                    kst = os.fstat(fh.fileno())
+                    if not stat.S_ISREG(kst.st_mode):
+                        raise _Untrusted(f"its key file {_KEY_NAME} is not a regular file")
+                    _check_owned(kst, f"its key file {_KEY_NAME}", private=True)
+                    key = fh.read(_KEY_BYTES + 1)
+                if len(key) == _KEY_BYTES:
+                    break
+                if len(key) > _KEY_BYTES:
+                    raise _Untrusted(f"its key file {_KEY_NAME} is not {_KEY_BYTES} bytes "
+                                     "long (delete it to make a new one)")
+                time.sleep(0.005)  # another process is writing it
+            else:
+                raise _Untrusted(f"its key file {_KEY_NAME} is incomplete (delete it to "
+                                 "make a new one)")
+        except _Untrusted as err:
+            _warn_untrusted(target, err)
+            key = None
+        _STATE["keys"][name] = key
+        return key
+
+
+def _mac(key: bytes, name: str, payload: bytes) -> bytes:
+    msg = hmac.new(key, _MAGIC, hashlib.sha256)
+    msg.update(name.encode())
+    msg.update(b"\0")
+    msg.update(payload)
+    return msg.digest()
+
+
+_STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE",
+                         "STRING", "BINSTRING", "SHORT_BINSTRING"})
+_GET_OPS = frozenset({"GET", "BINGET", "LONG_BINGET"})
+_PUT_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+
+
+def _pickle_globals(data: bytes) -> set:
+    """The ``(module, name)`` of every class or function the pickle ``data`` would import,
+    found by reading its opcodes (``pickletools.genops``) without running any. Raises
+    ``_Rejected`` where that cannot be known for sure: a ``STACK_GLOBAL`` whose two
+    arguments are not the strings pushed just before it, or the copyreg extension codes.
+
+    Sound because a ``STACK_GLOBAL`` takes the two topmost stack items, and only string
+    pushes (or memo reads of strings) with nothing but memo writes between them are
+    accepted as those two."""
+    found = set()
+    memo = {}
+    pushed = []  # the items pushed since the last other stack operation (None: unknown)
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            name = op.name
+            if name in ("GLOBAL", "INST"):
+                module, _, qualname = arg.partition(" ")
+                found.add((module, qualname))
+                pushed = []
+            elif name == "STACK_GLOBAL":
+                if len(pushed) < 2 or not all(isinstance(v, str) for v in pushed[-2:]):
+                    raise _Rejected("its pickle imports a class it does not name plainly")
+                found.add((pushed[-2], pushed[-1]))
+                pushed = []
+            elif name in ("EXT1", "EXT2", "EXT4"):
+                raise _Rejected("its pickle uses copyreg extension codes")
+            elif name in _STRING_OPS:
+                pushed.append(arg)
+            elif name in _GET_OPS:
+                pushed.append(memo.get(arg))
+            elif name == "MEMOIZE":
+                memo[len(memo)] = pushed[-1] if pushed else None
+            elif name in _PUT_OPS:
+                memo[arg] = pushed[-1] if pushed else None
+            elif name != "FRAME":
+                pushed = []
+    except (ValueError, KeyError, IndexError, TypeError) as err:  # not a whole pickle
+        raise _Rejected(f"its pickle is malformed ({err})") from None
+    return found
+
+
+def _check_globals(payload: bytes) -> None:
+    """Raise ``_Rejected`` unless every import of JAX's pickle ``payload`` is allowed."""
+    extra = _pickle_globals(payload) - _ALLOWED_GLOBALS
+    if extra:
+        shown = ", ".join(sorted(f"{m}.{n}" for m, n in extra)[:3])
+        raise _Rejected(f"its pickle imports {shown}, not among the classes of JAX's "
+                        "serialized executables")
 
 
 _HOST = {}
@@ -326,37 +599,60 @@ class CachedProgram:
             return lowered.compile()
         from jax.experimental import serialize_executable
 
+        try:
+            key = _folder_key(target)
+        except OSError:  # a folder that cannot be created or a key not written
+            _STATE["folder"] = None
+            return lowered.compile()
+        if key is None:  # a folder or key that fails the checks: no disk cache
+            return lowered.compile()
         path = None
         try:
             h = hashlib.sha256()
-            for part in (self._name, repr(sorted(self._options.items())), _host_key(),
-                         lowered.as_text()):
+            for part in (_FORMAT, self._name, repr(sorted(self._options.items())),
+                         _host_key(), lowered.as_text()):
                 h.update(part.encode())
                 h.update(b"\0")
             path = target / (h.hexdigest()[:40] + _SUFFIX)
-            if path.exists():
-                with open(path, "rb") as fh:
-                    payload, in_tree, out_tree = pickle.load(fh)
+            data = _read_own_file(path)
+            if data is not None:
+                head = len(_MAGIC) + _MAC_BYTES
+                if len(data) <= head or not data.startswith(_MAGIC):
+                    raise _Rejected("it is not a file of this cache")
+                payload = data[head:]
+                if not hmac.compare_digest(data[len(_MAGIC):head],
+                                           _mac(key, path.name, payload)):
+                    raise _Rejected("its MAC does not verify")
+                _check_globals(payload)
                 compiled = serialize_executable.deserialize_and_load(
-                    payload, in_tree, out_tree, execution_devices=[_default_device()])
+                    payload, lowered.in_tree, lowered.out_tree,
+                    execution_devices=[_default_device()])
                 os.utime(path)  # recently used
                 return compiled
+        except _Rejected as err:
+            _warn_rejected(path, err)
         except Exception as err:  # noqa: BLE001 - a stale or broken file: compile
             _warn_once(err)
         compiled = lowered.compile()
         if path is not None:
             try:
-                blob = pickle.dumps(serialize_executable.serialize(compiled),
-                                    protocol=pickle.HIGHEST_PROTOCOL)
+                payload, in_tree, out_tree = serialize_executable.serialize(compiled)
+                # the trees are the traced call's (so nothing of jaxsr's is pickled), and
+                # only an executable made of the allowed classes is kept
+                if in_tree != lowered.in_tree or out_tree != lowered.out_tree:
+                    return compiled
+                _check_globals(payload)
+                blob = _MAGIC + _mac(key, path.name, payload) + payload
                 with _LOCK:
-                    target.mkdir(parents=True, exist_ok=True)
-                    fd, tmp = tempfile.mkstemp(dir=target, suffix=".tmp")
+                    fd, tmp = tempfile.mkstemp(dir=target, suffix=".tmp")  # mode 0600
                     with os.fdopen(fd, "wb") as fh:
                         fh.write(blob)
                     os.replace(tmp, path)
                     _trim(target)
             except OSError:  # not writable, full disk: no disk cache in this process
                 _STATE["folder"] = None
+            except _Rejected:  # classes this JAX serializes that the loader would refuse
+                pass
             except Exception as err:  # noqa: BLE001 - never fail a fit because of a cache
                 _warn_once(err)
         return compiled

@@ -184,6 +184,11 @@ def enable_compilation_cache(path=None) -> str | None:
     here; the environment variables ``JAXSR_COMPILATION_CACHE=0`` or
     ``JAXSR_CACHE_DIR=none`` (read at import) switch it off.
 
+    The folder holds executables (machine code), so only files jaxsr wrote under this
+    user's key are loaded, and only from a folder owned by this user that no one else
+    can write (jaxsr creates it with mode 0700); any other folder is not used, with a
+    warning (fix: ``chmod 700`` it). See :mod:`jaxsr._compilation_cache`.
+
     Args:
       path: ``None`` (the default folder), a folder (created when first written), or
         ``False`` to switch the disk cache off for this process.
@@ -306,13 +311,43 @@ def fast_compilation(enabled: bool = True) -> bool:
     return previous
 
 
-def _top_level() -> bool:
-    """True outside any JAX trace (a call that compiles a program of its own)."""
+def _find_trace_state_clean():
+    """JAX's own test for "no trace is active", or ``None`` where this JAX lacks it.
+
+    JAX has no public API that says whether a call happens inside a trace:
+    ``jax.core`` exports ``Trace`` and ``Tracer`` only, and ``isinstance(x, Tracer)`` on
+    the arguments misses a trace whose arguments are concrete (arrays closed over by the
+    user's ``jit``, where a nested jit must not take compile options); ``jax.extend.core``
+    offers ``find_top_trace`` (no stability promise, and it does not see the named-axis
+    environment of ``shard_map`` / ``pmap``) and ``unsafe_am_i_under_a_jit_DO_NOT_USE``.
+    So the private ``jax._src.core.trace_state_clean`` (what ``jax.jit`` itself asks) is
+    used, looked up once here, and a JAX where it moved or was renamed makes
+    :func:`_top_level` answer the conservative False."""
     try:
         from jax._src import core
-    except ImportError:  # pragma: no cover - a JAX without it: treat as nested
+
+        return core.trace_state_clean
+    except (ImportError, AttributeError):
+        return None
+
+
+_TRACE_STATE_CLEAN = _find_trace_state_clean()
+
+
+def _top_level() -> bool:
+    """True outside any JAX trace (a call that compiles a program of its own).
+
+    False inside another trace, and also where JAX's private test is missing or fails
+    (:func:`_find_trace_state_clean`): a call then goes through plain ``jax.jit``, without
+    jaxsr's compile options and compilation cache, which is correct at any level, only
+    slower to compile at the top level."""
+    probe = _TRACE_STATE_CLEAN
+    if probe is None:
         return False
-    return bool(core.trace_state_clean())
+    try:
+        return bool(probe())
+    except Exception:  # noqa: BLE001 - an internal JAX change: the answer that is always safe
+        return False
 
 
 class _Program:
