@@ -1256,12 +1256,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def _readable_text(self) -> str:
         """The readable form as text (names that are not plain identifiers bracketed, see
-        :func:`~jaxsr.symbolic.expression.sympy_text`), cached per tree and precision."""
-        from .expression import sympy_text
+        :func:`~jaxsr.symbolic.expression.sympy_text`), cached per tree and precision. A
+        tree more than ``SYMPY_MAX_HEIGHT`` levels high (beyond sympy's recursion) prints
+        its exact fully parenthesised form instead."""
+        from .expression import SYMPY_MAX_HEIGHT, sympy_text
 
         cache = getattr(self, "_readable_cache_", None)  # (tree, precision, text)
         if cache is None or cache[0] is not self.expression_tree_ or cache[1] != self.precision:
-            text = sympy_text(self.readable(), full_prec=False)
+            if self.expression_tree_.height > SYMPY_MAX_HEIGHT:
+                text = self.expression_tree_.to_string(feature_names(self))
+            else:
+                text = sympy_text(self.readable(), full_prec=False)
             cache = self._readable_cache_ = (self.expression_tree_, self.precision, text)
         return cache[2]
 
