@@ -128,19 +128,22 @@ class Tree:
         """
         self.format_value(0.0, decimals)  # checks decimals
         lines: list[str] = []
-
-        def rec(i, depth):
+        # depth-first with an explicit stack (a tree of any depth, no recursion): a node
+        # is ("node", i, depth), the "else" line between a split's branches ("else", pad)
+        stack: list[tuple] = [("node", 0, 0)] if self.n_nodes else []
+        while stack:
+            item = stack.pop()
+            if item[0] == "else":
+                lines.append(item[1] + "else")
+                continue
+            _, i, depth = item
             pad = "|   " * depth + "|--- "
             if self.feature[i] < 0:
                 lines.append(pad + self.leaf_label(i, decimals, show_counts))
-                return
+                continue
             lines.append(pad + self.condition(i, feature_names))
-            rec(int(self.true_child[i]), depth + 1)
-            lines.append(pad + "else")
-            rec(int(self.false_child[i]), depth + 1)
-
-        if self.n_nodes:
-            rec(0, 0)
+            stack += [("node", int(self.false_child[i]), depth + 1), ("else", pad),
+                      ("node", int(self.true_child[i]), depth + 1)]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ JSON
