@@ -531,8 +531,47 @@ class Expression:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Expression:
-        return cls(d["op"], d["value"], d["feature"])
+    def from_dict(cls, d: dict, *, path: str = "expression",
+                  n_features: int | None = None) -> Expression:
+        """Rebuild an expression from :meth:`to_dict`, checking every field.
+
+        Args:
+          d: ``{"op": [...], "value": [...], "feature": [...]}``.
+          path: the name of ``d`` in error messages (a saved model passes its field,
+            ``tree`` or ``front.trees[2]``).
+          n_features: the number of input columns, if known: variables must index one.
+
+        Raises:
+          ValueError: naming the field (``expression.value[3] is inf; constants must be
+            finite``): not an object, a missing or non-list field, an unknown operator
+            code, a non-finite constant, a negative (or, with ``n_features``, too large)
+            variable index, lists of different lengths, or arrays that are not one tree.
+        """
+        from .._loading import field, int_array, mapping, real_array
+
+        mapping(d, path)
+        op = int_array(field(d, "op", path), f"{path}.op", min_length=1)
+        n = op.shape[0]
+        bad = np.flatnonzero(~np.isin(op, [CONST, VAR, *OP_SYMBOLS, *UNARY_NAMES]))
+        if bad.size:
+            raise ValueError(f"{path}.op[{bad[0]}] is {op[bad[0]]}, not an operator code "
+                             f"(CONST={CONST}, VAR={VAR}, + - * / = {ADD}..{DIV}, unary "
+                             f"{SQRT}..{COS})")
+        value = real_array(field(d, "value", path), f"{path}.value", length=n,
+                           what="constants must be finite")
+        top = None if n_features is None else n_features - 1
+        feature = int_array(field(d, "feature", path), f"{path}.feature", length=n,
+                            min_value=0)
+        var = np.flatnonzero((op == VAR) & (feature > (top if top is not None else
+                                                       np.iinfo(np.int32).max)))
+        if var.size:
+            raise ValueError(f"{path}.feature[{var[0]}] is {feature[var[0]]}; a variable "
+                             f"indexes one of the {n_features} input columns "
+                             f"(0..{n_features - 1})")
+        try:
+            return cls(op, value, feature)
+        except ValueError as err:
+            raise ValueError(f"{path} is not one expression tree in pre-order: {err}") from None
 
 
 SIMPLIFY_MAX_NODES = 25  # sympy.simplify takes about a second or less up to here
