@@ -115,10 +115,12 @@ def model_to_dict(model) -> dict:
 
 
 def model_from_dict(doc: dict):
-    """Rebuild an estimator from :func:`model_to_dict`'s document.
+    """Rebuild an estimator from :func:`model_to_dict`'s document. The estimator's
+    ``from_dict`` checks every field of ``model``.
 
     Raises:
-      ValueError: not a jaxsr model document, a newer format version, or an unknown kind.
+      ValueError: not a jaxsr model document, a newer format version, an unknown kind, or a
+        field of ``model`` that a fitted estimator cannot hold (the message names it).
       ImportError: the method of this kind is not part of this installation.
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:

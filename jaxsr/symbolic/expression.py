@@ -182,7 +182,8 @@ class Expression:
         backquotes is read too (the form of older saved models). The unary
         operators are calls: ``sqrt(...)``, ``exp``, ``log``, ``sin``, ``cos``; a bare
         ``inf`` or ``nan`` is a number. Usual precedence; ``-`` and ``/`` associate to the
-        left.
+        left. Parentheses nest to any depth: the parser keeps explicit stacks, no recursion,
+        so everything :meth:`to_string` writes reads back, however high the tree.
 
         Raises:
           ValueError: on a syntax error, an unterminated bracketed name or an unknown name.
