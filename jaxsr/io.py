@@ -15,16 +15,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "load_model", "model_from_dict", "model_to_dict",
-           "save_model"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_JSON_DEPTH", "load_model", "model_from_dict",
+           "model_to_dict", "save_model"]
 
 FORMAT = "jaxsr-model"
 FORMAT_VERSION = 1
+# Deepest nesting of JSON arrays and objects that load_model reads. A model file nests
+# about six levels (document, model, front, table, column, value; expressions and trees
+# are flat pre-order arrays, whatever their height); Python's json reader recurses once per
+# level and fails with RecursionError near a thousand, so a deeper file is refused first.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 # kind -> (module, class name); imported lazily so that io works while an engine is absent.
 _KINDS = {
@@ -108,10 +115,12 @@ def model_to_dict(model) -> dict:
 
 
 def model_from_dict(doc: dict):
-    """Rebuild an estimator from :func:`model_to_dict`'s document.
+    """Rebuild an estimator from :func:`model_to_dict`'s document. The estimator's
+    ``from_dict`` checks every field of ``model``.
 
     Raises:
-      ValueError: not a jaxsr model document, a newer format version, or an unknown kind.
+      ValueError: not a jaxsr model document, a newer format version, an unknown kind, or a
+        field of ``model`` that a fitted estimator cannot hold (the message names it).
       ImportError: the method of this kind is not part of this installation.
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -153,18 +162,49 @@ def save_model(model, path: str | os.PathLike) -> Path:
     return path
 
 
+def _json_depth(text: str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in the JSON text ``text`` (brackets inside
+    strings do not count), without parsing it."""
+    brackets = re.sub(r"[^\[\]{}]", "", _JSON_STRING.sub("", text))
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max())
+
+
 def load_model(path: str | os.PathLike):
     """Read an estimator written by :func:`save_model`.
 
+    Every field is checked by the estimator's ``from_dict`` (a damaged or edited file is
+    refused with a ``ValueError`` that names the wrong field), and a file that nests JSON
+    arrays and objects more than :data:`MAX_JSON_DEPTH` levels deep is refused before it is
+    parsed (Python's JSON reader recurses once per level).
+
     Raises:
       FileNotFoundError: no such file.
-      ValueError: the file is not valid JSON or not a jaxsr model file.
+      ValueError: the file is not UTF-8 JSON, nests deeper than :data:`MAX_JSON_DEPTH`, is
+        not a jaxsr model file, or has a field that a saved model cannot hold.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"model file {os.fspath(path)!r} not found")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{os.fspath(path)} is not UTF-8 text ({err.reason} at byte "
+                         f"{err.start}); a model file is JSON written by save_model") from err
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{os.fspath(path)} nests JSON arrays and objects {depth} levels "
+                         f"deep; a model file nests at most MAX_JSON_DEPTH = "
+                         f"{MAX_JSON_DEPTH} levels (is it a file written by save_model?)")
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"{os.fspath(path)} is not valid JSON: {err}") from err
+    except RecursionError as err:  # unbalanced brackets can hide depth from _json_depth
+        raise ValueError(f"{os.fspath(path)} nests JSON arrays and objects deeper than "
+                         f"MAX_JSON_DEPTH = {MAX_JSON_DEPTH} levels; a model file nests "
+                         "about six") from err
     return model_from_dict(doc)

@@ -410,3 +410,53 @@ def test_every_raw_osrt_dataset_is_readable_by_jaxsr_tree(capsys, name):
     assert "certificate:" in out and "jaxsr: warning" not in err
     train = next(ln for ln in out.splitlines() if ln.startswith("train"))
     assert float(train.split("R^2")[1].split()[0]) > 0.0  # the one split explains something
+
+
+def _predict_subprocess(tmp_path, model, data):
+    return subprocess.run([sys.executable, "-m", "jaxsr", "predict", str(model), str(data)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+
+
+def test_predict_deep_and_damaged_model_files(tmp_path):
+    import io
+
+    from jaxsr.io import model_to_dict
+    from jaxsr.symbolic import Expression, SymbolicRegressor
+    from jaxsr.symbolic.regressor import _FORMAT, _VERSION
+
+    data = tmp_path / "data.csv"
+    pd.DataFrame({"x1": [1.0, 1.5, 2.0], "x2": [0.0, 1.0, 2.0]}).to_csv(data, index=False)
+    # a 1200-level expression: ((((x1 + 0.001) * 0.999) + 0.001) * 0.999 ...)
+    e = Expression.variable(0)
+    for k in range(1200):
+        e = Expression.binary("+" if k % 2 == 0 else "*", e,
+                              Expression.constant(0.001 if k % 2 == 0 else 0.999))
+    doc = model_to_dict(SymbolicRegressor.from_dict(
+        {"format": _FORMAT, "version": _VERSION, "params": {}, "tree": e.to_dict(),
+         "feature_names": ["x1", "x2"], "n_features_in_": 2, "mse_": 0.0,
+         "n_iterations_": 1}))
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(doc))
+    proc = _predict_subprocess(tmp_path, deep, data)
+    assert proc.returncode == 0, proc.stderr
+    v = np.array([1.0, 1.5, 2.0])
+    for k in range(1200):
+        v = v + 0.001 if k % 2 == 0 else v * 0.999
+    np.testing.assert_allclose(pd.read_csv(io.StringIO(proc.stdout))
+                               ["prediction"], v, rtol=1e-12)
+    # JSON nested 5000 levels, a constant turned inf, a contradictory certificate: one line
+    nested = tmp_path / "nested.json"
+    nested.write_text('{"format": "jaxsr-model", "model": ' + "[" * 5000 + "]" * 5000 + "}")
+    doc["model"]["tree"]["value"][-1] = float("inf")
+    inf = tmp_path / "inf.json"
+    inf.write_text(json.dumps(doc, allow_nan=True))
+    for path, message in ((nested, "nests JSON arrays and objects 5001 levels deep"),
+                          (inf, "tree.value[2400] is inf; constants must be finite")):
+        proc = _predict_subprocess(tmp_path, path, data)
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"jaxsr: error: {path}: "), proc.stderr
+        assert message in lines[0]
+        assert proc.stdout == ""

@@ -44,7 +44,7 @@ import jax
 import numpy as np
 
 from .._config import program, to_device
-from .expression import ADD, CONST, MUL, UNARY_NAMES, VAR, Expression, capacity_bucket
+from .expression import ADD, CONST, MUL, UNARY_NAMES, Expression, capacity_bucket
 from .front import FrontModel
 from .searches import search_all
 from .semantics import node_semantics, tree_output
@@ -134,22 +134,20 @@ def strategy_stages(strategy: int):
 
 def canonical_text(expr: Expression) -> str:
     """Fully parenthesised text with the operands of ``+`` and ``*`` sorted (constants by
-    ``repr``): equal for trees that differ only by commuting operands."""
+    ``repr``): equal for trees that differ only by commuting operands. Built bottom-up
+    without recursion (:meth:`Expression._fold`), so any height works."""
 
-    def rec(i):
-        code = int(expr.op[i])
+    def leaf(i, code):
         if code == CONST:
             return repr(float(expr.value[i]))
-        if code == VAR:
-            return f"x{int(expr.feature[i]) + 1}"
-        if code in UNARY_NAMES:
-            return f"{UNARY_NAMES[code]}({rec(int(expr.left[i]))})"
-        a, b = rec(int(expr.left[i])), rec(int(expr.right[i]))
+        return f"x{int(expr.feature[i]) + 1}"
+
+    def binary(code, a, b):
         if code in (ADD, MUL) and b < a:
             a, b = b, a
         return f"({a} {code} {b})"
 
-    return rec(0)
+    return expr._fold(leaf, lambda code, a: f"{UNARY_NAMES[code]}({a})", binary)
 
 
 # ------------------------------------------------------------------------- batched kernels

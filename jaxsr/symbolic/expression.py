@@ -49,6 +49,8 @@ __all__ = [
     "round_constants",
     "drop_negligible_terms",
     "SIMPLIFY_MAX_NODES",
+    "SYMPY_MAX_HEIGHT",
+    "check_sympy_height",
     "RESERVED_NAMES",
     "name_is_plain",
     "format_name",
@@ -180,7 +182,8 @@ class Expression:
         backquotes is read too (the form of older saved models). The unary
         operators are calls: ``sqrt(...)``, ``exp``, ``log``, ``sin``, ``cos``; a bare
         ``inf`` or ``nan`` is a number. Usual precedence; ``-`` and ``/`` associate to the
-        left.
+        left. Parentheses nest to any depth: the parser keeps explicit stacks, no recursion,
+        so everything :meth:`to_string` writes reads back, however high the tree.
 
         Raises:
           ValueError: on a syntax error, an unterminated bracketed name or an unknown name.
@@ -319,6 +322,30 @@ class Expression:
             n_nodes=np.asarray(n, np.int32),
         )
 
+    def _fold(self, leaf, unary, binary):
+        """Combine the tree bottom-up without recursion: ``leaf(i, code)`` at constants and
+        variables, ``unary(code, a)`` and ``binary(code, a, b)`` at operators (``a`` the
+        first child's result, ``b`` the second's); returns the root's result.
+
+        In pre-order every child sits after its parent, so visiting the nodes from the last
+        to the first finishes both children before their parent: a tree of any height
+        (a model file may hold thousands of levels) costs no Python stack frames. A child's
+        result is dropped once its parent has used it.
+        """
+        out: list = [None] * self.n_nodes
+        op, left, right = self.op, self._left, self._right
+        for i in range(self.n_nodes - 1, -1, -1):
+            code = int(op[i])
+            if code in (CONST, VAR):
+                out[i] = leaf(i, code)
+            elif code in UNARY_NAMES:
+                a = int(left[i])
+                out[i], out[a] = unary(code, out[a]), None
+            else:
+                a, b = int(left[i]), int(right[i])
+                out[i], out[a], out[b] = binary(code, out[a], out[b]), None, None
+        return out[0]
+
     # ----------------------------------------------------------------- evaluation
     def evaluate(self, X) -> np.ndarray:
         """Plain numpy evaluation (float64, IEEE: a zero denominator gives inf/nan).
@@ -386,17 +413,11 @@ class Expression:
         def name(j):
             return format_name(names[j] if names is not None else f"x{j + 1}")
 
-        def rec(i):
-            code = int(self.op[i])
-            if code == CONST:
-                return repr(float(self.value[i]))
-            if code == VAR:
-                return name(int(self.feature[i]))
-            if code in UNARY_NAMES:
-                return f"{UNARY_NAMES[code]}({rec(int(self._left[i]))})"
-            return f"({rec(int(self._left[i]))} {OP_SYMBOLS[code]} {rec(int(self._right[i]))})"
+        def leaf(i, code):
+            return repr(float(self.value[i])) if code == CONST else name(int(self.feature[i]))
 
-        return rec(0)
+        return self._fold(leaf, lambda code, a: f"{UNARY_NAMES[code]}({a})",
+                          lambda code, a, b: f"({a} {OP_SYMBOLS[code]} {b})")
 
     def __str__(self) -> str:
         return self.to_string()
@@ -424,26 +445,29 @@ class Expression:
         the same float64. With ``evaluate=False`` (default) the tree is built unevaluated so
         its structure is kept; with ``evaluate=True`` sympy's automatic simplification folds
         constants and collects like terms (still exact constants).
+
+        Raises:
+          ValueError: the tree is more than :data:`SYMPY_MAX_HEIGHT` levels high: sympy's
+            own printing, hashing and substitution recurse about four Python frames per
+            level and would fail with ``RecursionError``; :meth:`to_string`,
+            :meth:`evaluate` and :meth:`to_jax` handle any height.
         """
+        check_sympy_height(self)
         import sympy
 
         ev = bool(evaluate)
 
-        def sym(j):
-            return _symbol(feature_names, j)
-
-        def rec(i):
-            code = int(self.op[i])
+        def leaf(i, code):
             if code == CONST:
                 return sympy.Float(float(self.value[i]), 17)
-            if code == VAR:
-                return sym(int(self.feature[i]))
-            if code in UNARY_NAMES:
-                a = rec(int(self._left[i]))
-                if code == SQRT:
-                    return sympy.Pow(a, sympy.Rational(1, 2), evaluate=ev)
-                return _SYMPY_UNARY[code](a, evaluate=ev)
-            a, b = rec(int(self._left[i])), rec(int(self._right[i]))
+            return _symbol(feature_names, int(self.feature[i]))
+
+        def unary(code, a):
+            if code == SQRT:
+                return sympy.Pow(a, sympy.Rational(1, 2), evaluate=ev)
+            return _SYMPY_UNARY[code](a, evaluate=ev)
+
+        def binary(code, a, b):
             if code == ADD:
                 return sympy.Add(a, b, evaluate=ev)
             if code == SUB:
@@ -452,7 +476,7 @@ class Expression:
                 return sympy.Mul(a, b, evaluate=ev)
             return sympy.Mul(a, sympy.Pow(b, -1, evaluate=ev), evaluate=ev)
 
-        return rec(0)
+        return self._fold(leaf, unary, binary)
 
     def readable(self, feature_names: list[str] | None = None, precision: int = 4,
                  simplify: bool = True, X=None):
@@ -469,7 +493,8 @@ class Expression:
             no value beyond the ``precision``-th significant digit.
 
         Raises:
-          ValueError: if ``precision`` is not an integer >= 1.
+          ValueError: if ``precision`` is not an integer >= 1, or the tree is more than
+            :data:`SYMPY_MAX_HEIGHT` levels high (see :meth:`sympy`).
         """
         import sympy
 
@@ -491,7 +516,11 @@ class Expression:
                         simplify: bool = True, X=None) -> str:
         """:meth:`readable` as text, e.g. ``6.674e-11*x1*x2/x3**2`` (sympy's ``sstr``,
         constants without trailing zeros; a name that is not a plain identifier bracketed,
-        ``3*[T/R]/[Node Number]``, see :func:`sympy_text`)."""
+        ``3*[T/R]/[Node Number]``, see :func:`sympy_text`). A tree more than
+        :data:`SYMPY_MAX_HEIGHT` levels high, beyond sympy's reach, reads as its exact
+        :meth:`to_string` form."""
+        if self.height > SYMPY_MAX_HEIGHT:
+            return self.to_string(feature_names)
         return sympy_text(self.readable(feature_names, precision, simplify, X),
                           full_prec=False)
 
@@ -503,11 +532,68 @@ class Expression:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Expression:
-        return cls(d["op"], d["value"], d["feature"])
+    def from_dict(cls, d: dict, *, path: str = "expression",
+                  n_features: int | None = None) -> Expression:
+        """Rebuild an expression from :meth:`to_dict`, checking every field.
+
+        Args:
+          d: ``{"op": [...], "value": [...], "feature": [...]}``.
+          path: the name of ``d`` in error messages (a saved model passes its field,
+            ``tree`` or ``front.trees[2]``).
+          n_features: the number of input columns, if known: variables must index one.
+
+        Raises:
+          ValueError: naming the field (``expression.value[3] is inf; constants must be
+            finite``): not an object, a missing or non-list field, an unknown operator
+            code, a non-finite constant, a negative (or, with ``n_features``, too large)
+            variable index, lists of different lengths, or arrays that are not one tree.
+        """
+        from .._loading import field, int_array, mapping, real_array
+
+        mapping(d, path)
+        op = int_array(field(d, "op", path), f"{path}.op", min_length=1)
+        n = op.shape[0]
+        bad = np.flatnonzero(~np.isin(op, [CONST, VAR, *OP_SYMBOLS, *UNARY_NAMES]))
+        if bad.size:
+            raise ValueError(f"{path}.op[{bad[0]}] is {op[bad[0]]}, not an operator code "
+                             f"(CONST={CONST}, VAR={VAR}, + - * / = {ADD}..{DIV}, unary "
+                             f"{SQRT}..{COS})")
+        value = real_array(field(d, "value", path), f"{path}.value", length=n,
+                           what="constants must be finite")
+        top = None if n_features is None else n_features - 1
+        feature = int_array(field(d, "feature", path), f"{path}.feature", length=n,
+                            min_value=0)
+        var = np.flatnonzero((op == VAR) & (feature > (top if top is not None else
+                                                       np.iinfo(np.int32).max)))
+        if var.size:
+            raise ValueError(f"{path}.feature[{var[0]}] is {feature[var[0]]}; a variable "
+                             f"indexes one of the {n_features} input columns "
+                             f"(0..{n_features - 1})")
+        try:
+            return cls(op, value, feature)
+        except ValueError as err:
+            raise ValueError(f"{path} is not one expression tree in pre-order: {err}") from None
 
 
 SIMPLIFY_MAX_NODES = 25  # sympy.simplify takes about a second or less up to here
+# sympy's printers, hashing and xreplace recurse about four Python frames per level of an
+# unevaluated tree: at Python's default recursion limit (1000) they fail near 250 levels, and
+# the caller's own frames (a notebook, a test runner) come off that. 150 levels leave a wide
+# margin and are far above any fitted model (max_nodes=50 allows at most 50 levels).
+SYMPY_MAX_HEIGHT = 150
+
+
+def check_sympy_height(expr: Expression) -> None:
+    """Refuse a tree that sympy cannot handle (see :data:`SYMPY_MAX_HEIGHT`).
+
+    Raises:
+      ValueError: ``expr`` is more than :data:`SYMPY_MAX_HEIGHT` levels high.
+    """
+    if expr.height > SYMPY_MAX_HEIGHT:
+        raise ValueError(f"the expression is {expr.height} levels high; its sympy form is "
+                         f"limited to SYMPY_MAX_HEIGHT = {SYMPY_MAX_HEIGHT} levels (sympy "
+                         "recurses per level): use to_string(), evaluate() or to_jax() for "
+                         "this tree")
 EXPAND_MAX_NODES = 61  # sympy.expand, to find negligible terms, only on trees this small
 
 
@@ -526,28 +612,37 @@ def jax_graph(op, feature, left, right, X, constant_of):
     Returns:
       ``X.shape[:-1]`` array: the operations of :meth:`Expression.evaluate`, in the same
       order (so the same rounding).
-    """
 
-    def rec(i):
+    The nodes are visited from the last to the first (pre-order puts children after their
+    parent), as :meth:`Expression.evaluate` does: no recursion, so a tree of any height
+    traces.
+    """
+    n = len(op)
+    out: list = [None] * n
+    for i in range(n - 1, -1, -1):
         code = int(op[i])
         if code == CONST:
-            return constant_of(i)
-        if code == VAR:
-            return X[..., int(feature[i])]
-        if code in UNARY_NAMES:
-            return _jax_unary(code, rec(int(left[i])))
-        a, b = rec(int(left[i])), rec(int(right[i]))
-        if code == ADD:
-            return a + b
-        if code == SUB:
-            return a - b
-        if code == MUL:
-            return a * b
-        if code == DIV:
-            return a / b
-        raise ValueError(f"unknown operator code {code} at node {i}")
-
-    return rec(0)
+            out[i] = constant_of(i)
+        elif code == VAR:
+            out[i] = X[..., int(feature[i])]
+        elif code in UNARY_NAMES:
+            a = int(left[i])
+            out[i], out[a] = _jax_unary(code, out[a]), None
+        else:
+            a, b = int(left[i]), int(right[i])
+            x, y = out[a], out[b]
+            out[a] = out[b] = None
+            if code == ADD:
+                out[i] = x + y
+            elif code == SUB:
+                out[i] = x - y
+            elif code == MUL:
+                out[i] = x * y
+            elif code == DIV:
+                out[i] = x / y
+            else:
+                raise ValueError(f"unknown operator code {code} at node {i}")
+    return out[0]
 
 
 def _symbol(feature_names, j: int):
@@ -749,6 +844,19 @@ _TOKEN = re.compile(
 
 
 class _Parser:
+    """Infix text to an :class:`Expression`, with explicit stacks instead of recursion.
+
+    Operator precedence parsing (Dijkstra's shunting yard): operands wait on one stack as
+    pre-order ``(op, value, feature)`` lists, operators and open parentheses on another,
+    so a nesting as deep as the text allows costs memory, not Python stack frames (a
+    recursive descent parser fails with ``RecursionError`` near 300 nested parentheses). The
+    grammar and the trees are those of the recursive form it replaces: ``+ -`` below
+    ``* /``, both left-associative; a prefix ``-`` applies to one factor (``-x1*x2`` is
+    ``(0 - x1) * x2``) and ``-`` before a number is a negative constant.
+    """
+
+    _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
+
     def __init__(self, text: str, feature_names):
         self.text = text
         self.names = None if feature_names is None else [str(n) for n in feature_names]
@@ -770,60 +878,96 @@ class _Parser:
                 kind, tok = "quoted", tok.replace("]]", "]")
             self.tokens.append((kind, tok))
             pos = m.end()
-        self.i = 0
 
-    def peek(self):
-        return self.tokens[self.i] if self.i < len(self.tokens) else (None, None)
-
-    def take(self):
-        tok = self.peek()
-        self.i += 1
-        return tok
+    def _missing(self, opener) -> ValueError:
+        """The error for an opening ``(`` (or ``name(``) whose ``)`` never comes."""
+        if opener[0] == "call":
+            return ValueError(f"missing ')' after {opener[2]}( in {self.text!r}")
+        return ValueError(f"missing ')' in {self.text!r}")
 
     def parse(self) -> Expression:
-        e = self.expr()
-        if self.i != len(self.tokens):
-            raise ValueError(f"unexpected {self.peek()[1]!r} in {self.text!r}")
-        return e
+        operands: list[tuple[list, list, list]] = []
+        # ("bin", symbol) | ("neg",) | ("(",) | ("call", code, name)
+        operators: list[tuple] = []
 
-    def expr(self):
-        e = self.term()
-        while self.peek() in (("sym", "+"), ("sym", "-")):
-            op = self.take()[1]
-            e = Expression.binary(op, e, self.term())
-        return e
+        def reduce_one():
+            top = operators.pop()
+            if top[0] == "neg":  # 0 - operand
+                o, v, f = operands.pop()
+                operands.append(([SUB, CONST] + o, [0.0, 0.0] + v, [0, 0] + f))
+            else:
+                bo, bv, bf = operands.pop()
+                ao, av, af = operands.pop()
+                operands.append(([_SYMBOL_OPS[top[1]]] + ao + bo, [0.0] + av + bv,
+                                 [0] + af + bf))
 
-    def term(self):
-        e = self.factor()
-        while self.peek() in (("sym", "*"), ("sym", "/")):
-            op = self.take()[1]
-            e = Expression.binary(op, e, self.factor())
-        return e
+        def innermost_open():
+            for entry in reversed(operators):
+                if entry[0] in ("(", "call"):
+                    return entry
+            return None
 
-    def factor(self):
-        kind, tok = self.take()
-        if kind == "sym" and tok == "(":
-            e = self.expr()
-            if self.take() != ("sym", ")"):
-                raise ValueError(f"missing ')' in {self.text!r}")
-            return e
-        if kind == "sym" and tok == "-":
-            nk, nt = self.peek()
-            if nk == "num":
-                self.take()
-                return Expression.constant(-float(nt))
-            return Expression.binary("-", Expression.constant(0.0), self.factor())
-        if kind == "num":
-            return Expression.constant(float(tok))
-        if kind == "name" and tok in _UNARY_CODES and self.peek() == ("sym", "("):
-            self.take()
-            e = self.expr()
-            if self.take() != ("sym", ")"):
-                raise ValueError(f"missing ')' after {tok}( in {self.text!r}")
-            return Expression.unary(tok, e)
-        if kind in ("name", "quoted"):
-            return Expression.variable(self._lookup(tok))
-        raise ValueError(f"unexpected {tok!r} in {self.text!r}")
+        tokens = self.tokens
+        n = len(tokens)
+        i = 0
+        expect_operand = True
+        while True:
+            kind, tok = tokens[i] if i < n else (None, None)
+            if expect_operand:
+                i += 1
+                if kind == "sym" and tok == "(":
+                    operators.append(("(",))
+                elif kind == "sym" and tok == "-":
+                    if i < n and tokens[i][0] == "num":
+                        operands.append(([CONST], [-float(tokens[i][1])], [0]))
+                        i += 1
+                        expect_operand = False
+                    else:
+                        operators.append(("neg",))
+                elif kind == "num":
+                    operands.append(([CONST], [float(tok)], [0]))
+                    expect_operand = False
+                elif (kind == "name" and tok in _UNARY_CODES and i < n
+                      and tokens[i] == ("sym", "(")):
+                    i += 1
+                    operators.append(("call", _UNARY_CODES[tok], tok))
+                elif kind in ("name", "quoted"):
+                    operands.append(([VAR], [0.0], [self._lookup(tok)]))
+                    expect_operand = False
+                else:
+                    raise ValueError(f"unexpected {tok!r} in {self.text!r}")
+                continue
+            # after an operand: a binary operator, a closing parenthesis or the end
+            if kind == "sym" and tok in self._PREC:
+                prec = self._PREC[tok]
+                while operators and (operators[-1][0] == "neg" or (
+                        operators[-1][0] == "bin" and self._PREC[operators[-1][1]] >= prec)):
+                    reduce_one()
+                operators.append(("bin", tok))
+                expect_operand = True
+                i += 1
+                continue
+            if kind == "sym" and tok == ")":
+                while operators and operators[-1][0] in ("bin", "neg"):
+                    reduce_one()
+                if not operators:
+                    raise ValueError(f"unexpected {tok!r} in {self.text!r}")
+                opener = operators.pop()
+                if opener[0] == "call":
+                    o, v, f = operands.pop()
+                    operands.append(([opener[1]] + o, [0.0] + v, [0] + f))
+                i += 1
+                continue
+            opener = innermost_open()
+            if opener is not None:
+                raise self._missing(opener)
+            if kind is not None:
+                raise ValueError(f"unexpected {tok!r} in {self.text!r}")
+            break
+        while operators:
+            reduce_one()
+        o, v, f = operands.pop()
+        return Expression(o, v, f)
 
     def _lookup(self, name: str) -> int:
         if self.names is not None:

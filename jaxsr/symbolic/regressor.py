@@ -1320,12 +1320,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def _readable_text(self) -> str:
         """The readable form as text (names that are not plain identifiers bracketed, see
-        :func:`~jaxsr.symbolic.expression.sympy_text`), cached per tree and precision."""
-        from .expression import sympy_text
+        :func:`~jaxsr.symbolic.expression.sympy_text`), cached per tree and precision. A
+        tree more than ``SYMPY_MAX_HEIGHT`` levels high (beyond sympy's recursion) prints
+        its exact fully parenthesised form instead."""
+        from .expression import SYMPY_MAX_HEIGHT, sympy_text
 
         cache = getattr(self, "_readable_cache_", None)  # (tree, precision, text)
         if cache is None or cache[0] is not self.expression_tree_ or cache[1] != self.precision:
-            text = sympy_text(self.readable(), full_prec=False)
+            if self.expression_tree_.height > SYMPY_MAX_HEIGHT:
+                text = self.expression_tree_.to_string(feature_names(self))
+            else:
+                text = sympy_text(self.readable(), full_prec=False)
             cache = self._readable_cache_ = (self.expression_tree_, self.precision, text)
         return cache[2]
 
@@ -1389,26 +1394,41 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     @classmethod
     def from_dict(cls, d: dict) -> SymbolicRegressor:
-        """Rebuild a fitted model from :meth:`to_dict`.
+        """Rebuild a fitted model from :meth:`to_dict`, checking every field.
+
+        An edited or damaged dictionary is refused rather than loaded into a model that
+        predicts something else: the hyperparameters go through the checks of :meth:`fit`,
+        every constant of every tree must be finite and every variable index one of the
+        ``n_features_in_`` columns, the names, the training box, the statistics and the
+        front table must have their types and lengths (:mod:`jaxsr._loading`).
 
         Raises:
-          ValueError: if ``d`` is not a saved SymbolicRegressor.
+          ValueError: not a saved SymbolicRegressor, or a field it cannot hold; the message
+            names the field, e.g. ``tree.value[3] is inf; constants must be finite``.
         """
+        from .. import _loading as L
+
         if not isinstance(d, dict) or d.get("format") != _FORMAT:
             raise ValueError("not a saved jaxsr.SymbolicRegressor (missing 'format' key)")
         if d.get("version") != _VERSION:
             raise ValueError(f"unsupported SymbolicRegressor format version {d.get('version')}")
-        params = dict(d["params"])
+        params = dict(L.mapping(L.field(d, "params"), "params"))
         if isinstance(params.get("unary_operators"), list):  # JSON has no tuples
             params["unary_operators"] = tuple(params["unary_operators"])
-        est = cls(**params)
-        est.expression_tree_ = Expression.from_dict(d["tree"])
+        est = L.build_estimator(cls, params)
+        n_features = L.integer(L.field(d, "n_features_in_"), "n_features_in_", min_value=1)
+        est.n_features_in_ = n_features
+        est.expression_tree_ = Expression.from_dict(L.field(d, "tree"), path="tree",
+                                                    n_features=n_features)
+        for key in ("feature_names", "feature_names_in_"):
+            if d.get(key) is not None:
+                L.string_list(d[key], key, length=n_features)
         names = d.get("feature_names", d.get("feature_names_in_"))
         est.expression_ = est.expression_tree_.to_string(names)
         if d.get("feature_names_in_") is not None:
             est.feature_names_in_ = np.asarray(d["feature_names_in_"], dtype=object)
-        est.n_features_in_ = int(d["n_features_in_"])
-        est.dropped_features_ = list(d.get("dropped_features_", []))
+        est.dropped_features_ = L.string_list(d.get("dropped_features_", []),
+                                              "dropped_features_")
         box = d.get("train_box")  # predict's extrapolation warning (absent: no warning)
         est._train_box_ = None
         if box is not None:
@@ -1421,23 +1441,71 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 raise ValueError(f"train_box must hold the finite minimum and maximum of each "
                                  f"of the {est.n_features_in_} features, minimum <= maximum")
             est._train_box_ = (lo, hi)
-        est.mse_ = float(d["mse_"])
-        est.n_iterations_ = int(d["n_iterations_"])
-        est.stop_reason_ = d.get("stop_reason_", "")
+        est.mse_ = L.real(L.field(d, "mse_"), "mse_", min_value=0, allow_inf=True,
+                          what="the training MSE is a number >= 0")
+        est.n_iterations_ = L.integer(L.field(d, "n_iterations_"), "n_iterations_",
+                                      min_value=0)
+        est.stop_reason_ = L.string(d.get("stop_reason_", ""), "stop_reason_")
         est.n_nodes_ = int(est.expression_tree_.n_nodes)
-        est.history_ = [dict(h) for h in d.get("history_", [])]
+        history = d.get("history_", [])
+        if not isinstance(history, list):
+            raise ValueError(f"history_ must be a list of records; got {L._what(history)}")
+        for i, h in enumerate(history):  # flat records: JSON scalars or lists of them
+            for k, v in L.mapping(h, f"history_[{i}]").items():
+                for j, x in enumerate(v if isinstance(v, list) else [v]):
+                    L.scalar(x, f"history_[{i}].{k}" + (f"[{j}]" if isinstance(v, list)
+                                                          else ""))
+        est.history_ = [dict(h) for h in history]
         front = d.get("front")
         if front is not None:
-            import pandas as pd
-
-            est._front_ = [Expression.from_dict(t) for t in front["trees"]]
-            est.equations_ = pd.DataFrame(front["equations_"])
-            est.selected_index_ = int(front["selected_index_"])
-            est._loss_floor_ = float(front["loss_floor"])
-            rx = front.get("readable_X")
-            est._readable_X_ = None if rx is None else np.asarray(rx, dtype=np.float64)
+            est._front_from_dict(L.mapping(front, "front"), n_features)
         else:  # saved before the front existed: a one-row front of the saved tree
             est._readable_X_ = None
             est._set_front([FrontModel(est.expression_tree_, est.mse_, est.n_iterations_)],
                            floor=0.0)
         return est
+
+    def _front_from_dict(self, front: dict, n_features: int) -> None:
+        """The Pareto front of a saved model (:meth:`to_dict`'s ``front``), every field
+        checked: its trees as the selected one, a table of one JSON scalar per tree and
+        column (``complexity`` equal to each tree's node count), ``selected_index_`` a row,
+        ``loss_floor`` a number >= 0, ``readable_X`` finite rows of ``n_features`` values."""
+        import pandas as pd
+
+        from .. import _loading as L
+
+        trees = L.field(front, "trees", "front")
+        if not isinstance(trees, list) or not trees:
+            raise ValueError("front.trees must be a non-empty list of expressions; got "
+                             f"{L._what(trees)}")
+        self._front_ = [Expression.from_dict(t, path=f"front.trees[{k}]",
+                                             n_features=n_features)
+                        for k, t in enumerate(trees)]
+        table = L.mapping(L.field(front, "equations_", "front"), "front.equations_")
+        for col, values in table.items():
+            path = f"front.equations_.{col}"
+            if not isinstance(values, list) or len(values) != len(trees):
+                raise ValueError(f"{path} must be a list of {len(trees)} entries, one per "
+                                 "tree of front.trees")
+            for k, v in enumerate(values):
+                L.scalar(v, f"{path}[{k}]")
+        if "complexity" in table:
+            for k, (v, t) in enumerate(zip(table["complexity"], self._front_, strict=True)):
+                if L.integer(v, f"front.equations_.complexity[{k}]") != t.n_nodes:
+                    raise ValueError(f"front.equations_.complexity[{k}] is {v}, but "
+                                     f"front.trees[{k}] has {t.n_nodes} nodes")
+        self.equations_ = pd.DataFrame(table)
+        self.selected_index_ = L.integer(L.field(front, "selected_index_", "front"),
+                                         "front.selected_index_", min_value=0,
+                                         max_value=len(trees) - 1)
+        self._loss_floor_ = L.real(L.field(front, "loss_floor", "front"), "front.loss_floor",
+                                   min_value=0, what="the loss floor is a finite number >= 0")
+        rx = front.get("readable_X")
+        if rx is not None:
+            rows = rx if isinstance(rx, list) else None
+            if rows is None or not rows:
+                raise ValueError("front.readable_X must be null or a non-empty list of rows; "
+                                 f"got {L._what(rx)}")
+            rx = np.stack([L.real_array(r, f"front.readable_X[{i}]", length=n_features)
+                           for i, r in enumerate(rows)])
+        self._readable_X_ = rx

@@ -95,45 +95,75 @@ def scale_output(expr: Expression, s: float) -> Expression:
     denominator), whichever needs fewer new nodes; only a variable with no constant to
     absorb the factor becomes ``s * x`` (two nodes more).
     """
-    memo: dict[tuple[int, bool], int] = {}
-
-    def cost(i, inv):
-        key = (i, inv)
-        if key not in memo:
-            op = int(expr.op[i])
-            if op == CONST:
-                memo[key] = 0
-            elif op == VAR or op >= SQRT:  # a unary node is scaled as a leaf
-                memo[key] = 2
-            else:
-                left, right = int(expr.left[i]), int(expr.right[i])
-                if op in (ADD, SUB):
-                    memo[key] = cost(left, inv) + cost(right, inv)
-                elif op == MUL:
-                    memo[key] = min(cost(left, inv), cost(right, inv))
-                else:
-                    memo[key] = min(cost(left, inv), cost(right, not inv))
-        return memo[key]
-
-    def build(i, inv):
-        op = int(expr.op[i])
-        f = 1.0 / s if inv else s
+    # cost[i, inv]: new nodes to scale the subtree at i by s (inv: by 1/s); children sit
+    # after their parent in pre-order, so one backward pass fills it (no recursion: a tree
+    # of any height)
+    n = expr.n_nodes
+    op_, left_, right_ = expr.op, expr.left, expr.right
+    cost = np.zeros((n, 2), dtype=np.int64)
+    for i in range(n - 1, -1, -1):
+        op = int(op_[i])
         if op == CONST:
-            return Expression.constant(float(expr.value[i]) * f)
-        if op == VAR or op >= SQRT:
-            return Expression.binary(MUL, Expression.constant(f), expr.subtree(i))
-        left, right = int(expr.left[i]), int(expr.right[i])
-        if op in (ADD, SUB):
-            return Expression.binary(op, build(left, inv), build(right, inv))
-        if op == MUL:
-            if cost(left, inv) <= cost(right, inv):
-                return Expression.binary(op, build(left, inv), expr.subtree(right))
-            return Expression.binary(op, expr.subtree(left), build(right, inv))
-        if cost(left, inv) <= cost(right, not inv):
-            return Expression.binary(op, build(left, inv), expr.subtree(right))
-        return Expression.binary(op, expr.subtree(left), build(right, not inv))
+            continue
+        if op == VAR or op >= SQRT:  # a unary node is scaled as a leaf
+            cost[i] = 2
+            continue
+        a, b = int(left_[i]), int(right_[i])
+        for inv in (0, 1):
+            if op in (ADD, SUB):
+                cost[i, inv] = cost[a, inv] + cost[b, inv]
+            elif op == MUL:
+                cost[i, inv] = min(cost[a, inv], cost[b, inv])
+            else:
+                cost[i, inv] = min(cost[a, inv], cost[b, 1 - inv])
 
-    return build(0, False)
+    # the scaled tree, written in pre-order from a stack of tasks: ("scale", i, inv) or
+    # ("copy", i) (the subtree at i as it is)
+    ops: list[int] = []
+    vals: list[float] = []
+    feats: list[int] = []
+    sizes = expr.subtree_sizes
+    tasks: list[tuple] = [("scale", 0, 0)]
+    while tasks:
+        task = tasks.pop()
+        i = task[1]
+        if task[0] == "copy":
+            k = int(sizes[i])
+            ops.extend(op_[i:i + k].tolist())
+            vals.extend(expr.value[i:i + k].tolist())
+            feats.extend(expr.feature[i:i + k].tolist())
+            continue
+        inv = task[2]
+        f = 1.0 / s if inv else s
+        op = int(op_[i])
+        if op == CONST:
+            ops.append(CONST)
+            vals.append(float(expr.value[i]) * f)
+            feats.append(0)
+            continue
+        if op == VAR or op >= SQRT:
+            ops += [MUL, CONST]
+            vals += [0.0, f]
+            feats += [0, 0]
+            tasks.append(("copy", i))
+            continue
+        a, b = int(left_[i]), int(right_[i])
+        ops.append(op)
+        vals.append(0.0)
+        feats.append(0)
+        if op in (ADD, SUB):
+            second, first = ("scale", b, inv), ("scale", a, inv)
+        elif op == MUL:
+            if cost[a, inv] <= cost[b, inv]:
+                first, second = ("scale", a, inv), ("copy", b)
+            else:
+                first, second = ("copy", a), ("scale", b, inv)
+        elif cost[a, inv] <= cost[b, 1 - inv]:
+            first, second = ("scale", a, inv), ("copy", b)
+        else:
+            first, second = ("copy", a), ("scale", b, 1 - inv)
+        tasks += [second, first]  # the first child is written first
+    return Expression(ops, vals, feats)
 
 
 @program(static_argnames=("n_slots",))

@@ -542,30 +542,81 @@ class Binarizer(TransformerMixin, BaseEstimator):
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> Binarizer:
-        """Rebuild a :class:`Binarizer` saved by :meth:`to_dict`.
+    def from_dict(cls, d: dict, *, path: str = "") -> Binarizer:
+        """Rebuild a :class:`Binarizer` saved by :meth:`to_dict`, checking every field.
+
+        The parameters go through the checks of :meth:`fit`; each binary feature must be
+        ``[column, "<=", finite threshold]`` on a numeric column or ``[column, "==",
+        value]`` on a categorical one (another operator would silently change what the
+        column means), with ``column`` one of the input columns.
+
+        Args:
+          d: the dictionary.
+          path: the name of ``d`` in error messages (a saved tree model passes
+            ``binarizer``).
 
         Raises:
-          ValueError: if ``d`` is not a dict written by :meth:`to_dict`.
+          ValueError: if ``d`` is not a dict written by :meth:`to_dict`, or a field it
+            cannot hold; the message names the field, e.g. ``fitted.features[3][1] is
+            '<'; ...``.
         """
+        from .. import _loading as L
+
+        def at(key):
+            return f"{path}.{key}" if path else key
+
         if not isinstance(d, dict) or d.get("class") != "Binarizer" or "params" not in d:
             raise ValueError("not a Binarizer dict (expected the output of Binarizer.to_dict())")
         if d.get("version") != _FORMAT_VERSION:
             raise ValueError(f"unsupported Binarizer dict version {d.get('version')!r}")
-        b = cls(**d["params"])
+        b = L.build_estimator(cls, d["params"], at("params"))
         fitted = d.get("fitted")
         if fitted is not None:
-            names = list(fitted["feature_names_in"])
-            kept = [(int(j), str(op), float(v) if op == "<=" else v)
-                    for j, op, v in fitted["features"]]
-            b._set_fitted(
-                names,
-                bool(fitted["fitted_on_frame"]),
-                set(fitted["categorical_columns"]),
-                kept,
-                [tuple(x) for x in fitted["dropped"]],
-            )
-            if fitted.get("has_feature_names", fitted["fitted_on_frame"]):
+            fp = at("fitted")
+            L.mapping(fitted, fp)
+            names = L.string_list(L.field(fitted, "feature_names_in", fp),
+                                  f"{fp}.feature_names_in")
+            n_in = len(names)
+            on_frame = L.boolean(L.field(fitted, "fitted_on_frame", fp),
+                                 f"{fp}.fitted_on_frame")
+            cat = L.int_array(L.field(fitted, "categorical_columns", fp),
+                              f"{fp}.categorical_columns", min_value=0,
+                              max_value=n_in - 1).tolist()
+            feats = L.field(fitted, "features", fp)
+            if not isinstance(feats, list):
+                raise ValueError(f"{fp}.features must be a list; got {L._what(feats)}")
+            kept = []
+            for k, f in enumerate(feats):
+                fk = f"{fp}.features[{k}]"
+                if not isinstance(f, list) or len(f) != 3:
+                    raise ValueError(f"{fk} must be [column, operator, value]; got "
+                                     f"{L._what(f)}")
+                j = L.integer(f[0], f"{fk}[0]", min_value=0, max_value=n_in - 1)
+                op = f[1]
+                if op == "<=":
+                    if j in cat:
+                        raise ValueError(f"{fk}[1] is '<=' on the categorical column {j}; "
+                                         "a categorical column's features are '=='")
+                    kept.append((j, op, L.real(f[2], f"{fk}[2]",
+                                               what="thresholds must be finite")))
+                elif op == "==":
+                    if j not in cat:
+                        raise ValueError(f"{fk}[1] is '==' on the numeric column {j}; a "
+                                         "numeric column's features are '<=' thresholds "
+                                         f"(or list {j} in {fp}.categorical_columns)")
+                    kept.append((j, op, L.scalar(f[2], f"{fk}[2]")))
+                else:
+                    raise ValueError(f"{fk}[1] is {L._what(op)}; the operator of a binary "
+                                     "feature is '<=' (a threshold) or '==' (a category)")
+            dropped = L.field(fitted, "dropped", fp)
+            if not isinstance(dropped, list):
+                raise ValueError(f"{fp}.dropped must be a list; got {L._what(dropped)}")
+            for k, x in enumerate(dropped):
+                L.string_list(x, f"{fp}.dropped[{k}]", length=2)
+            has_names = L.boolean(fitted.get("has_feature_names", on_frame),
+                                  f"{fp}.has_feature_names")
+            b._set_fitted(names, on_frame, set(cat), kept, [tuple(x) for x in dropped])
+            if has_names:
                 b.feature_names_in_ = np.asarray(names, dtype=object)
         return b
 

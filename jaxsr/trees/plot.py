@@ -59,21 +59,22 @@ def _layout(tree: Tree) -> tuple[np.ndarray, np.ndarray]:
     x = np.zeros(tree.n_nodes)
     depth = np.zeros(tree.n_nodes, dtype=int)
     next_leaf = 0
-
-    def place(i: int, d: int) -> None:
-        nonlocal next_leaf
+    # depth-first with an explicit stack (no recursion: a tree of any depth): a node is
+    # visited once going down (leaves get their x) and once more after both children
+    # (a split is centred over them)
+    stack: list[tuple[int, int, bool]] = [(0, 0, False)] if tree.n_nodes else []
+    while stack:
+        i, d, done = stack.pop()
+        t, f = int(tree.true_child[i]), int(tree.false_child[i])
+        if done:
+            x[i] = 0.5 * (x[t] + x[f])
+            continue
         depth[i] = d
         if tree.feature[i] < 0:
             x[i] = next_leaf
             next_leaf += 1
-            return
-        t, f = int(tree.true_child[i]), int(tree.false_child[i])
-        place(t, d + 1)
-        place(f, d + 1)
-        x[i] = 0.5 * (x[t] + x[f])
-
-    if tree.n_nodes:
-        place(0, 0)
+            continue
+        stack += [(i, d, True), (f, d + 1, False), (t, d + 1, False)]
     return x, depth
 
 

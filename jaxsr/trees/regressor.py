@@ -495,32 +495,96 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
 
     @classmethod
     def from_dict(cls, d: dict) -> OptimalTreeRegressor:
-        """Rebuild a fitted model from :meth:`to_dict` output.
+        """Rebuild a fitted model from :meth:`to_dict` output, checking every field.
+
+        An edited or damaged dictionary is refused rather than loaded into a model that
+        predicts something else or carries a false certificate: the hyperparameters go
+        through the checks of :meth:`fit`, the binarizer through
+        :meth:`Binarizer.from_dict`, the tree through :meth:`Tree.from_dict` (splits on one
+        of the binary features), the names must match the binarizer's output, and the
+        certificate must hold together (numbers >= 0, ``lower_bound <= objective``,
+        ``gap = objective - lower_bound``).
 
         Raises:
-          ValueError: not a dictionary written by :meth:`to_dict`.
+          ValueError: not a dictionary written by :meth:`to_dict`, or a field it cannot
+            hold; the message names the field, e.g. ``certificate.lower_bound is 2.5, above
+            certificate.objective 1.25``.
         """
+        from .. import _loading as L
+
         if not isinstance(d, dict) or d.get("format") != _FORMAT:
             raise ValueError(f"not a {_FORMAT} dictionary (missing or wrong 'format')")
-        params = dict(d["params"])
-        params["bounds"] = tuple(params.get("bounds", ALL_BOUNDS))
-        est = cls(**params)
+        if d.get("version", 1) != 1:
+            raise ValueError(f"unsupported {_FORMAT} version {d.get('version')!r}")
+        params = dict(L.mapping(L.field(d, "params"), "params"))
+        if isinstance(params.get("bounds", ALL_BOUNDS), list):  # JSON has no tuples
+            params["bounds"] = tuple(params["bounds"])
+        est = L.build_estimator(cls, params)
+        has_names = L.boolean(d.get("has_feature_names", True), "has_feature_names")
+        in_names = d.get("feature_names_in")
+        if in_names is not None:
+            L.string_list(in_names, "feature_names_in")
+        if "n_features_in" in d or in_names is None:
+            n_in = L.integer(L.field(d, "n_features_in"), "n_features_in", min_value=1)
+        else:
+            n_in = len(in_names)
+        if in_names is not None and len(in_names) != n_in:
+            raise ValueError(f"feature_names_in has {len(in_names)} names; the model has "
+                             f"n_features_in = {n_in} features")
+        if has_names and in_names is None:
+            raise ValueError("feature_names_in is missing, but has_feature_names is true")
+        bnames = L.string_list(L.field(d, "binary_feature_names"), "binary_feature_names")
         if d.get("binarizer") is not None:
             from .binarize import Binarizer
-            est.binarizer = Binarizer.from_dict(d["binarizer"])
+            est.binarizer = Binarizer.from_dict(d["binarizer"], path="binarizer")
             est.binarizer_ = est.binarizer
+            b = est.binarizer_
+            if not hasattr(b, "features_"):
+                raise ValueError("binarizer has no fitted state ('fitted'); a fitted model's "
+                                 "binarizer is fitted")
+            if b.n_features_in_ != n_in:
+                raise ValueError(f"binarizer.fitted.feature_names_in has {b.n_features_in_} "
+                                 f"names; the model has n_features_in = {n_in} features")
+            if list(b.feature_names_out_) != bnames:
+                raise ValueError("binary_feature_names differ from the names of the "
+                                 "binarizer's features (binarizer.fitted.features); one of "
+                                 "them was edited")
         else:
             est.binarizer_ = None
-        est.tree_ = Tree.from_dict(d["tree"])
-        if d.get("has_feature_names", True):
-            est.feature_names_in_ = np.asarray(d["feature_names_in"], dtype=object)
-        est.n_features_in_ = int(d.get("n_features_in", len(d["feature_names_in"])))
-        est.binary_feature_names_ = list(d["binary_feature_names"])
+            if len(bnames) != n_in:
+                raise ValueError(f"binary_feature_names has {len(bnames)} names; without a "
+                                 f"binarizer the model's {n_in} features are its binary "
+                                 "features")
+        est.tree_ = Tree.from_dict(L.field(d, "tree"), path="tree", n_features=len(bnames))
+        if has_names:
+            est.feature_names_in_ = np.asarray(in_names, dtype=object)
+        est.n_features_in_ = n_in
+        est.binary_feature_names_ = list(bnames)
         est.tree_.feature_names = list(est.binary_feature_names_)
-        est.normalizer_ = float(d["normalizer"])
-        c = d["certificate"]
-        est.objective_, est.loss_ = float(c["objective"]), float(c["loss"])
-        est.lower_bound_, est.gap_ = float(c["lower_bound"]), float(c["gap"])
-        est.optimal_, est.timed_out_ = bool(c["optimal"]), bool(c["timed_out"])
+        est.normalizer_ = L.real(L.field(d, "normalizer"), "normalizer", allow_inf=True,
+                                 what="the loss normaliser is a number > 0")
+        if not est.normalizer_ > 0:
+            raise ValueError(f"normalizer is {est.normalizer_!r}; it must be > 0")
+        c = L.mapping(L.field(d, "certificate"), "certificate")
+        num = {k: L.real(L.field(c, k, "certificate"), f"certificate.{k}", min_value=0,
+                         what="the certificate's numbers must be finite")
+               for k in ("objective", "loss", "lower_bound", "gap")}
+        obj, lb = num["objective"], num["lower_bound"]
+        if lb > obj:
+            raise ValueError(f"certificate.lower_bound is {lb!r}, above certificate.objective "
+                             f"{obj!r}; a lower bound on the optimum cannot exceed the "
+                             "objective of a tree")
+        if num["loss"] > obj:
+            raise ValueError(f"certificate.loss is {num['loss']!r}, above "
+                             f"certificate.objective {obj!r} (the loss plus the leaf "
+                             "penalty)")
+        if abs(num["gap"] - (obj - lb)) > 1e-12 * max(1.0, obj):
+            raise ValueError(f"certificate.gap is {num['gap']!r}; it must be objective - "
+                             f"lower_bound = {obj - lb!r}")
+        est.objective_, est.loss_ = obj, num["loss"]
+        est.lower_bound_, est.gap_ = lb, num["gap"]
+        est.optimal_ = L.boolean(L.field(c, "optimal", "certificate"), "certificate.optimal")
+        est.timed_out_ = L.boolean(L.field(c, "timed_out", "certificate"),
+                                   "certificate.timed_out")
         est.n_leaves_, est.depth_ = est.tree_.n_leaves, est.tree_.depth
         return est

@@ -128,19 +128,22 @@ class Tree:
         """
         self.format_value(0.0, decimals)  # checks decimals
         lines: list[str] = []
-
-        def rec(i, depth):
+        # depth-first with an explicit stack (a tree of any depth, no recursion): a node
+        # is ("node", i, depth), the "else" line between a split's branches ("else", pad)
+        stack: list[tuple] = [("node", 0, 0)] if self.n_nodes else []
+        while stack:
+            item = stack.pop()
+            if item[0] == "else":
+                lines.append(item[1] + "else")
+                continue
+            _, i, depth = item
             pad = "|   " * depth + "|--- "
             if self.feature[i] < 0:
                 lines.append(pad + self.leaf_label(i, decimals, show_counts))
-                return
+                continue
             lines.append(pad + self.condition(i, feature_names))
-            rec(int(self.true_child[i]), depth + 1)
-            lines.append(pad + "else")
-            rec(int(self.false_child[i]), depth + 1)
-
-        if self.n_nodes:
-            rec(0, 0)
+            stack += [("node", int(self.false_child[i]), depth + 1), ("else", pad),
+                      ("node", int(self.true_child[i]), depth + 1)]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ JSON
@@ -158,33 +161,64 @@ class Tree:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Tree:
-        """Rebuild a tree from :meth:`to_dict` output.
+    def from_dict(cls, d: dict, *, path: str = "tree", n_features: int | None = None
+                  ) -> Tree:
+        """Rebuild a tree from :meth:`to_dict` output, checking every field.
+
+        Args:
+          d: the dictionary.
+          path: the name of ``d`` in error messages (a saved model passes ``tree``).
+          n_features: the number of binary features, if known: a split tests one of them.
 
         Raises:
-          ValueError: missing keys, arrays of different lengths, or child indices that do
-            not form a tree.
+          ValueError: naming the field: missing keys, arrays of different lengths or of the
+            wrong types, a split feature below 0 (or, with ``n_features``, beyond the
+            binary features), a non-finite prediction, negative counts or weights, a leaf
+            with children, or child indices that do not form one tree in pre-order (every
+            child after its parent, every node but the root the child of one split).
         """
-        keys = ["feature", "true_child", "false_child", "value", "n_samples", "weight",
-                "loss"]
-        missing = [k for k in keys if k not in d]
-        if missing:
-            raise ValueError(f"tree dictionary lacks the keys {missing}")
+        from .._loading import field, int_array, mapping, real_array, string_list
+
+        mapping(d, path)
+        feature = int_array(field(d, "feature", path), f"{path}.feature", min_length=1,
+                            min_value=-1,
+                            max_value=None if n_features is None else n_features - 1)
+        n = feature.shape[0]
         arrs = {
-            "feature": np.asarray(d["feature"], dtype=int),
-            "true_child": np.asarray(d["true_child"], dtype=int),
-            "false_child": np.asarray(d["false_child"], dtype=int),
-            "value": np.asarray(d["value"], dtype=float),
-            "n_samples": np.asarray(d["n_samples"], dtype=int),
-            "weight": np.asarray(d["weight"], dtype=float),
-            "loss": np.asarray(d["loss"], dtype=float),
+            "feature": feature,
+            "true_child": int_array(field(d, "true_child", path), f"{path}.true_child",
+                                    length=n, min_value=-1, max_value=n - 1),
+            "false_child": int_array(field(d, "false_child", path), f"{path}.false_child",
+                                     length=n, min_value=-1, max_value=n - 1),
+            "value": real_array(field(d, "value", path), f"{path}.value", length=n,
+                                what="predictions must be finite"),
+            "n_samples": int_array(field(d, "n_samples", path), f"{path}.n_samples",
+                                   length=n, min_value=0),
+            "weight": real_array(field(d, "weight", path), f"{path}.weight", length=n,
+                                 min_value=0, what="sample weights must be finite"),
+            "loss": real_array(field(d, "loss", path), f"{path}.loss", length=n, min_value=0,
+                               allow_inf=True),
         }
-        n = arrs["feature"].shape[0]
-        if n == 0 or any(a.shape != (n,) for a in arrs.values()):
-            raise ValueError("tree dictionary arrays must be 1-D, non-empty, of one length")
-        inner = arrs["feature"] >= 0
-        kids = np.concatenate([arrs["true_child"][inner], arrs["false_child"][inner]])
-        if kids.size and (kids.min() < 1 or kids.max() >= n
-                          or np.unique(kids).size != kids.size or kids.size != n - 1):
-            raise ValueError("tree dictionary child indices do not form a tree")
-        return cls(**arrs, feature_names=d.get("feature_names"))
+        seen = np.zeros(n, dtype=bool)
+        for i in range(n):
+            kids = (int(arrs["true_child"][i]), int(arrs["false_child"][i]))
+            if feature[i] < 0:
+                if kids != (-1, -1):
+                    raise ValueError(f"{path}.true_child[{i}] / false_child[{i}] are {kids}; "
+                                     f"node {i} is a leaf (feature -1), whose children are "
+                                     "-1")
+                continue
+            for name, c in zip(("true_child", "false_child"), kids, strict=True):
+                if c <= i or seen[c]:
+                    raise ValueError(f"{path}.{name}[{i}] is {c}; a child index must come "
+                                     f"after its node ({i + 1}..{n - 1}) and belong to one "
+                                     "split only")
+                seen[c] = True
+        if n > 1 and int(seen.sum()) != n - 1:
+            orphan = int(np.flatnonzero(~seen[1:])[0]) + 1
+            raise ValueError(f"{path}: node {orphan} is no split's child; the child indices "
+                             "do not form one tree")
+        names = d.get("feature_names")
+        if names is not None:
+            names = string_list(names, f"{path}.feature_names", length=n_features)
+        return cls(**arrs, feature_names=names)

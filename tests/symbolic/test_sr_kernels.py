@@ -1,5 +1,7 @@
 """Kernels: node-equation invariant on random trees, closed forms, vmap == loop, printing."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -559,3 +561,60 @@ def test_polish_jacobian_from_node_equations_equals_forward_mode():
         np.testing.assert_allclose(v_eq, v_fw, rtol=1e-9, atol=1e-12)
         n_checked += 1
     assert n_checked >= 5
+
+
+def _nested_chain(levels):
+    """``((((x1 + 0.5) * 0.75) - x2) ...)``: ``levels`` operators deep, built node by node."""
+    e = Expression.variable(0)
+    for k in range(levels):
+        o, arg = ((ADD, Expression.constant(0.5)), (MUL, Expression.constant(0.75)),
+                  (SUB, Expression.variable(1)))[k % 3]
+        e = Expression.binary(o, e, arg)
+    return e
+
+
+def test_parse_print_and_evaluate_trees_of_any_depth():
+    from jaxsr.symbolic.expression import SYMPY_MAX_HEIGHT
+
+    # 500 nested parentheses around one expression: the same tree as without them
+    assert Expression.parse("(" * 500 + "1.5 * x1" + ")" * 500) == Expression.parse("1.5 * x1")
+    assert Expression.parse("-" * 300 + "x1").height == 301  # 0 - (0 - (... x1))
+    deep = _nested_chain(1500)
+    text = deep.to_string()
+    assert text.startswith("(" * 1500 + "x1 + 0.5)")
+    assert Expression.parse(text) == deep
+    X = np.column_stack([np.linspace(0.1, 1.0, 9), np.linspace(-0.5, 0.5, 9)])
+    v = X[:, 0].copy()
+    for k in range(1500):
+        v = (v + 0.5, v * 0.75, v - X[:, 1])[k % 3]
+    np.testing.assert_allclose(deep.evaluate(X), v, rtol=1e-13)
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(np.asarray(jax.jit(deep.to_jax())(X)), v, rtol=1e-12)
+    # the errors of the parser name what is wrong
+    for bad, message in (("((x1 + 2)", "missing ')'"), ("(x1 x2)", "missing ')'"),
+                         ("x1))", "unexpected ')'"), ("sqrt(x1", "missing ')' after sqrt("),
+                         ("x1 +", "unexpected None"), ("x1 (2)", "unexpected '('")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Expression.parse(bad)
+    # sympy recurses per level: beyond SYMPY_MAX_HEIGHT its form is refused, the readable
+    # text is the exact one
+    ok = _nested_chain(SYMPY_MAX_HEIGHT - 1)
+    assert ok.sympy() is not None
+    tall = _nested_chain(SYMPY_MAX_HEIGHT)
+    with pytest.raises(ValueError, match=f"is {SYMPY_MAX_HEIGHT + 1} levels high; its sympy "
+                       f"form is limited to SYMPY_MAX_HEIGHT = {SYMPY_MAX_HEIGHT} levels"):
+        tall.sympy()
+    assert tall.readable_string() == tall.to_string()
+
+
+def test_initial_expression_with_500_nested_parentheses():
+    from jaxsr import SymbolicRegressor
+
+    X, y = _grow_data(37, 11)  # the shapes of the warm-start test: compiled once
+    sr = SymbolicRegressor(max_iterations=0, max_nodes=13, strategy=1, beam_width=1,
+                           model_selection="accuracy",
+                           initial_expression="(" * 500 + "(1.5 * x1) * x2" + ")" * 500
+                           ).fit(X, y)
+    assert sr.expression_ == "((1.5 * x1) * x2)"
+    np.testing.assert_allclose(sr.mse_, np.mean((1.5 * X[:, 0] * X[:, 1] - y) ** 2),
+                               rtol=1e-12)

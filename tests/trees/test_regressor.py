@@ -268,3 +268,34 @@ def test_auto_exact_levels_from_distinct_rows_not_samples():
         m = OptimalTreeRegressor(regularization=0.01, depth_budget=4, exact_levels=el).fit(X, y)
         assert m.exact_levels_ == el and m.optimal_ and auto.optimal_
         assert m.objective_ == pytest.approx(auto.objective_, rel=1e-9, abs=1e-12)
+
+
+def test_a_tree_of_1500_levels_loads_prints_and_predicts():
+    # a chain: split i tests feature i % 3; its true child is a leaf, its false child the
+    # next split; pre-order: split, leaf, split, leaf, ..., last leaf
+    levels, M = 1500, 3
+    feature, true_child, false_child, value = [], [], [], []
+    for k in range(levels):
+        i = 2 * k
+        feature += [k % M, -1]
+        true_child += [i + 1, -1]
+        false_child += [i + 2, -1]
+        value += [0.0, float(k)]
+    feature.append(-1)
+    true_child.append(-1)
+    false_child.append(-1)
+    value.append(-1.0)
+    n = len(feature)
+    d = {"feature": feature, "true_child": true_child, "false_child": false_child,
+         "value": value, "n_samples": [1] * n, "weight": [1.0] * n, "loss": [0.0] * n}
+    tree = Tree.from_dict(json.loads(json.dumps(d)), n_features=M)
+    assert tree.depth == levels + 1
+    lines = tree.export_text().splitlines()
+    assert len(lines) == 3 * levels + 1  # a test, its leaf and an "else" per level; last leaf
+    assert lines[-1] == "|   " * levels + "|--- predict -1.0000  (n = 1)"
+    X = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    np.testing.assert_array_equal(tree.predict(X), [0.0, 1.0, 2.0, -1.0])
+    from jaxsr.trees.plot import _layout
+
+    x, depth = _layout(tree)
+    assert depth.max() == levels and x[-1] == levels  # the last leaf is the rightmost
