@@ -84,12 +84,12 @@ load native code as trusting as the pickle, so the checks above are needed eithe
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import inspect
 import os
 import pickletools
+import queue
 import secrets
 import stat
 import tempfile
@@ -97,7 +97,7 @@ import threading
 import time
 import warnings
 import weakref
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 import jax
@@ -137,16 +137,45 @@ _ALLOWED_GLOBALS = frozenset({
 _STATE = {"folder": None, "warned": set(), "keys": {}}
 _LOCK = threading.Lock()
 _INSTANCES: weakref.WeakSet[CachedProgram] = weakref.WeakSet()
-_EXECUTOR: list[ThreadPoolExecutor] = []
+_EXECUTOR: list[_CompileWorker] = []
 
 
-def _executor() -> ThreadPoolExecutor:
+class _CompileWorker:
+    """One daemon thread that runs the submitted calls in order, each into a
+    ``concurrent.futures.Future``.
+
+    Not a ``ThreadPoolExecutor``: the interpreter joins an executor's threads at exit, so
+    a compilation started ahead for a fit that has ended (or was interrupted with Ctrl-C)
+    kept the process alive for seconds after the user's last line. A daemon thread ends
+    with the process; an executable it had not finished is simply not cached.
+    """
+
+    def __init__(self):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._work, name="jaxsr-compile", daemon=True).start()
+
+    def submit(self, fn, *args) -> Future:
+        fut: Future = Future()
+        self._jobs.put((fut, fn, args))
+        return fut
+
+    def _work(self) -> None:
+        while True:
+            fut, fn, args = self._jobs.get()
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
+                fut.set_exception(err)
+
+
+def _executor() -> _CompileWorker:
     """The one worker thread of :meth:`CachedProgram.prefetch` (one compilation ahead at
     a time, beside the caller's own)."""
     with _LOCK:
         if not _EXECUTOR:
-            _EXECUTOR.append(ThreadPoolExecutor(max_workers=1,
-                                                thread_name_prefix="jaxsr-compile"))
+            _EXECUTOR.append(_CompileWorker())
         return _EXECUTOR[0]
 
 
@@ -543,21 +572,16 @@ class CachedProgram:
         key, values, _ = found
         if key in self._memory:
             return False
-        cfg = jax.config
-        settings = (bool(cfg.jax_enable_x64), cfg.jax_default_matmul_precision,
-                    cfg.jax_numpy_dtype_promotion)
-        self._memory[key] = _executor().submit(self._compile_with, settings, values)
+        from ._config import thread_settings
+
+        self._memory[key] = _executor().submit(self._compile_with, thread_settings(), values)
         return True
 
     def _compile_with(self, settings, values):
         """:meth:`_load_or_compile` on a worker thread, under the caller's scoped JAX
-        settings (they are per thread)."""
-        x64, matmul, promotion = settings
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(jax.enable_x64(x64))
-            if matmul is not None:
-                stack.enter_context(jax.default_matmul_precision(matmul))
-            stack.enter_context(jax.numpy_dtype_promotion(promotion))
+        settings (``settings``: :func:`jaxsr._config.thread_settings`; they are per
+        thread)."""
+        with settings():
             return self._load_or_compile(values)
 
     def _key(self, args, kwargs):

@@ -105,6 +105,33 @@ def precision(dtype=None) -> Iterator[np.dtype]:
         yield dt
 
 
+def thread_settings():
+    """The calling thread's scoped JAX settings, as a function that re-enters them in
+    another thread: ``with thread_settings()():`` (JAX keeps ``enable_x64``, the default
+    device, the matmul precision and the dtype promotion per thread, so work handed to a
+    worker thread would otherwise run under the global ones).
+
+    Returns:
+      a function of no arguments returning a context manager.
+    """
+    cfg = jax.config
+    x64, device = bool(cfg.jax_enable_x64), cfg.jax_default_device
+    matmul, promotion = cfg.jax_default_matmul_precision, cfg.jax_numpy_dtype_promotion
+
+    @contextlib.contextmanager
+    def scoped():
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(jax.enable_x64(x64))
+            if device is not None:
+                stack.enter_context(jax.default_device(device))
+            if matmul is not None:
+                stack.enter_context(jax.default_matmul_precision(matmul))
+            stack.enter_context(jax.numpy_dtype_promotion(promotion))
+            yield
+
+    return scoped
+
+
 # Buckets per octave of the sample-size padding: sizes m * 2**e with m in 8 .. 15, so at
 # most 1/8 of a padded dataset is padding.
 _BUCKET_STEPS = 8

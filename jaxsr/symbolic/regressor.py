@@ -14,7 +14,14 @@ import numpy as np
 
 from .. import _memory, _progress
 from .._base import BaseEstimator, RegressorMixin, check_fitted
-from .._config import precision, resolve_dtype, resolve_mesh, sample_bucket, to_device
+from .._config import (
+    precision,
+    resolve_dtype,
+    resolve_mesh,
+    sample_bucket,
+    thread_settings,
+    to_device,
+)
 from .._validation import (
     check_choice,
     check_int,
@@ -716,23 +723,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         with _progress.FitProgress("SymbolicRegressor", self.progress) as bar:
             if square_exact:
                 run.stop_reason = square.stop_reason_
-            elif deadline is None:
-                self._fit_run(*args)
             else:
-                # max_time is wall-clock including compilation (which cannot be
-                # interrupted): the fit runs in a worker thread and, at the deadline, the
-                # last accepted tree is returned; the worker stops at its next check
-                worker = threading.Thread(target=contextvars.copy_context().run,
-                                          args=(self._fit_run, *args), daemon=False)
-                worker.start()
-                # keep a reserve (a quarter of the budget, at most 1 s) to build the front
-                # after the search (its readable column, which needs sympy, is built only
-                # when ``equations_`` is first read, never inside fit)
-                reserve = min(1.0, 0.25 * float(self.max_time))
-                worker.join(max(0.0, deadline - reserve - time.perf_counter()))
-                if worker.is_alive():
-                    run.stop()
-                    run.stop_reason = "max_time"
+                self._run_in_worker(run, args, deadline)
         if run.error is not None:
             raise run.error
         expr, mse, n_hist = run.snapshot
@@ -929,9 +921,55 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
+    def _run_in_worker(self, run, args, deadline) -> None:
+        """:meth:`_fit_run` in a worker thread (``jaxsr-fit``), the caller waiting for it.
+
+        A kernel or a compilation in flight cannot be interrupted, but the caller stays
+        responsive: at the deadline (``max_time`` minus a reserve of a quarter of the
+        budget, at most 1 s, to build the front) it asks the search to stop
+        (``run.stop()``) and waits for the worker to end at its next check, for at most
+        half the reserve: when ``fit`` returns, no search runs on behind it, except a
+        compilation (or one long kernel) already in flight, which ends in the background
+        without starting anything else; on ``KeyboardInterrupt`` (Ctrl-C) it
+        asks the same, waits at most a second and re-raises, leaving the estimator as it
+        was before ``fit``. The thread is a daemon: a step still in flight never keeps the
+        interpreter from exiting. It runs under the caller's scoped JAX settings
+        (:func:`jaxsr._config.thread_settings`).
+        """
+        settings = thread_settings()
+
+        def work():
+            with settings():
+                self._fit_run(*args)
+
+        worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
+                                  name="jaxsr-fit", daemon=True)
+        reserve = 0.0 if deadline is None else min(1.0, 0.25 * float(self.max_time))
+        stop_at = None if deadline is None else deadline - reserve
+        worker.start()
+        try:
+            while worker.is_alive():
+                if stop_at is None:
+                    worker.join(0.25)
+                    continue
+                worker.join(max(0.0, min(0.25, stop_at - time.perf_counter())))
+                if worker.is_alive() and time.perf_counter() >= stop_at:
+                    run.stop()
+                    run.stop_reason = "max_time"
+                    # the step in flight, to its next check: within half the reserve
+                    # (a compilation cannot be interrupted; then it ends in the background)
+                    grace = stop_at + 0.5 * reserve
+                    while worker.is_alive() and time.perf_counter() < grace:
+                        worker.join(max(0.0, min(0.25, grace - time.perf_counter())))
+                    break
+        except BaseException:  # KeyboardInterrupt, SystemExit
+            run.stop()
+            worker.join(1.0)
+            raise
+
     def _fit_run(self, run, Xa, ya, y_scale, const_cols, names, dt, start, deadline, w=None,
                  initial_tree=None):
-        """The fit proper (in the caller's thread, or in the worker under max_time)."""
+        """The fit proper, in the worker thread of :meth:`_run_in_worker`."""
         try:
             with precision(dt):
                 XT, yj, wj = self._device_data(Xa, ya / y_scale, w, dt)
@@ -1147,7 +1185,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False  # NaN/inf are refused with a clear message
         tags.input_tags.sparse = False
-        tags.non_deterministic = False  # no randomness: the same data give the same tree
+        # no randomness: the same data give the same tree, unless max_time (wall clock)
+        # ends the search, where a busier machine stops it earlier
+        tags.non_deterministic = self.max_time is not None
         return tags
 
     def predict(self, X, index=None) -> np.ndarray:

@@ -240,3 +240,57 @@ def test_a_target_at_the_edge_of_the_float_range_has_a_representable_mse_and_sco
     assert 0.3 < r2 < 0.99 and tree.score(X > 1.5, y) == pytest.approx(r2, rel=1e-12)
     with np.errstate(all="ignore"):  # what it fixes: the sums overflow to inf / inf
         assert np.isnan(r2_score(y, tree.predict(X > 1.5))) == (scale > 1)
+
+
+def _endless_data():
+    """x1 + x2**2 on [1, 2]: strategy 1 keeps finding tiny improvements for minutes."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 2, (100, 2))
+    return X, X[:, 0] + X[:, 1] ** 2
+
+
+def test_when_fit_returns_at_max_time_no_search_runs_behind_it():
+    import threading
+
+    from jaxsr import _compilation_cache
+
+    X, y = _endless_data()
+    SymbolicRegressor(strategy=1, beam_width=1, max_iterations=3, verbose=False).fit(X, y)  # warm
+    m = SymbolicRegressor(strategy=1, beam_width=1, max_time=4, verbose=False).fit(X, y)
+    assert m.stop_reason_ == "max_time" and m.n_iterations_ > 0
+    # warm, every step ends well within the grace: the worker has ended
+    assert not [t for t in threading.enumerate() if t.name == "jaxsr-fit"]
+    # the compile-ahead worker never keeps the interpreter from exiting
+    assert all(t.daemon for t in threading.enumerate() if t.name == "jaxsr-compile")
+    assert _compilation_cache._executor() is _compilation_cache._executor()
+
+
+def test_ctrl_c_stops_a_fit_within_a_second_and_leaves_it_unfitted():
+    code = """
+import os, signal, threading, time, numpy as np
+from jaxsr import SymbolicRegressor
+rng = np.random.default_rng(0)
+X = rng.uniform(1, 2, (100, 2)); y = X[:, 0] + X[:, 1] ** 2
+m = SymbolicRegressor(strategy=1, beam_width=1, verbose=False)
+sent = []
+def interrupt():
+    time.sleep(6.0)
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    m.fit(X, y)
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted", round(time.perf_counter() - sent[0], 3), hasattr(m, "expression_"))
+"""
+    import time
+
+    t = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    total = time.perf_counter() - t
+    words = out.stdout.split()
+    assert words[0] == "interrupted", out.stdout + out.stderr
+    assert float(words[1]) < 1.5 and words[2] == "False"
+    assert total < 60  # the process exits: no fit or compilation keeps it alive
