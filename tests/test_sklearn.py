@@ -36,7 +36,7 @@ def _small_estimators():
     fit 17 data shapes, each compiled anew; the strategies are tested in tests/symbolic)."""
     return [
         SymbolicRegressor(max_iterations=2, max_nodes=7, strategy=1),
-        OptimalTreeRegressor(binarizer=Binarizer(n_thresholds=2), depth_budget=3),
+        OptimalTreeRegressor(depth_budget=3),  # the default binarizer, "auto"
         Binarizer(n_thresholds=3),
     ]
 
@@ -96,12 +96,15 @@ def test_tags_describe_the_estimators():
         tags = get_tags(est)
         assert not tags.input_tags.sparse and not tags.input_tags.allow_nan
         assert not tags.non_deterministic
+    # a wall-clock budget may end the search at a different step on a busier machine
+    assert get_tags(SymbolicRegressor(max_time=5)).non_deterministic
     assert get_tags(binarizer).input_tags.categorical and get_tags(binarizer).input_tags.string
     assert get_tags(binarizer).transformer_tags.preserves_dtype == []
     assert not get_tags(binarizer).target_tags.required
     assert get_tags(Binarizer(strategy="gbdt")).target_tags.required
     assert get_tags(tree).input_tags.categorical  # through its binarizer
-    assert not get_tags(OptimalTreeRegressor()).input_tags.categorical
+    assert get_tags(OptimalTreeRegressor()).input_tags.categorical  # "auto": Binarizer()
+    assert not get_tags(OptimalTreeRegressor(binarizer=None)).input_tags.categorical
 
 
 # ------------------------------------------------------------------ model selection

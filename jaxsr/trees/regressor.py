@@ -24,6 +24,7 @@ from .._validation import (
     feature_names,
     validate_X,
 )
+from .binarize import Binarizer
 from .search import ALL_BOUNDS, OptimalTreeSearch, native_for_time_limit
 from .solver import Status
 from .tree import Tree
@@ -32,6 +33,10 @@ __all__ = ["OptimalTreeRegressor"]
 
 _LOSSES = ("squared_error", "absolute_error")
 _FORMAT = "jaxsr.OptimalTreeRegressor"
+
+
+def _is_auto(binarizer) -> bool:
+    return isinstance(binarizer, str) and binarizer == "auto"
 
 
 class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
@@ -87,8 +92,11 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         first call, which compiles, is allowed :data:`jaxsr.trees.device.COMPILE_SECONDS`),
         else the host evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
         ``None``: no limit.
-      binarizer: ``None`` (``X`` must already be 0/1) or an unfitted
-        :class:`~jaxsr.trees.Binarizer`; a copy is fitted on ``X`` in :meth:`fit` and
+      binarizer: ``"auto"`` (default): ``X`` is used as it is when every value is 0 or
+        1, else binarized by ``Binarizer()`` (4 quantile thresholds per numeric feature,
+        one indicator per category of a text column); ``None``: ``X`` must already be
+        0/1; or an unfitted :class:`~jaxsr.trees.Binarizer` (or any object with ``fit``
+        and ``transform``). A copy is fitted on ``X`` in :meth:`fit` (``binarizer_``) and
         applied in :meth:`predict`.
       normalize: see above.
       bounds: the bounds to use, any subset of ``("hierarchical", "lookahead",
@@ -155,7 +163,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     """
 
     def __init__(self, regularization=0.01, depth_budget=5, loss="squared_error",
-                 min_samples_leaf=1, time_limit=None, binarizer=None, normalize=True,
+                 min_samples_leaf=1, time_limit=None, binarizer="auto", normalize=True,
                  bounds=ALL_BOUNDS, exact_levels=None, backend="auto", verbose=False,
                  dtype="float64", max_steps=None, mesh=None):
         self.regularization = regularization
@@ -201,10 +209,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("mesh shards the batched device calls of backend='jax'; "
                              "backend='numpy' runs on the host only: use backend='jax' or "
                              "'auto' with a mesh")
-        if self.binarizer is not None and not (hasattr(self.binarizer, "fit")
-                                               and hasattr(self.binarizer, "transform")):
-            raise ValueError("binarizer must be None or a Binarizer (an object with fit and "
-                             f"transform); got {type(self.binarizer).__name__}")
+        if not (self.binarizer is None or _is_auto(self.binarizer) or (
+                hasattr(self.binarizer, "fit") and hasattr(self.binarizer, "transform"))):
+            raise ValueError("binarizer must be 'auto', None or a Binarizer (an object with "
+                             f"fit and transform); got {self.binarizer!r}")
         return lam, d, int(msl), bounds, resolve_dtype(self.dtype)
 
     @staticmethod
@@ -234,12 +242,27 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             "Use fewer binary features (fewer Binarizer thresholds) or a smaller "
             "exact_levels", fraction=0.5)
 
+    def _binarizer_for(self, X):
+        """The binarizer :meth:`fit` uses on ``X``: ``self.binarizer``, or for ``"auto"``
+        ``None`` when ``X`` is numeric with every value 0 or 1 and ``Binarizer()`` else."""
+        if not _is_auto(self.binarizer):
+            return self.binarizer
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Xa = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):  # text or mixed columns: the Binarizer's job
+            return Binarizer()
+        if Xa.ndim == 2 and Xa.size and np.all((Xa == 0) | (Xa == 1)):
+            return None
+        return Binarizer()
+
     def _binary_X(self, X, *, fitting, y=None, sample_weight=None):
         """(binary bool matrix, input feature names, binary feature names).
 
         When fitting, ``sample_weight`` (if given) goes to the binarizer too: rows of weight
         0 then create no thresholds (see :meth:`Binarizer.fit`)."""
-        binarizer = self.binarizer if fitting else self.binarizer_
+        binarizer = self._binarizer_for(X) if fitting else self.binarizer_
         if binarizer is None:
             # feature names set (fit) or checked, a frame reordered by name (predict)
             Xa = validate_X(self, X, reset=fitting)
@@ -248,7 +271,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             return Xa > 0.5, names, list(names)
         X = check_feature_names(self, X, reset=fitting)
         if fitting:
-            b = copy.deepcopy(self.binarizer)
+            b = copy.deepcopy(binarizer)
             if sample_weight is None:
                 b.fit(X, y)
             else:
@@ -313,7 +336,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             ya = check_target(y, dtype=dt)
             Xb, names, bnames = self._binary_X(X, fitting=True, y=ya,
                                                sample_weight=sample_weight)
-            if self.binarizer is None:
+            if self._binarizer_for(X) is None:
                 self.binarizer_ = None
             if Xb.shape[0] != ya.shape[0]:
                 raise ValueError(f"X and y have different numbers of samples: X has "
@@ -426,8 +449,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         tags.input_tags.allow_nan = False  # NaN/inf are refused with a clear message
         tags.input_tags.sparse = False
         tags.non_deterministic = False  # the optimum, ties broken by feature order
-        if self.binarizer is not None and hasattr(self.binarizer, "__sklearn_tags__"):
-            inner = self.binarizer.__sklearn_tags__().input_tags
+        b = Binarizer() if _is_auto(self.binarizer) else self.binarizer
+        if b is not None and hasattr(b, "__sklearn_tags__"):
+            inner = b.__sklearn_tags__().input_tags
             tags.input_tags.categorical = inner.categorical
             tags.input_tags.string = inner.string
         return tags
@@ -535,7 +559,6 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("feature_names_in is missing, but has_feature_names is true")
         bnames = L.string_list(L.field(d, "binary_feature_names"), "binary_feature_names")
         if d.get("binarizer") is not None:
-            from .binarize import Binarizer
             est.binarizer = Binarizer.from_dict(d["binarizer"], path="binarizer")
             est.binarizer_ = est.binarizer
             b = est.binarizer_

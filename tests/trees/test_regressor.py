@@ -200,7 +200,7 @@ def test_bad_hyperparameters(kwargs, match):
 
 def test_bad_data():
     X, y = _data(12, n=20, M=3)
-    m = OptimalTreeRegressor()
+    m = OptimalTreeRegressor(binarizer=None)
     Xn = X.astype(float)
     Xn[0, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
@@ -233,6 +233,30 @@ def test_too_many_features_for_memory(monkeypatch):
     monkeypatch.setattr(_memory, "available_memory_bytes", lambda: 1e5)
     with pytest.raises(ValueError, match="binary features.*memory"):
         OptimalTreeRegressor(depth_budget=3).fit(X, y)
+
+
+def test_the_default_binarizer_binarizes_real_features_and_keeps_binary_ones():
+    """binarizer="auto": 0/1 data as they are, anything else through Binarizer(); the
+    model equals the one fitted with that choice made by hand."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    auto = OptimalTreeRegressor(depth_budget=3).fit(X, y)
+    by_hand = OptimalTreeRegressor(depth_budget=3, binarizer=Binarizer()).fit(X, y)
+    assert isinstance(auto.binarizer_, Binarizer) and auto.optimal_
+    assert auto.objective_ == by_hand.objective_
+    np.testing.assert_array_equal(auto.predict(X), by_hand.predict(X))
+    Xb = (X > 0).astype(float)
+    auto = OptimalTreeRegressor(depth_budget=3).fit(Xb, y)
+    plain = OptimalTreeRegressor(depth_budget=3, binarizer=None).fit(Xb, y)
+    assert auto.binarizer_ is None and auto.objective_ == plain.objective_
+    np.testing.assert_array_equal(auto.predict(Xb), plain.predict(Xb))
+    with pytest.raises(ValueError, match="binary"):  # fitted on 0/1 data: 0/1 data only
+        auto.predict(X)
+    with pytest.raises(ValueError, match="NaN"):
+        OptimalTreeRegressor().fit(np.where(X > 0.05, np.nan, X), y)
+    with pytest.raises(ValueError, match="binarizer must be 'auto', None or a Binarizer"):
+        OptimalTreeRegressor(binarizer="quantile").fit(X, y)
 
 
 def test_depth_budget_one_is_a_single_leaf():
