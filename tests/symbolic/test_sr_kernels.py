@@ -599,7 +599,10 @@ def test_parse_print_and_evaluate_trees_of_any_depth():
     # sympy recurses per level: beyond SYMPY_MAX_HEIGHT its form is refused, the readable
     # text is the exact one
     ok = _nested_chain(SYMPY_MAX_HEIGHT - 1)
-    assert ok.sympy() is not None
+    point = np.array([[0.3, 0.2]])
+    value = float(ok.sympy().subs({sym: point[0, int(str(sym)[1:]) - 1]
+                                   for sym in ok.sympy().free_symbols}))
+    assert value == pytest.approx(float(ok.evaluate(point)[0]), rel=1e-12)
     tall = _nested_chain(SYMPY_MAX_HEIGHT)
     with pytest.raises(ValueError, match=f"is {SYMPY_MAX_HEIGHT + 1} levels high; its sympy "
                        f"form is limited to SYMPY_MAX_HEIGHT = {SYMPY_MAX_HEIGHT} levels"):

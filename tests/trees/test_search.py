@@ -368,7 +368,9 @@ def test_subtree_kernels_numpy_jax_vmap(levels, msl):
             return c
 
         assert c_np == pytest.approx(best(idx, levels + 1), rel=1e-12)
-        assert spread >= 0
+        # the equivalent-points bound (OSRT section 4.3): no tree's loss is below the
+        # classes' internal spread, which a single-leaf tree pays on top of its own
+        assert spread > 0 and c_np >= spread / norm + lam - 1e-12
         # both root features are optimal roots (ties may break differently); the host
         # kernel's is the lowest of its equivalent features
         assert f_np not in (5, 6, 7)
