@@ -294,3 +294,21 @@ except KeyboardInterrupt:
     assert words[0] == "interrupted", out.stdout + out.stderr
     assert float(words[1]) < 1.5 and words[2] == "False"
     assert total < 60  # the process exits: no fit or compilation keeps it alive
+
+
+def test_standardised_features_and_a_shifted_line_are_not_left_at_the_mean():
+    """Centred inputs, scikit-learn's most common preprocessing: the fit reaches the law
+    (exactly where it fits under max_nodes) instead of the mean (R^2 0)."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 3, (200, 3))
+    y = X[:, 0] * X[:, 1]
+    pipe = make_pipeline(StandardScaler(), SymbolicRegressor(max_nodes=11, verbose=False))
+    assert pipe.fit(X, y).score(X, y) > 0.95  # (a + z1)(b + z2) needs 7 nodes and 3 constants
+    pipe = make_pipeline(StandardScaler(), SymbolicRegressor(verbose=False))
+    assert pipe.fit(X, y).score(X, y) > 1 - 1e-9
+    x = np.linspace(-3, 3, 50)[:, None]
+    m = SymbolicRegressor(max_nodes=5, verbose=False).fit(x, 10 + 0.5 * x[:, 0])
+    assert m.n_nodes_ == 5 and m.score(x, 10 + 0.5 * x[:, 0]) > 1 - 1e-12
