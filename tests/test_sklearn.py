@@ -36,14 +36,13 @@ def _small_estimators():
     fit 17 data shapes, each compiled anew; the strategies are tested in tests/symbolic)."""
     return [
         SymbolicRegressor(max_iterations=2, max_nodes=7, strategy=1),
-        OptimalTreeRegressor(depth_budget=3),  # the default binarizer, "auto"
+        OptimalTreeRegressor(),  # the defaults: binarizer "auto", depth budget 5
         Binarizer(n_thresholds=3),
     ]
 
 
-# With scikit-learn >= 1.7 every check passes (the Binarizer's weighted inverted-CDF
-# quantiles made check_sample_weight_equivalence_on_dense_data pass for it and the tree). A
-# check that has to fail goes here, by estimator class name, with its one-line reason (at
+# The estimators are checked at their defaults (the symbolic one with a few small steps).
+# A check that has to fail goes here, by estimator class name, with its one-line reason (at
 # most three). scikit-learn 1.6, the oldest we support, has two bugs in its checks that
 # later versions fixed; they hit the estimators that take categorical input:
 _EXPECTED_FAILED: dict[str, dict[str, str]] = {
@@ -52,7 +51,12 @@ _EXPECTED_FAILED: dict[str, dict[str, str]] = {
         "rows; weights are relative (their scale never changes the fit), so integer weights "
         "are not repeated rows there (Kish's effective sample size instead)",
     },
-    "OptimalTreeRegressor": {},
+    "OptimalTreeRegressor": {
+        "check_sample_weight_equivalence_on_dense_data": "on the check's data several trees "
+        "are optimal (objective 0.03, both fits certified); ties are broken in the search's "
+        "order, which depends on the row count (repeated rows), so the two optimal trees "
+        "may differ",
+    },
     "Binarizer": {},
 }
 if _version_tuple(sklearn.__version__) < (1, 7):
