@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measure everything on a machine with an NVIDIA GPU in one go (issue 8), in under 8 minutes:
+# Measure everything on a machine with an NVIDIA GPU in one go, in under 8 minutes:
 #   1. a Python environment with the CUDA build of JAX (the pinned jax version) and jaxsr;
 #   2. the symbolic-regression iteration table (N = 1e4, 1e5, 1e6 x 11/51/101 nodes, ratio
 #      to the [101, N] x [N, 40] matrix product, peak memory), the Feynman strategy-3

@@ -10,7 +10,7 @@ equations:
   case for pruning);
 * ``tree``: the ``k + x`` child equations of the general nodes of the random valid tree
   of ``bench_symbolic_iteration.py`` (10 variables in [1, 2], 51 nodes), i.e. the rows
-  issue 8's iteration solves.
+  a strategy-1 iteration on that tree solves.
 
 The branch and bound is forced at every N (the library scores every candidate up to
 ``EXHAUSTIVE_MAX = 1024`` patterns, where it compiles faster).

@@ -1,4 +1,4 @@
-"""The whole AI Feynman benchmark: exact recovery and fit time, jaxsr and its peers (issue 12).
+"""The whole AI Feynman benchmark: exact recovery and fit time, jaxsr and its peers.
 
 Data: every equation of ``shared/data/feynman/FeynmanEquations.csv`` (100; its formulas and
 variable ranges, ``jaxsr.datasets.feynman_equation(..., rational_only=False)``), ``--n``
@@ -182,7 +182,7 @@ def jaxsr_configs(tools, unary, beam_width, max_nodes, max_time,
 def unary_fit_kind() -> dict:
     """The parts of jaxsr's fit with unary operators that are not parameters (recorded in
     the settings, so that a record of another kind of fit is not taken for this one): the
-    share of ``max_time`` of its paper's search, of its square-target search (session 7)
+    share of ``max_time`` of its paper's search, of its square-target search
     and the pair terminals offered."""
     from jaxsr.symbolic import regressor, unary
 
@@ -515,7 +515,7 @@ def run_resumable(a, names: list[str], tools: list[str], unary: list[str]) -> No
     for t, c in configs.items():  # the second warm-up fit of run_jaxsr
         if a.warm and "cos" in c.get("unary_operators", ()):
             settings[t]["warm_unary_node"] = "(cos(x1 + 0.5) * x1) + 0.0, 3 iterations"
-        if c.get("unary_operators"):  # what the estimator's unary fit is (session 6 on)
+        if c.get("unary_operators"):  # what the estimator's unary fit is
             settings[t].update(unary_fit_kind())
     peers = [t for t in tools if t in ("pyoperon", "gplearn")]
     for t in peers:

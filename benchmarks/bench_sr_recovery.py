@@ -1,12 +1,12 @@
-"""Exact recovery of the 17 built-in Feynman equations by strategy (issue 7).
+"""Exact recovery of the 17 built-in Feynman equations by strategy.
 
 For each equation and strategy: fit ``SymbolicRegressor`` on ``n`` samples (seed 0) and
 score on fresh inputs (seed 1). "Exact" means a relative test MSE
 ``mean((pred - y)**2) / mean(y**2) < 1e-16``. Exceptions are counted, not raised.
 
     PYTHONPATH=$PWD taskset -c 1 .venv/bin/python benchmarks/bench_sr_recovery.py \
-        --n 300 --max-nodes 30 --max-time 0 --max-iterations 30 \
-        --out benchmarks/results/sr_recovery_after.json
+        --n 300 --max-nodes 30 --max-time 0 --max-iterations 200 \
+        --out benchmarks/results/sr_recovery.json
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The symbolic-regression iteration table of issue 8, measured in one run.
+"""The time of one symbolic-regression iteration against a matrix product, measured in one run.
 
 Parts (any combination; default ``--table``):
 
@@ -156,7 +156,7 @@ def memory(n_samples: int, n_nodes: int, lean: bool, n_features: int = 10) -> di
     on the table's tree (the searches on the nodes whose equation has ``c == 0`` and no
     forbidden set; the general-case rows, hours at N = 1e6, are masked off), with the full
     analysis held (``lean=False``: semantics, equations, forbidden sets and
-    ``search_all``) or from the semantics alone (``search_lean``, issue 8). In this process:
+    ``search_all``) or from the semantics alone (``search_lean``). In this process:
     one configuration per subprocess."""
     import jax
     import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""Optimal trees at large N: jaxsr against pystreed, time and peak memory (issue 10).
+"""Optimal trees at large N: jaxsr against pystreed, time and peak memory.
 
 Two families of generated data (``numpy`` only, the same arrays in both tools' processes):
 

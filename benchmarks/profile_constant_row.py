@@ -1,4 +1,4 @@
-"""Where the time of one general-case constant search row goes (issue 8).
+"""Where the time of one general-case constant search row goes.
 
 Builds the tree of ``bench_symbolic_iteration.py`` (10 variables, ``--nodes``, N samples
 ``--n``, seed 0), takes the equations of its general-case nodes (``c != 0`` or a forbidden

@@ -1,4 +1,4 @@
-"""What the proof of optimality of one tree search is made of (issue 10, deep searches).
+"""What the proof of optimality of one tree search is made of (deep searches).
 
 Runs the host search (:class:`~jaxsr.trees.search.OptimalTreeSearch`, the Python solver with
 the numpy kernels, which visits the same subproblems as the compiled one) on one OSRT
