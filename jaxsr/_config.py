@@ -290,7 +290,7 @@ if os.environ.get("JAXSR_COMPILE_OPTIONS", "").strip():
 # XLA:CPU options of :func:`fast_compilation`: the older fusion emitters and LLVM at -O0.
 # Measured on the programs of a first symbolic fit (N = 1024, capacity 32, one core):
 # 26.7 -> 5.6 CPU-s of compilation (either option alone: 23.6 / 15.1 s), the kernels
-# 1.5-6x slower (benchmarks/results/symbolic_iteration_s6.txt).
+# 1.5-6x slower (measured with benchmarks/bench_symbolic_iteration.py).
 FAST_COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False,
                         "xla_backend_optimization_level": 0, **_CODEGEN_SPLIT}
 _FAST = {"on": os.environ.get("JAXSR_FAST_COMPILE", "").strip().lower()

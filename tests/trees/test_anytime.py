@@ -4,7 +4,7 @@ and the limit (binarization included) is honoured.
 The oracle of greedy CART is plain numpy on the samples (no classes, no statistics), written
 here independently of the search. The time assertions are generous (``1.1 x limit + 0.5 s``:
 the suite runs on loaded machines); the exact figures are in
-``benchmarks/results/trees_anytime_s8.txt`` (``benchmarks/bench_trees_anytime.py``).
+``benchmarks/results/trees_anytime.txt`` (``benchmarks/bench_trees_anytime.py``).
 """
 
 import sys

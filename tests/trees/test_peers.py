@@ -1,7 +1,8 @@
 """Optimal trees against the peers ``osrt`` 0.2.2 and ``pystreed`` 1.4 on the OSRT datasets.
 
-The peer values below were measured by ``benchmarks/bench_trees_peers.py`` (results in
-``benchmarks/results/trees_peers.json``): each peer's objective is recomputed in float64 from
+The peer values below were measured by ``benchmarks/bench_trees_peers.py`` run with its
+defaults, which time both peers (the current ``benchmarks/results/trees_peers.json`` is a
+depth-budget grid against pystreed alone): each peer's objective is recomputed in float64 from
 its own predictions on the training data and its own leaf count,
 
     objective = SSE / SST + lambda * leaves,
