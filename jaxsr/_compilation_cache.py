@@ -84,6 +84,8 @@ load native code as trusting as the pickle, so the checks above are needed eithe
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import hmac
 import inspect
@@ -144,30 +146,58 @@ class _CompileWorker:
     """One daemon thread that runs the submitted calls in order, each into a
     ``concurrent.futures.Future``.
 
-    Not a ``ThreadPoolExecutor``: the interpreter joins an executor's threads at exit, so
-    a compilation started ahead for a fit that has ended (or was interrupted with Ctrl-C)
-    kept the process alive for seconds after the user's last line. A daemon thread ends
-    with the process; an executable it had not finished is simply not cached.
+    Not a ``ThreadPoolExecutor``: the interpreter joins an executor's threads at exit after
+    every queued call, so compilations started ahead for a fit that had ended (or was
+    interrupted with Ctrl-C) kept the process alive for seconds after the user's last
+    line. Here, at exit (:func:`atexit`, which runs before the interpreter stops daemon
+    threads), the queued calls are cancelled and only the one in flight is waited for: a
+    daemon thread stopped inside XLA's native code aborts the process.
     """
 
     def __init__(self):
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._current: Future | None = None
+        self._closing = False
         threading.Thread(target=self._work, name="jaxsr-compile", daemon=True).start()
+        atexit.register(self.shutdown)
 
     def submit(self, fn, *args) -> Future:
         fut: Future = Future()
         self._jobs.put((fut, fn, args))
         return fut
 
+    def shutdown(self) -> None:
+        """Start nothing more, cancel the queued calls and wait for the one in flight."""
+        with self._lock:
+            self._closing = True
+            current = self._current
+        while True:
+            try:
+                fut, _, _ = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            fut.cancel()
+        if current is not None:
+            with contextlib.suppress(BaseException):
+                current.exception()  # waits for it to end
+
     def _work(self) -> None:
         while True:
             fut, fn, args = self._jobs.get()
-            if not fut.set_running_or_notify_cancel():
-                continue
+            with self._lock:
+                if self._closing:
+                    fut.cancel()
+                if not fut.set_running_or_notify_cancel():
+                    continue
+                self._current = fut
             try:
                 fut.set_result(fn(*args))
             except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
                 fut.set_exception(err)
+            finally:
+                with self._lock:
+                    self._current = None
 
 
 def _executor() -> _CompileWorker:

@@ -5,6 +5,7 @@ Paper: ``shared/papers/deterministic-symbolic-regression.md`` (sections 2-2.8).
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import threading
 import time
@@ -82,6 +83,24 @@ def _latex_number(v: float, precision: int) -> str:
         mant, exp = text.split("e")
         return f"{mant} \\cdot 10^{{{int(exp)}}}"
     return text
+
+
+_FITS: dict = {}  # thread id -> (worker thread, _FitRun) of the fits running
+_FITS_LOCK = threading.Lock()
+
+
+def _stop_fits_at_exit() -> None:
+    """At interpreter exit (before daemon threads are stopped): ask every running fit to
+    stop and wait for its worker to end at its next check."""
+    with _FITS_LOCK:
+        fits = list(_FITS.values())
+    for _, run in fits:
+        run.stop()
+    for worker, _ in fits:
+        worker.join()
+
+
+atexit.register(_stop_fits_at_exit)
 
 
 class _FitRun:
@@ -932,21 +951,29 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         compilation (or one long kernel) already in flight, which ends in the background
         without starting anything else; on ``KeyboardInterrupt`` (Ctrl-C) it
         asks the same, waits at most a second and re-raises, leaving the estimator as it
-        was before ``fit``. The thread is a daemon: a step still in flight never keeps the
-        interpreter from exiting. It runs under the caller's scoped JAX settings
+        was before ``fit``. The thread is a daemon, stopped and waited for at exit
+        (:func:`_stop_fits_at_exit`): a step still in flight delays the exit by its own
+        length only (a daemon thread stopped inside XLA's native code aborts the
+        process). It runs under the caller's scoped JAX settings
         (:func:`jaxsr._config.thread_settings`).
         """
         settings = thread_settings()
 
         def work():
-            with settings():
-                self._fit_run(*args)
+            try:
+                with settings():
+                    self._fit_run(*args)
+            finally:
+                with _FITS_LOCK:
+                    _FITS.pop(threading.get_ident(), None)
 
         worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
                                   name="jaxsr-fit", daemon=True)
         reserve = 0.0 if deadline is None else min(1.0, 0.25 * float(self.max_time))
         stop_at = None if deadline is None else deadline - reserve
-        worker.start()
+        with _FITS_LOCK:
+            worker.start()
+            _FITS[worker.ident] = (worker, run)
         try:
             while worker.is_alive():
                 if stop_at is None:

@@ -312,3 +312,25 @@ def test_standardised_features_and_a_shifted_line_are_not_left_at_the_mean():
     x = np.linspace(-3, 3, 50)[:, None]
     m = SymbolicRegressor(max_nodes=5, verbose=False).fit(x, 10 + 0.5 * x[:, 0])
     assert m.n_nodes_ == 5 and m.score(x, 10 + 0.5 * x[:, 0]) > 1 - 1e-12
+
+
+def test_a_fit_that_returns_during_a_compilation_lets_the_process_exit_cleanly():
+    """max_time ends while the worker compiles (no disk cache, a cold process): the fit
+    returns on time, and at exit the compilation in flight is waited for (a daemon thread
+    stopped inside XLA aborted the process)."""
+    import os
+
+    code = """
+import warnings, numpy as np
+warnings.simplefilter("ignore")
+from jaxsr import SymbolicRegressor
+from jaxsr.datasets import feynman_equation
+X, y = feynman_equation("I.9.18", 300, seed=0)
+for _ in range(2):
+    print(SymbolicRegressor(strategy=1, max_time=1.0, progress=False).fit(X, y).stop_reason_)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["max_time", "max_time"]
+    assert "terminate called" not in out.stderr
