@@ -460,3 +460,19 @@ def test_predict_deep_and_damaged_model_files(tmp_path):
         assert len(lines) == 1 and lines[0].startswith(f"jaxsr: error: {path}: "), proc.stderr
         assert message in lines[0]
         assert proc.stdout == ""
+
+
+def test_help_does_not_import_jax(tmp_path):
+    """``jaxsr --help`` (and any argument error) answers before the engines are imported:
+    JAX is loaded only by the sub-command that fits or predicts."""
+    for argv in (["--help"], ["symbolic", "--help"], ["tree", str(tmp_path / "x.csv")]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "jaxsr", *argv],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+        assert proc.returncode == (0 if "--help" in argv else 2), proc.stderr[-2000:]
+        modules = {ln.split("|")[-1].strip() for ln in proc.stderr.splitlines()
+                   if ln.startswith("import time:")}
+        assert "jaxsr.cli" in modules  # the measurement works
+        heavy = sorted(m for m in modules
+                       if m.split(".")[0] in ("jax", "jaxlib", "sympy", "sklearn"))
+        assert not heavy, (argv, heavy[:10])
