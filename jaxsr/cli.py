@@ -91,6 +91,11 @@ def _load_trees():
 
 _SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "space": r"\s+",
               "whitespace": r"\s+", "pipe": "|"}
+# The choices of two SymbolicRegressor options, spelled here so that the parser (and --help)
+# needs no engine import; a test checks them against jaxsr.symbolic.front.MODEL_SELECTIONS
+# and jaxsr.symbolic.domain.DOMAINS.
+MODEL_SELECTIONS = ("best", "accuracy", "score", "bic")
+DOMAINS = ("box", "rows")
 _MANY_CATEGORIES = 12  # a text column with more distinct values than this gets a warning
 
 
@@ -364,25 +369,34 @@ def _certificate_lines(tree) -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
+def _given(args, **names) -> dict:
+    """The estimator's keyword arguments that the command line gave: ``names`` maps each
+    parameter to its option's attribute; an option left out (``None``) is not passed, so
+    the estimator's own default applies."""
+    return {param: getattr(args, attr) for param, attr in names.items()
+            if getattr(args, attr) is not None}
+
+
 def _cmd_symbolic(args) -> int:
     df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop)
     train, test = _split(len(y), args.test_size, args.seed)
     SymbolicRegressor = _load_symbolic()
-    params = dict(
-        max_nodes=args.max_nodes,
-        min_improvement=args.min_improvement, max_iterations=args.max_iterations,
-        goal_mse=args.goal_mse, max_time=args.max_time, verbose=args.verbose,
-        dtype=args.dtype,
-    )
-    if args.strategy is not None:  # else the estimator's default
-        params["strategy"] = args.strategy
+    params = dict(verbose=args.verbose, dtype=args.dtype)
+    params.update(_given(
+        args, max_nodes="max_nodes", strategy="strategy", min_improvement="min_improvement",
+        max_iterations="max_iterations", goal_mse="goal_mse", max_time="max_time",
+        max_height="max_height", model_selection="model_selection",
+        validation_fraction="validation_fraction", beam_width="beam_width",
+        unary_operators="unary_operators", domain="domain", precision="precision",
+        refine_constants="refine_constants", mesh="mesh"))
     try:
         model = SymbolicRegressor(**params)
     except ValueError as err:
         raise CLIError(str(err)) from err
     seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "SymbolicRegressor")
-    print(f"SymbolicRegressor(strategy={model.strategy}, max_nodes={args.max_nodes}) "
+    print(f"SymbolicRegressor(strategy={model.strategy}, max_nodes={model.max_nodes}, "
+          f"beam_width={model.beam_width}) "
           f"on {args.data}: target {args.target!r}, {X.shape[1]} features")
     print(f"equation: {model}   (constants to {model.precision} significant digits)")
     print(f"exact:    {model.expression_}")
@@ -424,11 +438,11 @@ def _make_binarizer(args, X, Binarizer):
             )
         return None, "none (features already binary)"
     try:
-        binarizer = Binarizer(strategy=mode, n_thresholds=args.n_thresholds,
-                              max_features=args.max_features)
+        binarizer = Binarizer(strategy=mode, max_features=args.max_features,
+                              **_given(args, n_thresholds="n_thresholds"))
     except ValueError as err:
         raise CLIError(str(err)) from err
-    detail = (f", {args.n_thresholds} thresholds per feature"
+    detail = (f", {binarizer.n_thresholds} thresholds per feature"
               if mode in ("quantile", "uniform") else "")
     cats = _non_numeric(X)
     if cats:
@@ -443,18 +457,20 @@ def _cmd_tree(args) -> int:
     train, test = _split(len(y), args.test_size, args.seed)
     OptimalTreeRegressor, Binarizer = _load_trees()
     binarizer, how = _make_binarizer(args, X.iloc[train], Binarizer)
+    params = dict(binarizer=binarizer, verbose=args.verbose, dtype=args.dtype)
+    params.update(_given(
+        args, regularization="regularization", depth_budget="depth_budget", loss="loss",
+        normalize="normalize", min_samples_leaf="min_samples_leaf", time_limit="time_limit",
+        max_steps="max_steps", exact_levels="exact_levels", backend="backend", mesh="mesh"))
+    if args.no_depth_limit:
+        params["depth_budget"] = None
     try:
-        model = OptimalTreeRegressor(
-            regularization=args.regularization, depth_budget=args.depth_budget,
-            loss=args.loss, min_samples_leaf=args.min_samples_leaf,
-            time_limit=args.time_limit, binarizer=binarizer, verbose=args.verbose,
-            dtype=args.dtype, **({} if args.backend == "auto" else {"backend": args.backend}),
-        )
+        model = OptimalTreeRegressor(**params)
     except ValueError as err:
         raise CLIError(str(err)) from err
     seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "OptimalTreeRegressor")
-    print(f"OptimalTreeRegressor(regularization={args.regularization}, "
-          f"depth_budget={args.depth_budget}, loss={args.loss}) on {args.data}: "
+    print(f"OptimalTreeRegressor(regularization={model.regularization}, "
+          f"depth_budget={model.depth_budget}, loss={model.loss}) on {args.data}: "
           f"target {args.target!r}, {X.shape[1]} features; binarizer: {how}")
     print(model.export_text().rstrip())
     for line in _certificate_lines(model):
@@ -695,6 +711,40 @@ def _non_negative_float(text: str) -> float:
     return v
 
 
+def _positive_float(text: str) -> float:
+    v = _non_negative_float(text)
+    if v == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return v
+
+
+def _open_fraction(text: str) -> float:
+    v = _non_negative_float(text)
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {text}")
+    return v
+
+
+def _strategies(text: str) -> int | tuple[int, ...]:
+    """``3`` -> 3, ``1,3`` -> (1, 3): one strategy or a portfolio of distinct ones."""
+    try:
+        values = tuple(int(t) for t in text.split(","))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"expected 1, 2, 3 or 4, or several separated by commas; got {text!r}") from err
+    if any(v not in (1, 2, 3, 4) for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(
+            f"expected distinct strategies from 1, 2, 3, 4; got {text!r}")
+    return values[0] if len(values) == 1 else values
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    """``sqrt, exp`` -> ("sqrt", "exp"); ``none`` or an empty string -> () (the names are
+    checked by the estimator)."""
+    names = tuple(t.strip().lower() for t in text.split(",") if t.strip())
+    return () if names == ("none",) else names
+
+
 def _add_csv_options(p: argparse.ArgumentParser) -> None:
     """How the data file is read (pandas' reader): separator, decimal mark, header."""
     p.add_argument("--sep", default=None, metavar="SEP",
@@ -747,47 +797,98 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /) to a CSV",
                        description="Deterministic symbolic regression (DoME) on a CSV file.")
     _add_common(p)
-    p.add_argument("--max-nodes", type=_positive_int, default=50,
-                   help="largest number of nodes of the expression (default 50, as the "
-                        "authors' package SymDoME.jl)")
-    p.add_argument("--strategy", type=int, choices=(1, 2, 3, 4), default=None,
-                   help="one search strategy of section 2.8 of the paper (default: "
-                        "SymbolicRegressor's)")
-    p.add_argument("--max-iterations", type=_positive_int, default=None)
-    p.add_argument("--max-time", type=_non_negative_float, default=None, metavar="SECONDS")
-    p.add_argument("--min-improvement", type=_non_negative_float, default=1e-6,
-                   help="stop when the relative MSE reduction falls below this (default 1e-6)")
-    p.add_argument("--goal-mse", type=_non_negative_float, default=0.0,
-                   help="stop when the training MSE reaches this value (default 0)")
+    est = "SymbolicRegressor's"
+    p.add_argument("--max-nodes", type=_positive_int, default=None,
+                   help=f"largest number of nodes of the expression (default: {est})")
+    p.add_argument("--strategy", type=_strategies, default=None, metavar="S[,S...]",
+                   help="search strategy 1-4 of section 2.8 of the paper, or several "
+                   "separated by commas (a portfolio run in that order, e.g. 1,3; "
+                   f"default: {est})")
+    p.add_argument("--beam-width", type=_positive_int, default=None, metavar="B",
+                   help="trees kept per iteration: 1 is the paper's greedy search, more is "
+                   f"a beam search over the B best distinct trees (default: {est})")
+    p.add_argument("--unary-operators", type=_name_list, default=None, metavar="OP[,OP...]",
+                   help="unary operators offered to the search besides + - * /, separated "
+                   "by commas, from sqrt, exp, log, sin, cos (e.g. sqrt,exp; 'none' for "
+                   f"none; default: {est})")
+    p.add_argument("--model-selection", choices=MODEL_SELECTIONS, default=None,
+                   help="which model of the Pareto front is reported, saved and used to "
+                   "predict: bic (Bayesian information criterion), best (highest score "
+                   "among the models with a loss below 1.5 times the lowest), accuracy "
+                   f"(lowest loss) or score (highest score) (default: {est})")
+    p.add_argument("--validation-fraction", type=_open_fraction, default=None,
+                   metavar="FRACTION", help="hold out this fraction of the training rows "
+                   "(a fixed shuffle) and choose the model of the front by its loss on "
+                   f"them (default: {est}: none held out)")
+    p.add_argument("--max-iterations", type=_positive_int, default=None,
+                   help=f"stop after this many accepted changes (default: {est})")
+    p.add_argument("--max-time", type=_positive_float, default=None, metavar="SECONDS",
+                   help="wall-clock budget of the fit, compilation included; the best "
+                   f"model found by then is returned (default: {est})")
+    p.add_argument("--min-improvement", type=_non_negative_float, default=None,
+                   help="stop when the relative MSE reduction falls below this "
+                   f"(default: {est})")
+    p.add_argument("--goal-mse", type=_non_negative_float, default=None,
+                   help=f"stop when the training MSE reaches this value (default: {est})")
+    p.add_argument("--max-height", type=_positive_int, default=None, metavar="LEVELS",
+                   help=f"largest height of the expression tree (default: {est})")
+    p.add_argument("--domain", choices=DOMAINS, default=None,
+                   help="where a model must be free of poles: box (the whole box spanned "
+                   "by the training data, proved by interval arithmetic) or rows (the "
+                   f"training rows only, as in the paper) (default: {est})")
+    p.add_argument("--refine-constants", action="store_true", default=None,
+                   help="refine all constants of the final tree jointly (L-BFGS), kept "
+                   "only if the training MSE drops")
+    p.add_argument("--precision", type=_positive_int, default=None, metavar="DIGITS",
+                   help=f"significant digits of the printed equation (default: {est})")
+    p.add_argument("--all-devices", dest="mesh", action="store_const", const="all",
+                   default=None, help="shard the samples over all local devices")
     p.set_defaults(func=_cmd_symbolic)
 
     p = sub.add_parser("tree", help="fit a provably optimal sparse regression tree to a CSV",
                        description="Optimal sparse regression tree (OSRT) on a CSV file.")
     _add_common(p)
-    p.add_argument("--regularization", type=_non_negative_float, default=0.01,
+    est = "OptimalTreeRegressor's"
+    p.add_argument("--regularization", type=_non_negative_float, default=None,
                    metavar="LAMBDA", help="penalty per leaf, in units of the normalised "
-                   "loss (default 0.01)")
-    p.add_argument("--depth-budget", type=_positive_int, default=5,
-                   help="2 allows one split (default 5)")
+                   f"loss (default: {est})")
+    p.add_argument("--depth-budget", type=_positive_int, default=None,
+                   help=f"levels of the tree counting the root as 1: 2 allows one split "
+                   f"(default: {est})")
     p.add_argument("--no-depth-limit", action="store_true",
                    help="no depth budget (may take long with a small regularization)")
-    p.add_argument("--loss", choices=("squared_error", "absolute_error"),
-                   default="squared_error")
-    p.add_argument("--min-samples-leaf", type=_positive_int, default=1)
+    p.add_argument("--loss", choices=("squared_error", "absolute_error"), default=None,
+                   help=f"the loss of the leaves' predictions (default: {est})")
+    p.add_argument("--raw-loss", dest="normalize", action="store_const", const=False,
+                   default=None, help="the loss as mean squared (absolute) error instead "
+                   "of normalised by the one-leaf tree's; --regularization is then in units "
+                   "of the target squared (of the target)")
+    p.add_argument("--min-samples-leaf", type=_positive_int, default=None,
+                   help=f"fewest training rows in a leaf (default: {est})")
     p.add_argument("--binarize",
                    choices=("auto", "none", "quantile", "uniform", "midpoints", "gbdt"),
                    default="auto", help="how real features become binary ones (auto: none "
                    "when every feature is 0/1, else quantile); text columns are one-hot "
                    "encoded")
-    p.add_argument("--n-thresholds", type=_positive_int, default=4,
-                   help="thresholds per feature for quantile/uniform binarization (default 4)")
+    p.add_argument("--n-thresholds", type=_positive_int, default=None,
+                   help="thresholds per feature for quantile/uniform binarization "
+                   "(default: Binarizer's)")
     p.add_argument("--max-features", type=_positive_int, default=None,
                    help="keep at most this many binary features")
     p.add_argument("--time-limit", type=_non_negative_float, default=None, metavar="SECONDS",
                    help="stop the search and report the best tree with its gap")
-    p.add_argument("--backend", choices=("auto", "numpy", "jax"), default="auto",
+    p.add_argument("--max-steps", type=_positive_int, default=None,
+                   help="stop the search after this many solver steps and report the best "
+                   "tree with its gap (as --time-limit, but reproducible)")
+    p.add_argument("--exact-levels", type=int, choices=(0, 1, 2, 3), default=None,
+                   help="split levels solved at once by the exact shallow-subtree kernels "
+                   "(default: the largest that fits in memory)")
+    p.add_argument("--backend", choices=("auto", "numpy", "jax"), default=None,
                    help="search backend: host kernels (numpy) or batched device calls (jax); "
-                   "auto: jax on an accelerator, numpy on a CPU. Same optimum")
+                   f"auto: jax on an accelerator, numpy on a CPU. Same optimum (default: {est})")
+    p.add_argument("--all-devices", dest="mesh", action="store_const", const="all",
+                   default=None, help="split the batched device calls over all local "
+                   "devices (implies the jax backend)")
     p.set_defaults(func=_cmd_tree)
 
     p = sub.add_parser("predict", help="predictions of a saved model on a CSV",
@@ -822,8 +923,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or an argparse usage error (code 2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    if getattr(args, "no_depth_limit", False):
-        args.depth_budget = None
     if args.command in ("demo", "symbolic", "tree"):
         _enable_compilation_cache()
     try:

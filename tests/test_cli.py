@@ -476,3 +476,120 @@ def test_help_does_not_import_jax(tmp_path):
         heavy = sorted(m for m in modules
                        if m.split(".")[0] in ("jax", "jaxlib", "sympy", "sklearn"))
         assert not heavy, (argv, heavy[:10])
+
+
+# --------------------------------------------------------------------------------------
+# the estimators' options on the command line
+
+
+@pytest.fixture
+def sqrt_csv(tmp_path):
+    """y = 2*sqrt(x1) + x1*x2: exact with the unary operator sqrt, not without it."""
+    x1 = np.linspace(1.0, 9.0, 24)
+    x2 = np.tile([0.5, 1.5, 2.5], 8)
+    df = pd.DataFrame({"x1": x1, "x2": x2, "y": 2.0 * np.sqrt(x1) + x1 * x2})
+    path = tmp_path / "sqrt.csv"
+    df.to_csv(path, index=False, float_format="%.17g")
+    return path, df
+
+
+def test_option_choices_are_the_estimators():
+    from jaxsr.cli import DOMAINS, MODEL_SELECTIONS
+    from jaxsr.symbolic import domain, front
+
+    assert MODEL_SELECTIONS == front.MODEL_SELECTIONS and DOMAINS == domain.DOMAINS
+
+
+def test_option_errors_are_usage_errors(capsys, sqrt_csv):
+    path, _ = sqrt_csv
+    for bad in (["--strategy", "5"], ["--strategy", "1,1"], ["--beam-width", "0"],
+                ["--validation-fraction", "1"], ["--model-selection", "aic"],
+                ["--max-time", "0"]):
+        assert main(["symbolic", str(path), "--target", "y", *bad]) == 2, bad
+        assert "error: argument" in capsys.readouterr().err
+    # unknown unary operator names: the estimator's check, as one error line
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y",
+                      "--unary-operators", "sqrt,tan")
+    assert rc == 2 and "unary_operators" in _error_line(err) and "tan" in _error_line(err)
+
+
+_SYMBOLIC_OPTIONS = {
+    "greedy strategy 3": (["--strategy", "3", "--beam-width", "1"],
+                          dict(strategy=3, beam_width=1)),
+    "unary sqrt": (["--unary-operators", "sqrt", "--beam-width", "1"],
+                   dict(unary_operators=("sqrt",), beam_width=1)),
+    "portfolio, accuracy": (["--strategy", "1,3", "--model-selection", "accuracy"],
+                            dict(strategy=(1, 3), model_selection="accuracy")),
+    "validation split": (["--validation-fraction", "0.25", "--beam-width", "2"],
+                         dict(validation_fraction=0.25, beam_width=2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SYMBOLIC_OPTIONS))
+def test_symbolic_options_give_the_estimators_model(capsys, tmp_path, sqrt_csv, case):
+    """Each option reaches SymbolicRegressor: the command's saved model is the model of the
+    estimator fitted with the same parameters on the same data."""
+    from jaxsr.io import load_model
+    from jaxsr.symbolic import SymbolicRegressor
+
+    path, df = sqrt_csv
+    argv, params = _SYMBOLIC_OPTIONS[case]
+    model_path = tmp_path / "m.json"
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--max-nodes", "7",
+                        *argv, "--output", str(model_path))
+    assert rc == 0, err
+    saved = load_model(model_path)
+    want = SymbolicRegressor(max_nodes=7, progress=False, **params).fit(df[["x1", "x2"]],
+                                                                        df["y"])
+    for name, value in params.items():  # JSON keeps a tuple as a list
+        got = saved.get_params()[name]
+        assert (tuple(got) if isinstance(got, list) else got) == value, name
+    assert saved.expression_ == want.expression_
+    assert saved.selected_index_ == want.selected_index_
+    pd.testing.assert_frame_equal(saved.equations_.reset_index(drop=True),
+                                  want.equations_.reset_index(drop=True))
+    assert f"exact:    {want.expression_}" in out
+    if "unary_operators" in params:
+        assert "sqrt(x1)" in want.expression_ and want.mse_ < 1e-20
+    if params.get("model_selection") == "accuracy":
+        assert want.selected_index_ == len(want.equations_) - 1
+        assert [s["strategy"] for s in want.searches_] == [1, 3]
+    if "validation_fraction" in params:
+        assert "validation_loss" in want.equations_.columns
+
+
+def test_tree_options_reach_the_estimator(capsys, tmp_path):
+    from jaxsr.io import load_model
+
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 2, size=(60, 3)).astype(float)
+    y = 4.0 * X[:, 0] + 2.0 * X[:, 1] * X[:, 2] + rng.normal(0, 0.1, 60)
+    path = tmp_path / "b.csv"
+    pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=y).to_csv(path, index=False)
+    model_path = tmp_path / "t.json"
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="node limit"):
+        rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--max-steps", "1",
+                            "--raw-loss", "--exact-levels", "0", "--loss", "absolute_error",
+                            "--min-samples-leaf", "3", "--depth-budget", "3",
+                            "--output", str(model_path))
+    assert rc == 0, err
+    m = load_model(model_path)
+    params = m.get_params()
+    assert (params["max_steps"], params["normalize"], params["exact_levels"], params["loss"],
+            params["min_samples_leaf"], params["depth_budget"]) == (
+                1, False, 0, "absolute_error", 3, 3)
+    assert not m.optimal_ and m.gap_ > 0 and "optimal: no" in out  # stopped at 1 step
+    assert m.normalizer_ == pytest.approx(60.0)  # raw loss: the normaliser is n
+    # options left out: the estimator's defaults, not copies of them
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--output",
+                        str(model_path))
+    assert rc == 0, err
+    from jaxsr.trees import OptimalTreeRegressor
+
+    defaults = OptimalTreeRegressor().get_params()
+    got = load_model(model_path).get_params()
+    for name in ("regularization", "depth_budget", "loss", "normalize", "min_samples_leaf",
+                 "time_limit", "max_steps", "exact_levels", "backend", "mesh"):
+        assert got[name] == defaults[name], name
