@@ -351,6 +351,32 @@ def _stop_reason(model) -> str:
     return f"   stopped: {reason}" if reason else ""
 
 
+def _front_lines(model) -> list[str]:
+    """The Pareto front ``model.equations_`` as a table, one row per model by increasing
+    complexity: ``complexity``, ``loss`` (training MSE), ``validation`` (with a validation
+    split) and the readable ``equation`` last, so a long equation does not push the other
+    columns out; ``*`` marks the row that ``model_selection`` chose."""
+    front = model.equations_
+    selected = int(model.selected_index_)
+    cols = [("complexity", "complexity", "{:d}"), ("loss", "loss", "{:.6g}")]
+    if "validation_loss" in front.columns:
+        cols.append(("validation", "validation_loss", "{:.6g}"))
+    rows = []
+    for i, rec in enumerate(front.to_dict("records")):
+        cells = [fmt.format(int(rec[key]) if fmt == "{:d}" else float(rec[key]))
+                 for _, key, fmt in cols]
+        rows.append(("*" if i == selected else " ", cells, str(rec["equation"])))
+    widths = [max(len(title), *(len(r[1][j]) for r in rows)) for j, (title, _, _) in
+              enumerate(cols)]
+    head = "  ".join(title.rjust(w) for (title, _, _), w in zip(cols, widths, strict=True))
+    lines = [f"Pareto front ({len(rows)} models; * = chosen by "
+             f"model_selection={model.model_selection!r}):", f"  {head}  equation"]
+    for mark, cells, equation in rows:
+        body = "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
+        lines.append(f"{mark} {body}  {equation}")
+    return lines
+
+
 def _certificate_lines(tree) -> list[str]:
     lb = float(tree.lower_bound_)
     obj = float(tree.objective_)
@@ -401,10 +427,14 @@ def _cmd_symbolic(args) -> int:
     print(f"equation: {model}   (constants to {model.precision} significant digits)")
     print(f"exact:    {model.expression_}")
     front = getattr(model, "equations_", None)
-    if front is not None and len(front) > 1:
+    if args.show_front and front is not None:
+        for line in _front_lines(model):
+            print(line)
+    elif front is not None and len(front) > 1:
         print(f"front: {len(front)} models from {int(front['complexity'].min())} to "
               f"{int(front['complexity'].max())} nodes; row {model.selected_index_} chosen by "
-              f"model_selection={model.model_selection!r} (save with --output to keep them)")
+              f"model_selection={model.model_selection!r} (--show-front lists them; save "
+              "with --output to keep them)")
     dropped = list(getattr(model, "dropped_features_", None) or [])
     if dropped:
         print(f"constant columns left out of the variable pool: {', '.join(map(str, dropped))}")
@@ -843,6 +873,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"significant digits of the printed equation (default: {est})")
     p.add_argument("--all-devices", dest="mesh", action="store_const", const="all",
                    default=None, help="shard the samples over all local devices")
+    p.add_argument("--show-front", action="store_true",
+                   help="print the Pareto front: one row per model (complexity, training "
+                   "loss, validation loss with --validation-fraction, equation), the chosen "
+                   "one marked with *")
     p.set_defaults(func=_cmd_symbolic)
 
     p = sub.add_parser("tree", help="fit a provably optimal sparse regression tree to a CSV",

@@ -593,3 +593,33 @@ def test_tree_options_reach_the_estimator(capsys, tmp_path):
     for name in ("regularization", "depth_budget", "loss", "normalize", "min_samples_leaf",
                  "time_limit", "max_steps", "exact_levels", "backend", "mesh"):
         assert got[name] == defaults[name], name
+
+
+def test_show_front(capsys, tmp_path, sqrt_csv):
+    """--show-front prints the whole front, one row per model, the equation column whole and
+    the selected row marked; with a validation split its loss is a column too."""
+    from jaxsr.io import load_model
+
+    path, _ = sqrt_csv
+    model_path = tmp_path / "m.json"
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--max-nodes", "7",
+                        "--validation-fraction", "0.25", "--show-front",
+                        "--output", str(model_path))
+    assert rc == 0, err
+    model = load_model(model_path)
+    front = model.equations_
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Pareto front"))
+    header = lines[start + 1].split()
+    assert header == ["complexity", "loss", "validation", "equation"]
+    rows = lines[start + 2:start + 2 + len(front)]
+    assert len(front) > 1
+    for i, (line, rec) in enumerate(zip(rows, front.to_dict("records"), strict=True)):
+        assert line.startswith("*" if i == model.selected_index_ else " "), line
+        cells = line[1:].split(maxsplit=3)
+        assert int(cells[0]) == rec["complexity"]
+        assert float(cells[1]) == pytest.approx(rec["loss"], rel=1e-5)
+        assert float(cells[2]) == pytest.approx(rec["validation_loss"], rel=1e-5)
+        assert cells[3] == rec["equation"]  # whole, not cut by a wide expression column
+    chosen = rows[model.selected_index_]
+    assert chosen.endswith(str(model).removeprefix("y = "))
