@@ -269,6 +269,33 @@ def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None)
     return X, y
 
 
+def _drop_missing(X, y, path: str, active: bool):
+    """With ``--dropna``: the rows of ``X`` and ``y`` without a missing value (NaN, an empty
+    field) in any of the used columns; how many were left out, and in which columns, goes to
+    stderr. Without it the frames are returned as they are (the estimator refuses missing
+    values, and :func:`_fit` adds the hint)."""
+    if not active:
+        return X, y
+    missing = X.isna().any(axis=1).to_numpy() | y.isna().to_numpy()
+    n = int(missing.sum())
+    if n:
+        cols = [c for c in [*X.columns, y.name] if bool((X[c] if c in X else y).isna().any())]
+        _progress(f"--dropna: left out {n} of {len(y)} rows with a missing value (in "
+                  f"{', '.join(map(repr, cols[:6]))}{', ...' if len(cols) > 6 else ''})")
+        if n == len(y):
+            raise CLIError(f"{path}: every row has a missing value in a used column; leave "
+                           "such columns out with --drop")
+        X, y = X.loc[~missing], y.loc[~missing]
+    return X, y
+
+
+def _missing_hint(X, y) -> str:
+    """The fix for missing values that the estimator refused: ``--dropna``."""
+    if bool(X.isna().to_numpy().any()) or bool(y.isna().any()):
+        return "; add --dropna to leave out the rows with a missing value"
+    return ""
+
+
 def _split(n: int, test_size: float, seed: int):
     """Deterministic shuffled split; returns (train_idx, test_idx)."""
     if not (0.0 <= test_size < 1.0):
@@ -314,7 +341,8 @@ def _fit(model, X, y, verbose: bool, what: str):
         with _stdout_to_stderr(True):
             model.fit(X, y)
     except ValueError as err:  # jaxsr._validation's message, plus the command's hints
-        raise CLIError(f"{what}: {err}{_value_hints(X, y.to_frame())}") from err
+        raise CLIError(f"{what}: {err}{_value_hints(X, y.to_frame())}"
+                       f"{_missing_hint(X, y)}") from err
     seconds = time.perf_counter() - t0
     _progress(f"{what} fitted in {seconds:.2f} s")
     return seconds
@@ -406,6 +434,7 @@ def _given(args, **names) -> dict:
 def _cmd_symbolic(args) -> int:
     df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop)
+    X, y = _drop_missing(X, y, args.data, args.dropna)
     train, test = _split(len(y), args.test_size, args.seed)
     SymbolicRegressor = _load_symbolic()
     params = dict(verbose=args.verbose, dtype=args.dtype)
@@ -483,6 +512,7 @@ def _make_binarizer(args, X, Binarizer):
 def _cmd_tree(args) -> int:
     df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop)
+    X, y = _drop_missing(X, y, args.data, args.dropna)
     _many_categories_warning(X)
     train, test = _split(len(y), args.test_size, args.seed)
     OptimalTreeRegressor, Binarizer = _load_trees()
@@ -795,6 +825,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="name of the target column; every other column is a feature")
     p.add_argument("--drop", action="append", metavar="COLUMN", default=None,
                    help="a column to leave out of the features (ids, text, ...); repeatable")
+    p.add_argument("--dropna", action="store_true",
+                   help="leave out the rows with a missing value (an empty field, NaN) in "
+                   "the target or a feature column (not in --drop columns); how many goes "
+                   "to stderr")
     p.add_argument("--test-size", type=float, default=0.0, metavar="FRACTION",
                    help="fraction of rows held out for a test score (default 0: fit on all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/test shuffle")

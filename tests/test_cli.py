@@ -96,6 +96,7 @@ def test_nan_values(capsys, tmp_path):
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
     assert rc == 2
     assert "NaN or infinite" in _error_line(err) and "'y'" in _error_line(err)
+    assert _error_line(err).endswith("add --dropna to leave out the rows with a missing value")
     rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--drop", "b")
     assert rc == 2 and "'y'" in _error_line(err)
     path.write_text("a,b,y\n1,2,3\n4,,6\n")
@@ -623,3 +624,33 @@ def test_show_front(capsys, tmp_path, sqrt_csv):
         assert cells[3] == rec["equation"]  # whole, not cut by a wide expression column
     chosen = rows[model.selected_index_]
     assert chosen.endswith(str(model).removeprefix("y = "))
+
+
+def test_dropna(capsys, tmp_path):
+    """--dropna leaves out exactly the rows with a missing value in a used column (not in a
+    --drop column) and says how many on stderr; the fit then sees only complete rows."""
+    x = np.arange(1.0, 21.0)
+    df = pd.DataFrame({"x": x, "note": 1.0, "y": 2.0 * x + 1.0})
+    df.loc[[2, 7], "x"] = np.nan
+    df.loc[11, "y"] = np.nan
+    df.loc[[3, 4], "note"] = np.nan  # a dropped column: these rows stay
+    path = tmp_path / "gaps.csv"
+    df.to_csv(path, index=False)
+    for cmd, extra in (("symbolic", ("--max-nodes", "5")),
+                       ("tree", ("--depth-budget", "2", "--n-thresholds", "2"))):
+        rc, _, err = _run(capsys, cmd, str(path), "--target", "y", "--drop", "note", *extra)
+        assert rc == 2 and "add --dropna" in _error_line(err), cmd
+        rc, out, err = _run(capsys, cmd, str(path), "--target", "y", "--drop", "note",
+                            "--dropna", *extra)
+        assert rc == 0, err
+        assert "--dropna: left out 3 of 20 rows with a missing value (in 'x', 'y')" in err
+        assert _last_train_n(out) == 17
+    # the symbolic fit is exact on the complete rows
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--drop", "note",
+                        "--dropna", "--max-nodes", "5")
+    assert float(next(ln for ln in out.splitlines() if ln.startswith("train")).split()[2]) \
+        < 1e-20
+    # every row incomplete: an error, not an empty fit
+    df.assign(x=np.nan).to_csv(path, index=False)
+    rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--dropna")
+    assert rc == 2 and "every row has a missing value" in _error_line(err)
