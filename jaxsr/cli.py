@@ -296,6 +296,81 @@ def _missing_hint(X, y) -> str:
     return ""
 
 
+ONE_HOT_SEP = "="  # the one-hot feature of value v of text column c is named "c=v"
+
+
+def _one_hot(X, path: str):
+    """Text columns of ``X`` as one 0/1 column per distinct value, named ``column=value``
+    (pandas.get_dummies; every value kept), for the symbolic regressor, which takes numbers
+    only (``jaxsr tree``'s Binarizer does the same inside the model). The expression shows
+    such a name in brackets, ``[color=red]``. The names alone define the encoding, so
+    ``jaxsr predict`` re-applies it to the same text columns (:func:`_re_encode`). Which
+    columns were encoded goes to stderr.
+
+    Raises:
+      CLIError: a text column with a missing value (fix: ``--dropna``), or whose values
+        look like numbers with a decimal comma (fix: ``--decimal ,``).
+    """
+    import pandas as pd
+
+    cats = _non_numeric(X)
+    if not cats:
+        return X
+    hint = _decimal_comma_hint(X, cats)
+    if hint:
+        raise CLIError(f"{path}: text column(s) {', '.join(map(repr, cats[:6]))}" + hint)
+    gaps = [c for c in cats if bool(X[c].isna().any())]
+    if gaps:
+        raise CLIError(f"{path}: text column(s) {', '.join(map(repr, gaps[:6]))} have missing "
+                       "values; add --dropna to leave out those rows, or --drop the column")
+    _many_categories_warning(X)
+    encoded = pd.get_dummies(X, columns=cats, prefix=cats, prefix_sep=ONE_HOT_SEP,
+                             dtype=np.float64)
+    new = [c for c in encoded.columns if c not in X.columns]
+    clash = [c for c in new if list(encoded.columns).count(c) > 1]
+    if clash:
+        raise CLIError(f"{path}: the one-hot feature name(s) {', '.join(map(repr, clash[:6]))} "
+                       "are also column names; rename or --drop those columns")
+    _progress(f"one-hot encoded text column(s) {', '.join(map(repr, cats))} into "
+              f"{len(new)} 0/1 features: {', '.join(new[:8])}{', ...' if len(new) > 8 else ''}")
+    return encoded
+
+
+def _re_encode(df, names: list[str], path: str):
+    """``df`` with the one-hot columns ``column=value`` among the model's ``names`` that
+    ``df`` lacks made from its text column ``column`` (1.0 where the value is ``value``),
+    as :func:`_one_hot` made them for the fit. A value the fit did not see gets 0 in every
+    indicator of its column (a warning says which)."""
+    text = set(_non_numeric(df))
+    made: dict[str, set] = {}
+    columns = {}
+    for name in names:
+        if name in df.columns or ONE_HOT_SEP not in name:
+            continue
+        parents = [c for c in text if name.startswith(f"{c}{ONE_HOT_SEP}")]
+        if not parents:
+            continue
+        col = max(parents, key=len)
+        if bool(df[col].isna().any()):
+            raise CLIError(f"{path}: text column {col!r} has missing values; the model's "
+                           f"one-hot features {col}=... need a value in every row")
+        value = name[len(col) + 1:]
+        columns[name] = (df[col].astype(str) == value).to_numpy(np.float64)
+        made.setdefault(col, set()).add(value)
+    if not columns:
+        return df
+    import pandas as pd
+
+    for col, values in made.items():
+        unseen = sorted(set(df[col].astype(str)) - values)
+        if unseen:
+            print(f"jaxsr: warning: text column {col!r} has value(s) "
+                  f"{', '.join(map(repr, unseen[:6]))} that the model was not fitted on: "
+                  "each of its one-hot features is 0 in those rows", file=sys.stderr,
+                  flush=True)
+    return pd.concat([df, pd.DataFrame(columns, index=df.index)], axis=1)
+
+
 def _split(n: int, test_size: float, seed: int):
     """Deterministic shuffled split; returns (train_idx, test_idx)."""
     if not (0.0 <= test_size < 1.0):
@@ -435,6 +510,7 @@ def _cmd_symbolic(args) -> int:
     df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop)
     X, y = _drop_missing(X, y, args.data, args.dropna)
+    X = _one_hot(X, args.data)
     train, test = _split(len(y), args.test_size, args.seed)
     SymbolicRegressor = _load_symbolic()
     params = dict(verbose=args.verbose, dtype=args.dtype)
@@ -569,6 +645,8 @@ def _cmd_predict(args) -> int:
         raise CLIError(f"{args.model} holds a {type(model).__name__}, not a regression model")
     df = _read_data(args)
     names = _model_feature_names(model)
+    if names is not None:
+        df = _re_encode(df, names, args.data)
     if names is not None and not (len(names) == df.shape[1] and list(df.columns) == names):
         missing = [n for n in names if n not in df.columns]
         if missing:
