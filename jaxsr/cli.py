@@ -632,6 +632,19 @@ def _model_feature_names(model) -> list[str] | None:
     return None
 
 
+def _predict_header_hint(df, names: list[str]) -> str:
+    """The fitting commands' hint for a file whose first row is data, for ``predict``:
+    ``--no-header`` when the model's columns are ``x1 .. xn`` (a model fitted with
+    ``--no-header``), else a header row with the model's column names."""
+    if not _header_hint(df):
+        return ""
+    if all(n == f"x{j + 1}" for j, n in enumerate(names)):
+        return ("; the first row looks like data (every name is a number): if the file has "
+                "no header, add --no-header (the columns are then named x1 .. xn)")
+    return ("; the first row looks like data (every name is a number): the file needs a "
+            "header row with the model's column names")
+
+
 def _cmd_predict(args) -> int:
     from .io import load_model
 
@@ -654,6 +667,7 @@ def _cmd_predict(args) -> int:
             raise CLIError(
                 f"{args.data}: the model needs column(s) {', '.join(map(repr, missing[:6]))} "
                 f"that the file lacks (the model's columns: {shown})"
+                + _predict_header_hint(df, names)
             )
         df = df[names]
     try:  # the model checks the values (jaxsr._validation)

@@ -195,6 +195,11 @@ def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
     rc, out, err = _run(capsys, "predict", str(model_path), str(data3))
     assert rc == 2 and out == ""
     assert "needs column(s) 'weight.kg'" in _error_line(err)
+    assert "no header" not in _error_line(err)
+    # a headerless file for a model with named columns: it needs a header row
+    df[["dose (mg)", "weight.kg"]].to_csv(data3, index=False, header=False)
+    rc, out, err = _run(capsys, "predict", str(model_path), str(data3))
+    assert rc == 2 and "needs a header row with the model's column names" in _error_line(err)
 
 
 def test_symbolic_test_size(capsys, tmp_path):
@@ -347,6 +352,11 @@ def test_csv_options_on_the_command_and_their_hints(capsys, tmp_path):
                         "--output", str(model), "--binarize", "midpoints", *_small_tree())
     assert rc == 0, err
     assert _last_train_n(out) == 60 and "x1 <= " in out
+    # predict on the headerless file without --no-header: the same hint
+    rc, out, err = _run(capsys, "predict", str(model), str(raw))
+    assert rc == 2 and out == ""
+    assert "needs column(s) 'x1'" in _error_line(err)
+    assert "if the file has no header, add --no-header" in _error_line(err)
     # predict reads the same kind of file with the same options (x2 is not needed)
     rc, out, err = _run(capsys, "predict", str(model), str(raw), "--no-header")
     assert rc == 0, err
