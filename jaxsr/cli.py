@@ -9,7 +9,15 @@ Sub-commands::
 
 Data files are any delimited text that pandas reads: the separator is sniffed (``,`` ``;``
 tab ``|`` or runs of blanks) or given with ``--sep``; ``--decimal ,`` reads ``0,66``;
-``--no-header`` names the columns ``x1 .. xn``; ``--drop`` leaves columns out.
+``--no-header`` names the columns ``x1 .. xn``; ``--drop`` leaves columns out;
+``--dropna`` leaves out the rows with a missing value. Text columns are one-hot encoded:
+inside the model by ``jaxsr tree`` (its Binarizer), into 0/1 columns named ``column=value``
+by ``jaxsr symbolic`` (``jaxsr predict`` rebuilds them from the same text column).
+
+The estimators' options that the command line leaves out are not passed: the estimator's
+own defaults apply. ``jaxsr symbolic --show-front`` prints the Pareto front as a table.
+The engines (JAX) are imported by the sub-command that needs them, so ``--help`` and
+usage errors answer at once.
 
 Results go to stdout; progress (``--verbose``, and one line per step of a long run) goes
 to stderr. Every user error (missing file, missing target column, non-numeric columns,
@@ -950,7 +958,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the generated data and split")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /) to a CSV",
+    p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /, optional "
+                       "unary operators) to a CSV",
                        description="Deterministic symbolic regression (DoME) on a CSV file.")
     _add_common(p)
     est = "SymbolicRegressor's"
