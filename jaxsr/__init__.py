@@ -11,16 +11,23 @@ The functional layers (pure kernels for research with ``jax.vmap``) live in
 :mod:`jaxsr.symbolic` and :mod:`jaxsr.trees`.
 """
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
-from ._config import enable_compilation_cache as enable_compilation_cache
-from ._config import fast_compilation as fast_compilation
-from .symbolic import Expression as Expression
-from .symbolic import ExtrapolationWarning as ExtrapolationWarning
-from .symbolic import SymbolicRegressor as SymbolicRegressor
-from .trees import Binarizer as Binarizer
-from .trees import OptimalTreeRegressor as OptimalTreeRegressor
-from .trees import Tree as Tree
+# The public names are imported on first use (PEP 562), so that ``import jaxsr`` and the
+# ``jaxsr`` command's ``--help`` do not load JAX; ``jaxsr.SymbolicRegressor`` and
+# ``from jaxsr import SymbolicRegressor`` work as usual.
+_LAZY = {
+    "SymbolicRegressor": "jaxsr.symbolic",
+    "Expression": "jaxsr.symbolic",
+    "ExtrapolationWarning": "jaxsr.symbolic",
+    "OptimalTreeRegressor": "jaxsr.trees",
+    "Tree": "jaxsr.trees",
+    "Binarizer": "jaxsr.trees",
+    "enable_compilation_cache": "jaxsr._config",
+    "fast_compilation": "jaxsr._config",
+}
 
 __all__ = [
     "__version__",
@@ -33,3 +40,29 @@ __all__ = [
     "enable_compilation_cache",
     "fast_compilation",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jaxsr' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # for static analysers and IDEs only
+    from ._config import enable_compilation_cache as enable_compilation_cache
+    from ._config import fast_compilation as fast_compilation
+    from .symbolic import Expression as Expression
+    from .symbolic import ExtrapolationWarning as ExtrapolationWarning
+    from .symbolic import SymbolicRegressor as SymbolicRegressor
+    from .trees import Binarizer as Binarizer
+    from .trees import OptimalTreeRegressor as OptimalTreeRegressor
+    from .trees import Tree as Tree

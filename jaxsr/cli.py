@@ -9,7 +9,15 @@ Sub-commands::
 
 Data files are any delimited text that pandas reads: the separator is sniffed (``,`` ``;``
 tab ``|`` or runs of blanks) or given with ``--sep``; ``--decimal ,`` reads ``0,66``;
-``--no-header`` names the columns ``x1 .. xn``; ``--drop`` leaves columns out.
+``--no-header`` names the columns ``x1 .. xn``; ``--drop`` leaves columns out;
+``--dropna`` leaves out the rows with a missing value. Text columns are one-hot encoded:
+inside the model by ``jaxsr tree`` (its Binarizer), into 0/1 columns named ``column=value``
+by ``jaxsr symbolic`` (``jaxsr predict`` rebuilds them from the same text column).
+
+The estimators' options that the command line leaves out are not passed: the estimator's
+own defaults apply. ``jaxsr symbolic --show-front`` prints the Pareto front as a table.
+The engines (JAX) are imported by the sub-command that needs them, so ``--help`` and
+usage errors answer at once.
 
 Results go to stdout; progress (``--verbose``, and one line per step of a long run) goes
 to stderr. Every user error (missing file, missing target column, non-numeric columns,
@@ -91,6 +99,11 @@ def _load_trees():
 
 _SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "space": r"\s+",
               "whitespace": r"\s+", "pipe": "|"}
+# The choices of two SymbolicRegressor options, spelled here so that the parser (and --help)
+# needs no engine import; a test checks them against jaxsr.symbolic.front.MODEL_SELECTIONS
+# and jaxsr.symbolic.domain.DOMAINS.
+MODEL_SELECTIONS = ("best", "accuracy", "score", "bic")
+DOMAINS = ("box", "rows")
 _MANY_CATEGORIES = 12  # a text column with more distinct values than this gets a warning
 
 
@@ -264,6 +277,108 @@ def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None)
     return X, y
 
 
+def _drop_missing(X, y, path: str, active: bool):
+    """With ``--dropna``: the rows of ``X`` and ``y`` without a missing value (NaN, an empty
+    field) in any of the used columns; how many were left out, and in which columns, goes to
+    stderr. Without it the frames are returned as they are (the estimator refuses missing
+    values, and :func:`_fit` adds the hint)."""
+    if not active:
+        return X, y
+    missing = X.isna().any(axis=1).to_numpy() | y.isna().to_numpy()
+    n = int(missing.sum())
+    if n:
+        cols = [c for c in [*X.columns, y.name] if bool((X[c] if c in X else y).isna().any())]
+        _progress(f"--dropna: left out {n} of {len(y)} rows with a missing value (in "
+                  f"{', '.join(map(repr, cols[:6]))}{', ...' if len(cols) > 6 else ''})")
+        if n == len(y):
+            raise CLIError(f"{path}: every row has a missing value in a used column; leave "
+                           "such columns out with --drop")
+        X, y = X.loc[~missing], y.loc[~missing]
+    return X, y
+
+
+def _missing_hint(X, y) -> str:
+    """The fix for missing values that the estimator refused: ``--dropna``."""
+    if bool(X.isna().to_numpy().any()) or bool(y.isna().any()):
+        return "; add --dropna to leave out the rows with a missing value"
+    return ""
+
+
+ONE_HOT_SEP = "="  # the one-hot feature of value v of text column c is named "c=v"
+
+
+def _one_hot(X, path: str):
+    """Text columns of ``X`` as one 0/1 column per distinct value, named ``column=value``
+    (pandas.get_dummies; every value kept), for the symbolic regressor, which takes numbers
+    only (``jaxsr tree``'s Binarizer does the same inside the model). The expression shows
+    such a name in brackets, ``[color=red]``. The names alone define the encoding, so
+    ``jaxsr predict`` re-applies it to the same text columns (:func:`_re_encode`). Which
+    columns were encoded goes to stderr.
+
+    Raises:
+      CLIError: a text column with a missing value (fix: ``--dropna``), or whose values
+        look like numbers with a decimal comma (fix: ``--decimal ,``).
+    """
+    import pandas as pd
+
+    cats = _non_numeric(X)
+    if not cats:
+        return X
+    hint = _decimal_comma_hint(X, cats)
+    if hint:
+        raise CLIError(f"{path}: text column(s) {', '.join(map(repr, cats[:6]))}" + hint)
+    gaps = [c for c in cats if bool(X[c].isna().any())]
+    if gaps:
+        raise CLIError(f"{path}: text column(s) {', '.join(map(repr, gaps[:6]))} have missing "
+                       "values; add --dropna to leave out those rows, or --drop the column")
+    _many_categories_warning(X)
+    encoded = pd.get_dummies(X, columns=cats, prefix=cats, prefix_sep=ONE_HOT_SEP,
+                             dtype=np.float64)
+    new = [c for c in encoded.columns if c not in X.columns]
+    clash = [c for c in new if list(encoded.columns).count(c) > 1]
+    if clash:
+        raise CLIError(f"{path}: the one-hot feature name(s) {', '.join(map(repr, clash[:6]))} "
+                       "are also column names; rename or --drop those columns")
+    _progress(f"one-hot encoded text column(s) {', '.join(map(repr, cats))} into "
+              f"{len(new)} 0/1 features: {', '.join(new[:8])}{', ...' if len(new) > 8 else ''}")
+    return encoded
+
+
+def _re_encode(df, names: list[str], path: str):
+    """``df`` with the one-hot columns ``column=value`` among the model's ``names`` that
+    ``df`` lacks made from its text column ``column`` (1.0 where the value is ``value``),
+    as :func:`_one_hot` made them for the fit. A value the fit did not see gets 0 in every
+    indicator of its column (a warning says which)."""
+    text = set(_non_numeric(df))
+    made: dict[str, set] = {}
+    columns = {}
+    for name in names:
+        if name in df.columns or ONE_HOT_SEP not in name:
+            continue
+        parents = [c for c in text if name.startswith(f"{c}{ONE_HOT_SEP}")]
+        if not parents:
+            continue
+        col = max(parents, key=len)
+        if bool(df[col].isna().any()):
+            raise CLIError(f"{path}: text column {col!r} has missing values; the model's "
+                           f"one-hot features {col}=... need a value in every row")
+        value = name[len(col) + 1:]
+        columns[name] = (df[col].astype(str) == value).to_numpy(np.float64)
+        made.setdefault(col, set()).add(value)
+    if not columns:
+        return df
+    import pandas as pd
+
+    for col, values in made.items():
+        unseen = sorted(set(df[col].astype(str)) - values)
+        if unseen:
+            print(f"jaxsr: warning: text column {col!r} has value(s) "
+                  f"{', '.join(map(repr, unseen[:6]))} that the model was not fitted on: "
+                  "each of its one-hot features is 0 in those rows", file=sys.stderr,
+                  flush=True)
+    return pd.concat([df, pd.DataFrame(columns, index=df.index)], axis=1)
+
+
 def _split(n: int, test_size: float, seed: int):
     """Deterministic shuffled split; returns (train_idx, test_idx)."""
     if not (0.0 <= test_size < 1.0):
@@ -309,7 +424,8 @@ def _fit(model, X, y, verbose: bool, what: str):
         with _stdout_to_stderr(True):
             model.fit(X, y)
     except ValueError as err:  # jaxsr._validation's message, plus the command's hints
-        raise CLIError(f"{what}: {err}{_value_hints(X, y.to_frame())}") from err
+        raise CLIError(f"{what}: {err}{_value_hints(X, y.to_frame())}"
+                       f"{_missing_hint(X, y)}") from err
     seconds = time.perf_counter() - t0
     _progress(f"{what} fitted in {seconds:.2f} s")
     return seconds
@@ -346,6 +462,32 @@ def _stop_reason(model) -> str:
     return f"   stopped: {reason}" if reason else ""
 
 
+def _front_lines(model) -> list[str]:
+    """The Pareto front ``model.equations_`` as a table, one row per model by increasing
+    complexity: ``complexity``, ``loss`` (training MSE), ``validation`` (with a validation
+    split) and the readable ``equation`` last, so a long equation does not push the other
+    columns out; ``*`` marks the row that ``model_selection`` chose."""
+    front = model.equations_
+    selected = int(model.selected_index_)
+    cols = [("complexity", "complexity", "{:d}"), ("loss", "loss", "{:.6g}")]
+    if "validation_loss" in front.columns:
+        cols.append(("validation", "validation_loss", "{:.6g}"))
+    rows = []
+    for i, rec in enumerate(front.to_dict("records")):
+        cells = [fmt.format(int(rec[key]) if fmt == "{:d}" else float(rec[key]))
+                 for _, key, fmt in cols]
+        rows.append(("*" if i == selected else " ", cells, str(rec["equation"])))
+    widths = [max(len(title), *(len(r[1][j]) for r in rows)) for j, (title, _, _) in
+              enumerate(cols)]
+    head = "  ".join(title.rjust(w) for (title, _, _), w in zip(cols, widths, strict=True))
+    lines = [f"Pareto front ({len(rows)} models; * = chosen by "
+             f"model_selection={model.model_selection!r}):", f"  {head}  equation"]
+    for mark, cells, equation in rows:
+        body = "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
+        lines.append(f"{mark} {body}  {equation}")
+    return lines
+
+
 def _certificate_lines(tree) -> list[str]:
     lb = float(tree.lower_bound_)
     obj = float(tree.objective_)
@@ -364,33 +506,48 @@ def _certificate_lines(tree) -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
+def _given(args, **names) -> dict:
+    """The estimator's keyword arguments that the command line gave: ``names`` maps each
+    parameter to its option's attribute; an option left out (``None``) is not passed, so
+    the estimator's own default applies."""
+    return {param: getattr(args, attr) for param, attr in names.items()
+            if getattr(args, attr) is not None}
+
+
 def _cmd_symbolic(args) -> int:
     df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop)
+    X, y = _drop_missing(X, y, args.data, args.dropna)
+    X = _one_hot(X, args.data)
     train, test = _split(len(y), args.test_size, args.seed)
     SymbolicRegressor = _load_symbolic()
-    params = dict(
-        max_nodes=args.max_nodes,
-        min_improvement=args.min_improvement, max_iterations=args.max_iterations,
-        goal_mse=args.goal_mse, max_time=args.max_time, verbose=args.verbose,
-        dtype=args.dtype,
-    )
-    if args.strategy is not None:  # else the estimator's default
-        params["strategy"] = args.strategy
+    params = dict(verbose=args.verbose, dtype=args.dtype)
+    params.update(_given(
+        args, max_nodes="max_nodes", strategy="strategy", min_improvement="min_improvement",
+        max_iterations="max_iterations", goal_mse="goal_mse", max_time="max_time",
+        max_height="max_height", model_selection="model_selection",
+        validation_fraction="validation_fraction", beam_width="beam_width",
+        unary_operators="unary_operators", domain="domain", precision="precision",
+        refine_constants="refine_constants", mesh="mesh"))
     try:
         model = SymbolicRegressor(**params)
     except ValueError as err:
         raise CLIError(str(err)) from err
     seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "SymbolicRegressor")
-    print(f"SymbolicRegressor(strategy={model.strategy}, max_nodes={args.max_nodes}) "
+    print(f"SymbolicRegressor(strategy={model.strategy}, max_nodes={model.max_nodes}, "
+          f"beam_width={model.beam_width}) "
           f"on {args.data}: target {args.target!r}, {X.shape[1]} features")
     print(f"equation: {model}   (constants to {model.precision} significant digits)")
     print(f"exact:    {model.expression_}")
     front = getattr(model, "equations_", None)
-    if front is not None and len(front) > 1:
+    if args.show_front and front is not None:
+        for line in _front_lines(model):
+            print(line)
+    elif front is not None and len(front) > 1:
         print(f"front: {len(front)} models from {int(front['complexity'].min())} to "
               f"{int(front['complexity'].max())} nodes; row {model.selected_index_} chosen by "
-              f"model_selection={model.model_selection!r} (save with --output to keep them)")
+              f"model_selection={model.model_selection!r} (--show-front lists them; save "
+              "with --output to keep them)")
     dropped = list(getattr(model, "dropped_features_", None) or [])
     if dropped:
         print(f"constant columns left out of the variable pool: {', '.join(map(str, dropped))}")
@@ -424,11 +581,11 @@ def _make_binarizer(args, X, Binarizer):
             )
         return None, "none (features already binary)"
     try:
-        binarizer = Binarizer(strategy=mode, n_thresholds=args.n_thresholds,
-                              max_features=args.max_features)
+        binarizer = Binarizer(strategy=mode, max_features=args.max_features,
+                              **_given(args, n_thresholds="n_thresholds"))
     except ValueError as err:
         raise CLIError(str(err)) from err
-    detail = (f", {args.n_thresholds} thresholds per feature"
+    detail = (f", {binarizer.n_thresholds} thresholds per feature"
               if mode in ("quantile", "uniform") else "")
     cats = _non_numeric(X)
     if cats:
@@ -439,22 +596,25 @@ def _make_binarizer(args, X, Binarizer):
 def _cmd_tree(args) -> int:
     df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop)
+    X, y = _drop_missing(X, y, args.data, args.dropna)
     _many_categories_warning(X)
     train, test = _split(len(y), args.test_size, args.seed)
     OptimalTreeRegressor, Binarizer = _load_trees()
     binarizer, how = _make_binarizer(args, X.iloc[train], Binarizer)
+    params = dict(binarizer=binarizer, verbose=args.verbose, dtype=args.dtype)
+    params.update(_given(
+        args, regularization="regularization", depth_budget="depth_budget", loss="loss",
+        normalize="normalize", min_samples_leaf="min_samples_leaf", time_limit="time_limit",
+        max_steps="max_steps", exact_levels="exact_levels", backend="backend", mesh="mesh"))
+    if args.no_depth_limit:
+        params["depth_budget"] = None
     try:
-        model = OptimalTreeRegressor(
-            regularization=args.regularization, depth_budget=args.depth_budget,
-            loss=args.loss, min_samples_leaf=args.min_samples_leaf,
-            time_limit=args.time_limit, binarizer=binarizer, verbose=args.verbose,
-            dtype=args.dtype, **({} if args.backend == "auto" else {"backend": args.backend}),
-        )
+        model = OptimalTreeRegressor(**params)
     except ValueError as err:
         raise CLIError(str(err)) from err
     seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "OptimalTreeRegressor")
-    print(f"OptimalTreeRegressor(regularization={args.regularization}, "
-          f"depth_budget={args.depth_budget}, loss={args.loss}) on {args.data}: "
+    print(f"OptimalTreeRegressor(regularization={model.regularization}, "
+          f"depth_budget={model.depth_budget}, loss={model.loss}) on {args.data}: "
           f"target {args.target!r}, {X.shape[1]} features; binarizer: {how}")
     print(model.export_text().rstrip())
     for line in _certificate_lines(model):
@@ -480,6 +640,19 @@ def _model_feature_names(model) -> list[str] | None:
     return None
 
 
+def _predict_header_hint(df, names: list[str]) -> str:
+    """The fitting commands' hint for a file whose first row is data, for ``predict``:
+    ``--no-header`` when the model's columns are ``x1 .. xn`` (a model fitted with
+    ``--no-header``), else a header row with the model's column names."""
+    if not _header_hint(df):
+        return ""
+    if all(n == f"x{j + 1}" for j, n in enumerate(names)):
+        return ("; the first row looks like data (every name is a number): if the file has "
+                "no header, add --no-header (the columns are then named x1 .. xn)")
+    return ("; the first row looks like data (every name is a number): the file needs a "
+            "header row with the model's column names")
+
+
 def _cmd_predict(args) -> int:
     from .io import load_model
 
@@ -493,6 +666,8 @@ def _cmd_predict(args) -> int:
         raise CLIError(f"{args.model} holds a {type(model).__name__}, not a regression model")
     df = _read_data(args)
     names = _model_feature_names(model)
+    if names is not None:
+        df = _re_encode(df, names, args.data)
     if names is not None and not (len(names) == df.shape[1] and list(df.columns) == names):
         missing = [n for n in names if n not in df.columns]
         if missing:
@@ -500,6 +675,7 @@ def _cmd_predict(args) -> int:
             raise CLIError(
                 f"{args.data}: the model needs column(s) {', '.join(map(repr, missing[:6]))} "
                 f"that the file lacks (the model's columns: {shown})"
+                + _predict_header_hint(df, names)
             )
         df = df[names]
     try:  # the model checks the values (jaxsr._validation)
@@ -695,6 +871,40 @@ def _non_negative_float(text: str) -> float:
     return v
 
 
+def _positive_float(text: str) -> float:
+    v = _non_negative_float(text)
+    if v == 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    return v
+
+
+def _open_fraction(text: str) -> float:
+    v = _non_negative_float(text)
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {text}")
+    return v
+
+
+def _strategies(text: str) -> int | tuple[int, ...]:
+    """``3`` -> 3, ``1,3`` -> (1, 3): one strategy or a portfolio of distinct ones."""
+    try:
+        values = tuple(int(t) for t in text.split(","))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"expected 1, 2, 3 or 4, or several separated by commas; got {text!r}") from err
+    if any(v not in (1, 2, 3, 4) for v in values) or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(
+            f"expected distinct strategies from 1, 2, 3, 4; got {text!r}")
+    return values[0] if len(values) == 1 else values
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    """``sqrt, exp`` -> ("sqrt", "exp"); ``none`` or an empty string -> () (the names are
+    checked by the estimator)."""
+    names = tuple(t.strip().lower() for t in text.split(",") if t.strip())
+    return () if names == ("none",) else names
+
+
 def _add_csv_options(p: argparse.ArgumentParser) -> None:
     """How the data file is read (pandas' reader): separator, decimal mark, header."""
     p.add_argument("--sep", default=None, metavar="SEP",
@@ -715,6 +925,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="name of the target column; every other column is a feature")
     p.add_argument("--drop", action="append", metavar="COLUMN", default=None,
                    help="a column to leave out of the features (ids, text, ...); repeatable")
+    p.add_argument("--dropna", action="store_true",
+                   help="leave out the rows with a missing value (an empty field, NaN) in "
+                   "the target or a feature column (not in --drop columns); how many goes "
+                   "to stderr")
     p.add_argument("--test-size", type=float, default=0.0, metavar="FRACTION",
                    help="fraction of rows held out for a test score (default 0: fit on all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/test shuffle")
@@ -744,50 +958,106 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the generated data and split")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /) to a CSV",
+    p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /, optional "
+                       "unary operators) to a CSV",
                        description="Deterministic symbolic regression (DoME) on a CSV file.")
     _add_common(p)
-    p.add_argument("--max-nodes", type=_positive_int, default=50,
-                   help="largest number of nodes of the expression (default 50, as the "
-                        "authors' package SymDoME.jl)")
-    p.add_argument("--strategy", type=int, choices=(1, 2, 3, 4), default=None,
-                   help="one search strategy of section 2.8 of the paper (default: "
-                        "SymbolicRegressor's)")
-    p.add_argument("--max-iterations", type=_positive_int, default=None)
-    p.add_argument("--max-time", type=_non_negative_float, default=None, metavar="SECONDS")
-    p.add_argument("--min-improvement", type=_non_negative_float, default=1e-6,
-                   help="stop when the relative MSE reduction falls below this (default 1e-6)")
-    p.add_argument("--goal-mse", type=_non_negative_float, default=0.0,
-                   help="stop when the training MSE reaches this value (default 0)")
+    est = "SymbolicRegressor's"
+    p.add_argument("--max-nodes", type=_positive_int, default=None,
+                   help=f"largest number of nodes of the expression (default: {est})")
+    p.add_argument("--strategy", type=_strategies, default=None, metavar="S[,S...]",
+                   help="search strategy 1-4 of section 2.8 of the paper, or several "
+                   "separated by commas (a portfolio run in that order, e.g. 1,3; "
+                   f"default: {est})")
+    p.add_argument("--beam-width", type=_positive_int, default=None, metavar="B",
+                   help="trees kept per iteration: 1 is the paper's greedy search, more is "
+                   f"a beam search over the B best distinct trees (default: {est})")
+    p.add_argument("--unary-operators", type=_name_list, default=None, metavar="OP[,OP...]",
+                   help="unary operators offered to the search besides + - * /, separated "
+                   "by commas, from sqrt, exp, log, sin, cos (e.g. sqrt,exp; 'none' for "
+                   f"none; default: {est})")
+    p.add_argument("--model-selection", choices=MODEL_SELECTIONS, default=None,
+                   help="which model of the Pareto front is reported, saved and used to "
+                   "predict: bic (Bayesian information criterion), best (highest score "
+                   "among the models with a loss below 1.5 times the lowest), accuracy "
+                   f"(lowest loss) or score (highest score) (default: {est})")
+    p.add_argument("--validation-fraction", type=_open_fraction, default=None,
+                   metavar="FRACTION", help="hold out this fraction of the training rows "
+                   "(a fixed shuffle) and choose the model of the front by its loss on "
+                   f"them (default: {est}: none held out)")
+    p.add_argument("--max-iterations", type=_positive_int, default=None,
+                   help=f"stop after this many accepted changes (default: {est})")
+    p.add_argument("--max-time", type=_positive_float, default=None, metavar="SECONDS",
+                   help="wall-clock budget of the fit, compilation included; the best "
+                   f"model found by then is returned (default: {est})")
+    p.add_argument("--min-improvement", type=_non_negative_float, default=None,
+                   help="stop when the relative MSE reduction falls below this "
+                   f"(default: {est})")
+    p.add_argument("--goal-mse", type=_non_negative_float, default=None,
+                   help=f"stop when the training MSE reaches this value (default: {est})")
+    p.add_argument("--max-height", type=_positive_int, default=None, metavar="LEVELS",
+                   help=f"largest height of the expression tree (default: {est})")
+    p.add_argument("--domain", choices=DOMAINS, default=None,
+                   help="where a model must be free of poles: box (the whole box spanned "
+                   "by the training data, proved by interval arithmetic) or rows (the "
+                   f"training rows only, as in the paper) (default: {est})")
+    p.add_argument("--refine-constants", action="store_true", default=None,
+                   help="refine all constants of the final tree jointly (L-BFGS), kept "
+                   "only if the training MSE drops")
+    p.add_argument("--precision", type=_positive_int, default=None, metavar="DIGITS",
+                   help=f"significant digits of the printed equation (default: {est})")
+    p.add_argument("--all-devices", dest="mesh", action="store_const", const="all",
+                   default=None, help="shard the samples over all local devices")
+    p.add_argument("--show-front", action="store_true",
+                   help="print the Pareto front: one row per model (complexity, training "
+                   "loss, validation loss with --validation-fraction, equation), the chosen "
+                   "one marked with *")
     p.set_defaults(func=_cmd_symbolic)
 
     p = sub.add_parser("tree", help="fit a provably optimal sparse regression tree to a CSV",
                        description="Optimal sparse regression tree (OSRT) on a CSV file.")
     _add_common(p)
-    p.add_argument("--regularization", type=_non_negative_float, default=0.01,
+    est = "OptimalTreeRegressor's"
+    p.add_argument("--regularization", type=_non_negative_float, default=None,
                    metavar="LAMBDA", help="penalty per leaf, in units of the normalised "
-                   "loss (default 0.01)")
-    p.add_argument("--depth-budget", type=_positive_int, default=5,
-                   help="2 allows one split (default 5)")
+                   f"loss (default: {est})")
+    p.add_argument("--depth-budget", type=_positive_int, default=None,
+                   help=f"levels of the tree counting the root as 1: 2 allows one split "
+                   f"(default: {est})")
     p.add_argument("--no-depth-limit", action="store_true",
                    help="no depth budget (may take long with a small regularization)")
-    p.add_argument("--loss", choices=("squared_error", "absolute_error"),
-                   default="squared_error")
-    p.add_argument("--min-samples-leaf", type=_positive_int, default=1)
+    p.add_argument("--loss", choices=("squared_error", "absolute_error"), default=None,
+                   help=f"the loss of the leaves' predictions (default: {est})")
+    p.add_argument("--raw-loss", dest="normalize", action="store_const", const=False,
+                   default=None, help="the loss as mean squared (absolute) error instead "
+                   "of normalised by the one-leaf tree's; --regularization is then in units "
+                   "of the target squared (of the target)")
+    p.add_argument("--min-samples-leaf", type=_positive_int, default=None,
+                   help=f"fewest training rows in a leaf (default: {est})")
     p.add_argument("--binarize",
                    choices=("auto", "none", "quantile", "uniform", "midpoints", "gbdt"),
                    default="auto", help="how real features become binary ones (auto: none "
                    "when every feature is 0/1, else quantile); text columns are one-hot "
                    "encoded")
-    p.add_argument("--n-thresholds", type=_positive_int, default=4,
-                   help="thresholds per feature for quantile/uniform binarization (default 4)")
+    p.add_argument("--n-thresholds", type=_positive_int, default=None,
+                   help="thresholds per feature for quantile/uniform binarization "
+                   "(default: Binarizer's)")
     p.add_argument("--max-features", type=_positive_int, default=None,
                    help="keep at most this many binary features")
     p.add_argument("--time-limit", type=_non_negative_float, default=None, metavar="SECONDS",
                    help="stop the search and report the best tree with its gap")
-    p.add_argument("--backend", choices=("auto", "numpy", "jax"), default="auto",
+    p.add_argument("--max-steps", type=_positive_int, default=None,
+                   help="stop the search after this many solver steps and report the best "
+                   "tree with its gap (as --time-limit, but reproducible)")
+    p.add_argument("--exact-levels", type=int, choices=(0, 1, 2, 3), default=None,
+                   help="split levels solved at once by the exact shallow-subtree kernels "
+                   "(default: the largest that fits in memory)")
+    p.add_argument("--backend", choices=("auto", "numpy", "jax"), default=None,
                    help="search backend: host kernels (numpy) or batched device calls (jax); "
-                   "auto: jax on an accelerator, numpy on a CPU. Same optimum")
+                   f"auto: jax on an accelerator, numpy on a CPU. Same optimum (default: {est})")
+    p.add_argument("--all-devices", dest="mesh", action="store_const", const="all",
+                   default=None, help="split the batched device calls over all local "
+                   "devices (implies the jax backend)")
     p.set_defaults(func=_cmd_tree)
 
     p = sub.add_parser("predict", help="predictions of a saved model on a CSV",
@@ -822,8 +1092,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or an argparse usage error (code 2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    if getattr(args, "no_depth_limit", False):
-        args.depth_budget = None
     if args.command in ("demo", "symbolic", "tree"):
         _enable_compilation_cache()
     try:

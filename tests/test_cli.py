@@ -80,9 +80,6 @@ def test_non_numeric_column(capsys, tmp_path):
     path = tmp_path / "d.csv"
     pd.DataFrame({"name": ["a", "b", "c"], "x": [1.0, 2.0, 3.0],
                   "y": [1.0, 2.0, 4.0]}).to_csv(path, index=False)
-    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
-    assert rc == 2
-    assert "non-numeric column(s) 'name'" in _error_line(err)  # jaxsr._validation's words
     rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--binarize", "none")
     assert rc == 2 and "non-numeric" in _error_line(err)
     # a text target is an error too
@@ -96,6 +93,7 @@ def test_nan_values(capsys, tmp_path):
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
     assert rc == 2
     assert "NaN or infinite" in _error_line(err) and "'y'" in _error_line(err)
+    assert _error_line(err).endswith("add --dropna to leave out the rows with a missing value")
     rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--drop", "b")
     assert rc == 2 and "'y'" in _error_line(err)
     path.write_text("a,b,y\n1,2,3\n4,,6\n")
@@ -197,6 +195,11 @@ def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
     rc, out, err = _run(capsys, "predict", str(model_path), str(data3))
     assert rc == 2 and out == ""
     assert "needs column(s) 'weight.kg'" in _error_line(err)
+    assert "no header" not in _error_line(err)
+    # a headerless file for a model with named columns: it needs a header row
+    df[["dose (mg)", "weight.kg"]].to_csv(data3, index=False, header=False)
+    rc, out, err = _run(capsys, "predict", str(model_path), str(data3))
+    assert rc == 2 and "needs a header row with the model's column names" in _error_line(err)
 
 
 def test_symbolic_test_size(capsys, tmp_path):
@@ -349,6 +352,11 @@ def test_csv_options_on_the_command_and_their_hints(capsys, tmp_path):
                         "--output", str(model), "--binarize", "midpoints", *_small_tree())
     assert rc == 0, err
     assert _last_train_n(out) == 60 and "x1 <= " in out
+    # predict on the headerless file without --no-header: the same hint
+    rc, out, err = _run(capsys, "predict", str(model), str(raw))
+    assert rc == 2 and out == ""
+    assert "needs column(s) 'x1'" in _error_line(err)
+    assert "if the file has no header, add --no-header" in _error_line(err)
     # predict reads the same kind of file with the same options (x2 is not needed)
     rc, out, err = _run(capsys, "predict", str(model), str(raw), "--no-header")
     assert rc == 0, err
@@ -460,3 +468,237 @@ def test_predict_deep_and_damaged_model_files(tmp_path):
         assert len(lines) == 1 and lines[0].startswith(f"jaxsr: error: {path}: "), proc.stderr
         assert message in lines[0]
         assert proc.stdout == ""
+
+
+def test_help_does_not_import_jax(tmp_path):
+    """``jaxsr --help`` (and any argument error) answers before the engines are imported:
+    JAX is loaded only by the sub-command that fits or predicts."""
+    for argv in (["--help"], ["symbolic", "--help"], ["tree", str(tmp_path / "x.csv")]):
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "jaxsr", *argv],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+        assert proc.returncode == (0 if "--help" in argv else 2), proc.stderr[-2000:]
+        modules = {ln.split("|")[-1].strip() for ln in proc.stderr.splitlines()
+                   if ln.startswith("import time:")}
+        assert "jaxsr.cli" in modules  # the measurement works
+        heavy = sorted(m for m in modules
+                       if m.split(".")[0] in ("jax", "jaxlib", "sympy", "sklearn"))
+        assert not heavy, (argv, heavy[:10])
+
+
+# --------------------------------------------------------------------------------------
+# the estimators' options on the command line
+
+
+@pytest.fixture
+def sqrt_csv(tmp_path):
+    """y = 2*sqrt(x1) + x1*x2: exact with the unary operator sqrt, not without it."""
+    x1 = np.linspace(1.0, 9.0, 24)
+    x2 = np.tile([0.5, 1.5, 2.5], 8)
+    df = pd.DataFrame({"x1": x1, "x2": x2, "y": 2.0 * np.sqrt(x1) + x1 * x2})
+    path = tmp_path / "sqrt.csv"
+    df.to_csv(path, index=False, float_format="%.17g")
+    return path, df
+
+
+def test_option_choices_are_the_estimators():
+    from jaxsr.cli import DOMAINS, MODEL_SELECTIONS
+    from jaxsr.symbolic import domain, front
+
+    assert MODEL_SELECTIONS == front.MODEL_SELECTIONS and DOMAINS == domain.DOMAINS
+
+
+def test_option_errors_are_usage_errors(capsys, sqrt_csv):
+    path, _ = sqrt_csv
+    for bad in (["--strategy", "5"], ["--strategy", "1,1"], ["--beam-width", "0"],
+                ["--validation-fraction", "1"], ["--model-selection", "aic"],
+                ["--max-time", "0"]):
+        assert main(["symbolic", str(path), "--target", "y", *bad]) == 2, bad
+        assert "error: argument" in capsys.readouterr().err
+    # unknown unary operator names: the estimator's check, as one error line
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y",
+                      "--unary-operators", "sqrt,tan")
+    assert rc == 2 and "unary_operators" in _error_line(err) and "tan" in _error_line(err)
+
+
+_SYMBOLIC_OPTIONS = {
+    "greedy strategy 3": (["--strategy", "3", "--beam-width", "1"],
+                          dict(strategy=3, beam_width=1)),
+    "unary sqrt": (["--unary-operators", "sqrt", "--beam-width", "1"],
+                   dict(unary_operators=("sqrt",), beam_width=1)),
+    "portfolio, accuracy": (["--strategy", "1,3", "--model-selection", "accuracy"],
+                            dict(strategy=(1, 3), model_selection="accuracy")),
+    "validation split": (["--validation-fraction", "0.25", "--beam-width", "2"],
+                         dict(validation_fraction=0.25, beam_width=2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SYMBOLIC_OPTIONS))
+def test_symbolic_options_give_the_estimators_model(capsys, tmp_path, sqrt_csv, case):
+    """Each option reaches SymbolicRegressor: the command's saved model is the model of the
+    estimator fitted with the same parameters on the same data."""
+    from jaxsr.io import load_model
+    from jaxsr.symbolic import SymbolicRegressor
+
+    path, df = sqrt_csv
+    argv, params = _SYMBOLIC_OPTIONS[case]
+    model_path = tmp_path / "m.json"
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--max-nodes", "7",
+                        *argv, "--output", str(model_path))
+    assert rc == 0, err
+    saved = load_model(model_path)
+    want = SymbolicRegressor(max_nodes=7, progress=False, **params).fit(df[["x1", "x2"]],
+                                                                        df["y"])
+    for name, value in params.items():  # JSON keeps a tuple as a list
+        got = saved.get_params()[name]
+        assert (tuple(got) if isinstance(got, list) else got) == value, name
+    assert saved.expression_ == want.expression_
+    assert saved.selected_index_ == want.selected_index_
+    pd.testing.assert_frame_equal(saved.equations_.reset_index(drop=True),
+                                  want.equations_.reset_index(drop=True))
+    assert f"exact:    {want.expression_}" in out
+    if "unary_operators" in params:
+        assert "sqrt(x1)" in want.expression_ and want.mse_ < 1e-20
+    if params.get("model_selection") == "accuracy":
+        assert want.selected_index_ == len(want.equations_) - 1
+        assert [s["strategy"] for s in want.searches_] == [1, 3]
+    if "validation_fraction" in params:
+        assert "validation_loss" in want.equations_.columns
+
+
+def test_tree_options_reach_the_estimator(capsys, tmp_path):
+    from jaxsr.io import load_model
+
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 2, size=(60, 3)).astype(float)
+    y = 4.0 * X[:, 0] + 2.0 * X[:, 1] * X[:, 2] + rng.normal(0, 0.1, 60)
+    path = tmp_path / "b.csv"
+    pd.DataFrame(X, columns=["a", "b", "c"]).assign(y=y).to_csv(path, index=False)
+    model_path = tmp_path / "t.json"
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="node limit"):
+        rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--max-steps", "1",
+                            "--raw-loss", "--exact-levels", "0", "--loss", "absolute_error",
+                            "--min-samples-leaf", "3", "--depth-budget", "3",
+                            "--output", str(model_path))
+    assert rc == 0, err
+    m = load_model(model_path)
+    params = m.get_params()
+    assert (params["max_steps"], params["normalize"], params["exact_levels"], params["loss"],
+            params["min_samples_leaf"], params["depth_budget"]) == (
+                1, False, 0, "absolute_error", 3, 3)
+    assert not m.optimal_ and m.gap_ > 0 and "optimal: no" in out  # stopped at 1 step
+    assert m.normalizer_ == pytest.approx(60.0)  # raw loss: the normaliser is n
+    # options left out: the estimator's defaults, not copies of them
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--output",
+                        str(model_path))
+    assert rc == 0, err
+    from jaxsr.trees import OptimalTreeRegressor
+
+    defaults = OptimalTreeRegressor().get_params()
+    got = load_model(model_path).get_params()
+    for name in ("regularization", "depth_budget", "loss", "normalize", "min_samples_leaf",
+                 "time_limit", "max_steps", "exact_levels", "backend", "mesh"):
+        assert got[name] == defaults[name], name
+
+
+def test_show_front(capsys, tmp_path, sqrt_csv):
+    """--show-front prints the whole front, one row per model, the equation column whole and
+    the selected row marked; with a validation split its loss is a column too."""
+    from jaxsr.io import load_model
+
+    path, _ = sqrt_csv
+    model_path = tmp_path / "m.json"
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--max-nodes", "7",
+                        "--validation-fraction", "0.25", "--show-front",
+                        "--output", str(model_path))
+    assert rc == 0, err
+    model = load_model(model_path)
+    front = model.equations_
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Pareto front"))
+    header = lines[start + 1].split()
+    assert header == ["complexity", "loss", "validation", "equation"]
+    rows = lines[start + 2:start + 2 + len(front)]
+    assert len(front) > 1
+    for i, (line, rec) in enumerate(zip(rows, front.to_dict("records"), strict=True)):
+        assert line.startswith("*" if i == model.selected_index_ else " "), line
+        cells = line[1:].split(maxsplit=3)
+        assert int(cells[0]) == rec["complexity"]
+        assert float(cells[1]) == pytest.approx(rec["loss"], rel=1e-5)
+        assert float(cells[2]) == pytest.approx(rec["validation_loss"], rel=1e-5)
+        assert cells[3] == rec["equation"]  # whole, not cut by a wide expression column
+    chosen = rows[model.selected_index_]
+    assert chosen.endswith(str(model).removeprefix("y = "))
+
+
+def test_dropna(capsys, tmp_path):
+    """--dropna leaves out exactly the rows with a missing value in a used column (not in a
+    --drop column) and says how many on stderr; the fit then sees only complete rows."""
+    x = np.arange(1.0, 21.0)
+    df = pd.DataFrame({"x": x, "note": 1.0, "y": 2.0 * x + 1.0})
+    df.loc[[2, 7], "x"] = np.nan
+    df.loc[11, "y"] = np.nan
+    df.loc[[3, 4], "note"] = np.nan  # a dropped column: these rows stay
+    path = tmp_path / "gaps.csv"
+    df.to_csv(path, index=False)
+    for cmd, extra in (("symbolic", ("--max-nodes", "5")),
+                       ("tree", ("--depth-budget", "2", "--n-thresholds", "2"))):
+        rc, _, err = _run(capsys, cmd, str(path), "--target", "y", "--drop", "note", *extra)
+        assert rc == 2 and "add --dropna" in _error_line(err), cmd
+        rc, out, err = _run(capsys, cmd, str(path), "--target", "y", "--drop", "note",
+                            "--dropna", *extra)
+        assert rc == 0, err
+        assert "--dropna: left out 3 of 20 rows with a missing value (in 'x', 'y')" in err
+        assert _last_train_n(out) == 17
+    # the symbolic fit is exact on the complete rows
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--drop", "note",
+                        "--dropna", "--max-nodes", "5")
+    assert float(next(ln for ln in out.splitlines() if ln.startswith("train")).split()[2]) \
+        < 1e-20
+    # every row incomplete: an error, not an empty fit
+    df.assign(x=np.nan).to_csv(path, index=False)
+    rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--dropna")
+    assert rc == 2 and "every row has a missing value" in _error_line(err)
+
+
+def test_symbolic_one_hot_text_columns(capsys, tmp_path):
+    """jaxsr symbolic one-hot encodes a text column into 0/1 features named column=value,
+    which the equation uses by name; predict re-applies the encoding to the same column."""
+    from jaxsr.io import load_model
+
+    n = 30
+    x = np.linspace(1.0, 5.0, n)
+    color = np.array(["red", "blue", "green"])[np.arange(n) % 3]
+    y = 2.0 * x + np.where(color == "red", 3.0, 0.0)
+    path = tmp_path / "c.csv"
+    pd.DataFrame({"x": x, "color": color, "y": y}).to_csv(path, index=False)
+    model_path = tmp_path / "m.json"
+    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--max-nodes", "7",
+                        "--output", str(model_path))
+    assert rc == 0, err
+    assert ("one-hot encoded text column(s) 'color' into 3 0/1 features: color=blue, "
+            "color=green, color=red") in err
+    model = load_model(model_path)
+    assert list(model.feature_names_in_) == ["x", "color=blue", "color=green", "color=red"]
+    assert "[color=red]" in model.expression_ and "4 features" in out
+    train = next(ln for ln in out.splitlines() if ln.startswith("train"))
+    assert float(train.split()[2]) < 1e-20  # the law with the indicator, exactly
+    # predict: the text column of a new file encoded the same way; an unseen value warns
+    new = tmp_path / "new.csv"
+    pd.DataFrame({"color": ["red", "blue", "violet"], "x": [1.0, 2.0, 3.0]}).to_csv(
+        new, index=False)
+    rc, out, err = _run(capsys, "predict", str(model_path), str(new))
+    assert rc == 0, err
+    pred = pd.read_csv(__import__("io").StringIO(out))["prediction"].to_numpy()
+    np.testing.assert_allclose(pred, [5.0, 4.0, 6.0], rtol=1e-12)
+    assert "'color' has value(s) 'violet' that the model was not fitted on" in err
+    # a text column with a gap: the --dropna hint; decimal-comma numbers: the --decimal hint
+    pd.DataFrame({"x": x[:4], "color": ["red", None, "blue", "red"],
+                  "y": y[:4]}).to_csv(path, index=False)
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
+    assert rc == 2 and "'color' have missing values; add --dropna" in _error_line(err)
+    pd.DataFrame({"x": ["1,5", "2,5", "3,0"], "y": [1.0, 2.0, 3.0]}).to_csv(path, index=False)
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
+    assert rc == 2 and "add --decimal ," in _error_line(err)
