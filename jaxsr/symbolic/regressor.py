@@ -484,12 +484,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         order: ``strategy, expression`` (its final tree), ``mse, stop_reason,
         n_iterations, seconds``.
       equations_: pandas DataFrame, the Pareto front of the models met during the fit, one
-        row per model by increasing ``complexity`` (nodes): ``complexity, loss`` (training
-        MSE), ``score`` (``-d log(loss) / d complexity`` against the previous row),
-        ``equation`` (readable: constants rounded to ``precision`` digits, folded by sympy),
-        ``expression`` (exact, fully parenthesised; :meth:`Expression.parse` reads it back),
-        ``iteration`` (that made the model) and, with a validation split,
-        ``validation_loss``.
+        row per model by increasing ``complexity`` (nodes), in this column order:
+        ``complexity, loss`` (training MSE), ``score`` (``-d log(loss) / d complexity``
+        against the previous row), with a validation split ``validation_loss``,
+        ``iteration`` (that made the model), ``equation`` (readable: constants rounded to
+        ``precision`` digits, folded by sympy) and last the wide ``expression`` (exact,
+        fully parenthesised; :meth:`Expression.parse` reads it back).
       selected_index_: int, the row of ``equations_`` chosen by ``model_selection``;
         ``expression_``, ``expression_tree_`` and ``mse_`` describe that model.
       refinement_: with ``refine_constants``, :class:`jaxsr.symbolic.refine.RefineResult` of
@@ -1182,9 +1182,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                           simplify=False) for t in self._front_]
             cols = {k: v for k, v in table.items() if k not in ("expression", "iteration",
                                                                 "validation_loss")}
+            # the wide exact ``expression`` last: a terminal that cannot show every column
+            # still shows the readable ``equation``
+            cols.update((k, table[k]) for k in ("validation_loss", "iteration") if k in table)
             cols["equation"] = equation
-            cols.update((k, table[k]) for k in ("expression", "iteration", "validation_loss")
-                        if k in table)
+            cols["expression"] = table["expression"]
             eq = self.__dict__["_equations_"] = pd.DataFrame(cols)
         return eq
 

@@ -96,7 +96,11 @@ def line_fit():
 def test_front_of_a_fit_is_non_dominated_and_matches_history(line_fit):
     X, y, sr = line_fit
     eq = sr.equations_
-    assert list(eq.columns[:4]) == ["complexity", "loss", "score", "equation"]
+    # the wide exact expression last, so that a narrow terminal still shows the equation
+    assert list(eq.columns) == ["complexity", "loss", "score", "iteration", "equation",
+                                "expression"]
+    first_block = str(eq).split("\n\n")[0]  # pandas wraps wide frames into blocks
+    assert "equation" in first_block and "3*x1 + 2" in first_block
     assert np.all(np.diff(eq["complexity"]) > 0) and np.all(np.diff(eq["loss"]) < 0)
     # every row's loss is the MSE of its tree, and each row is a tree the fit accepted
     for i, row in eq.iterrows():
