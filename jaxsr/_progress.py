@@ -83,7 +83,8 @@ class FitProgress:
       file: stream, default ``sys.stderr`` at entry.
 
     Attributes:
-      compile_seconds: float, seconds spent tracing, lowering and compiling during the fit.
+      compile_seconds: float, wall-clock seconds spent tracing, lowering and compiling
+        during the fit (on any thread; overlapping compilations count once).
       first_display: float or ``None``, seconds from entry to the first line shown.
     """
 
@@ -95,6 +96,8 @@ class FitProgress:
         self.unit = unit
         self.file = file
         self.compile_seconds = 0.0
+        self._intervals: list[tuple[float, float]] = []
+        self._lock = threading.Lock()
         self.first_display: float | None = None
         self._compiling = False
         self._postfix: dict = {}
@@ -169,12 +172,36 @@ class FitProgress:
 
     # ------------------------------------------------------------------ internals
     def _on_duration(self, event: str, duration: float, **_kw) -> None:
+        """JAX's monitoring event ``event`` of ``duration`` seconds, just ended, in the
+        thread that compiles. ``compile_seconds`` is wall-clock: the length of the union
+        of the timed phases' intervals (the fit's worker and the compile-ahead worker may
+        compile at the same time; their seconds are not summed). The ``[compiling]``
+        label is the search's own thread's phase: a compilation ahead on the background
+        worker (thread ``jaxsr-compile``) runs beside the iterations."""
         if event in _TIMED_EVENTS:
-            self.compile_seconds += float(duration)
+            end = time.perf_counter()
+            with self._lock:
+                self._add_interval(end - float(duration), end)
+        if threading.current_thread().name == "jaxsr-compile":
+            return
         if event == _TRACE_EVENT:
             self._compiling = True
         elif event in _END_EVENTS:
             self._compiling = False
+
+    def _add_interval(self, start: float, end: float) -> None:
+        """Merge ``[start, end]`` into the disjoint sorted intervals and update
+        ``compile_seconds``."""
+        merged = []
+        for a, b in self._intervals:
+            if b < start or a > end:
+                merged.append((a, b))
+            else:
+                start, end = min(a, start), max(b, end)
+        merged.append((start, end))
+        merged.sort()
+        self._intervals = merged
+        self.compile_seconds = sum(b - a for a, b in merged)
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(0.5):
