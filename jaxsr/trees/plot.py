@@ -92,6 +92,31 @@ def _leaf_colours(tree: Tree) -> dict[int, tuple[float, float, float]]:
     return out
 
 
+_CHAR_WIDTH = 0.56  # width of a character of matplotlib's default font, in font sizes
+_LINE_HEIGHT = 1.25  # height of a line of text, in font sizes
+_BOX_PAD = 0.4  # the boxes' padding (``boxstyle="round,pad=0.4"``), in font sizes
+
+
+def figure_size(labels, n_leaves: int, levels: int, fontsize: float) -> tuple[float, float]:
+    """``(width, height)`` in inches of a figure in which :func:`plot_tree`'s boxes do not
+    overlap: leaves sit one layout unit apart and levels one unit apart, so a unit must be
+    wider than the widest box (its longest line) and taller than twice the tallest box
+    (room for the edge labels between levels); at least matplotlib's default 6.4 x 4.8.
+
+    Args:
+      labels: the boxes' texts (lines separated by ``\n``).
+      n_leaves: leaves of the tree (layout units across).
+      levels: levels of the tree (layout units down).
+      fontsize: the boxes' font size in points.
+    """
+    pt = fontsize / 72.0  # inches per font size
+    chars = max((len(line) for text in labels for line in text.split("\n")), default=1)
+    lines = max((text.count("\n") + 1 for text in labels), default=1)
+    unit_w = (chars * _CHAR_WIDTH + 2 * _BOX_PAD) * pt * 1.1
+    unit_h = (lines * _LINE_HEIGHT + 2 * _BOX_PAD) * pt * 2.2
+    return max(6.4, unit_w * (n_leaves + 0.2)), max(4.8, unit_h * levels)
+
+
 def plot_tree(model, ax=None, *, feature_names=None, decimals: int = 4,
               show_counts: bool = True, filled: bool = True, fontsize: float | None = None):
     """Draw a fitted tree with matplotlib.
@@ -99,7 +124,9 @@ def plot_tree(model, ax=None, *, feature_names=None, decimals: int = 4,
     Args:
       model: a fitted :class:`~jaxsr.trees.OptimalTreeRegressor`, or a
         :class:`~jaxsr.trees.Tree`.
-      ax: the ``matplotlib.axes.Axes`` to draw on (default: the current axes, ``plt.gca()``).
+      ax: the ``matplotlib.axes.Axes`` to draw on. Default: the current figure's axes; a
+        new (empty) figure is first resized by :func:`figure_size` so that no two boxes
+        overlap, up to dozens of leaves.
       feature_names: names of the binary features (default: the model's, e.g.
         ``"x3 <= 4.5"``).
       decimals: digits after the decimal point of the leaf predictions.
@@ -132,13 +159,16 @@ def plot_tree(model, ax=None, *, feature_names=None, decimals: int = 4,
         import matplotlib.pyplot as plt
     except ImportError as err:  # pragma: no cover - matplotlib is a test dependency
         raise ImportError("plot_tree needs matplotlib: pip install matplotlib") from err
-    if ax is None:
-        ax = plt.gca()
     x, depth = _layout(tree)
     n_leaves = max(tree.n_leaves, 1)
     levels = int(depth.max()) + 1 if tree.n_nodes else 1
     if fontsize is None:
         fontsize = float(np.clip(13.0 - 0.6 * n_leaves, 6.0, 11.0))
+    if ax is None:
+        fig = plt.gcf()
+        if not fig.axes:  # a new figure: sized so that no two boxes overlap
+            fig.set_size_inches(*figure_size(labels, n_leaves, levels, fontsize))
+        ax = fig.add_axes((0.0, 0.0, 1.0, 1.0)) if not fig.axes else plt.gca()
     y = -depth.astype(float)
     colours = _leaf_colours(tree) if filled else {}
     for i in range(tree.n_nodes):

@@ -167,3 +167,63 @@ def test_errors_and_docstring_examples():
     finally:
         plt.close("all")
     assert result.attempted >= 2 and result.failed == 0
+
+
+def _tree_with_leaves(n_leaves):
+    """A tree of ``n_leaves`` leaves (every leaf split in turn, breadth first), with long
+    feature names and 4-digit predictions, in pre-order arrays."""
+    children = {0: None}
+    queue, next_id = [0], 1
+    while len(children) - sum(1 for c in children.values() if c) < n_leaves:
+        node = queue.pop(0)
+        children[node] = (next_id, next_id + 1)
+        children[next_id] = children[next_id + 1] = None
+        queue += [next_id, next_id + 1]
+        next_id += 2
+    order, stack = [], [0]
+    while stack:  # pre-order
+        node = stack.pop()
+        order.append(node)
+        if children[node]:
+            stack += [children[node][1], children[node][0]]
+    pos = {node: k for k, node in enumerate(order)}
+    n = len(order)
+    feature, t, f = (np.full(n, -1) for _ in range(3))
+    for node, ch in children.items():
+        if ch:
+            feature[pos[node]] = pos[node] % 7
+            t[pos[node]], f[pos[node]] = pos[ch[0]], pos[ch[1]]
+    names = [f"sensor reading {j} <= {1234.5678 * (j + 1):.4f}" for j in range(7)]
+    return Tree(feature=feature, true_child=t, false_child=f,
+                value=np.linspace(-1234.5, 9876.5, n), n_samples=np.full(n, 1000),
+                weight=np.full(n, 1000.0), loss=np.zeros(n), feature_names=names)
+
+
+@pytest.mark.parametrize("n_leaves", [3, 15, 31])
+def test_plot_tree_at_the_default_size_draws_no_box_over_another(n_leaves, tmp_path):
+    """A new figure is sized to the tree: no two node boxes overlap, none is cut off."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tree = _tree_with_leaves(n_leaves)
+    assert tree.n_leaves == n_leaves
+    try:
+        plt.figure()
+        boxes = plot_tree(tree)
+        fig = plt.gcf()
+        fig.savefig(tmp_path / f"tree_{n_leaves}.png")
+        renderer = fig.canvas.get_renderer()
+        rects = [b.get_bbox_patch().get_window_extent(renderer) for b in boxes]
+        figure = fig.bbox
+        for k, r in enumerate(rects):
+            assert figure.x0 <= r.x0 and r.x1 <= figure.x1, k  # not cut off
+            assert figure.y0 <= r.y0 and r.y1 <= figure.y1, k
+            for q in rects[k + 1:]:
+                assert not r.overlaps(q)
+        w, h = fig.get_size_inches()
+        levels = len({b.get_position()[1] for b in boxes})
+        assert (w, h) == plot_module.figure_size([b.get_text() for b in boxes], n_leaves,
+                                                 levels, boxes[0].get_fontsize())
+    finally:
+        plt.close("all")
