@@ -85,7 +85,7 @@ def _latex_number(v: float, precision: int) -> str:
     return text
 
 
-_FITS: dict = {}  # thread id -> (worker thread, _FitRun) of the fits running
+_FITS: dict = {}  # id -> (the worker's "done" event, _FitRun) of the fits running
 _FITS_LOCK = threading.Lock()
 
 
@@ -96,8 +96,8 @@ def _stop_fits_at_exit() -> None:
         fits = list(_FITS.values())
     for _, run in fits:
         run.stop()
-    for worker, _ in fits:
-        worker.join()
+    for done, _ in fits:
+        done.wait()
 
 
 atexit.register(_stop_fits_at_exit)
@@ -959,39 +959,43 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """
         settings = thread_settings()
 
+        # the caller waits on ``done``, never on ``Thread.join``: a join interrupted by
+        # Ctrl-C marks a thread that still runs as stopped (CPython 3.11, bpo-45274's
+        # fix), and the exit hook would then not wait for it
+        done = threading.Event()
+
         def work():
             try:
                 with settings():
                     self._fit_run(*args)
             finally:
                 with _FITS_LOCK:
-                    _FITS.pop(threading.get_ident(), None)
+                    _FITS.pop(id(done), None)
+                done.set()
 
         worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
                                   name="jaxsr-fit", daemon=True)
         reserve = 0.0 if deadline is None else min(1.0, 0.25 * float(self.max_time))
         stop_at = None if deadline is None else deadline - reserve
         with _FITS_LOCK:
-            worker.start()
-            _FITS[worker.ident] = (worker, run)
+            _FITS[id(done)] = (done, run)
+        worker.start()
         try:
-            while worker.is_alive():
+            while not done.is_set():
                 if stop_at is None:
-                    worker.join(0.25)
+                    done.wait(0.25)
                     continue
-                worker.join(max(0.0, min(0.25, stop_at - time.perf_counter())))
-                if worker.is_alive() and time.perf_counter() >= stop_at:
+                done.wait(max(0.0, min(0.25, stop_at - time.perf_counter())))
+                if not done.is_set() and time.perf_counter() >= stop_at:
                     run.stop()
                     run.stop_reason = "max_time"
                     # the step in flight, to its next check: within half the reserve
                     # (a compilation cannot be interrupted; then it ends in the background)
-                    grace = stop_at + 0.5 * reserve
-                    while worker.is_alive() and time.perf_counter() < grace:
-                        worker.join(max(0.0, min(0.25, grace - time.perf_counter())))
+                    done.wait(max(0.0, stop_at + 0.5 * reserve - time.perf_counter()))
                     break
         except BaseException:  # KeyboardInterrupt, SystemExit
             run.stop()
-            worker.join(1.0)
+            done.wait(1.0)
             raise
 
     def _fit_run(self, run, Xa, ya, y_scale, const_cols, names, dt, start, deadline, w=None,
