@@ -268,6 +268,8 @@ def test_when_fit_returns_at_max_time_no_search_runs_behind_it():
 def test_ctrl_c_stops_a_fit_within_a_second_and_leaves_it_unfitted():
     code = """
 import os, signal, threading, time, numpy as np
+# as in a terminal: a shell starts background jobs with SIGINT ignored, and Python keeps that
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from jaxsr import SymbolicRegressor
 rng = np.random.default_rng(0)
 X = rng.uniform(1, 2, (100, 2)); y = X[:, 0] + X[:, 1] ** 2
