@@ -221,9 +221,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if bad.size:
             cols = [names[j] for j in bad[:5]] + (["..."] if bad.size > 5 else [])
             raise ValueError(
-                f"X must be binary (0/1) when binarizer=None, but {bad.size} column(s) hold "
-                f"other values: {cols}. Binarize real features first, e.g. "
-                "OptimalTreeRegressor(binarizer=Binarizer()) or "
+                f"X must be binary (0/1) for a tree without a binarizer (binarizer=None, or "
+                f"'auto' fitted on 0/1 data), but {bad.size} column(s) hold other values: "
+                f"{cols}. Fit with real features and the default binarizer='auto', or "
+                "binarize them first, e.g. OptimalTreeRegressor(binarizer=Binarizer()) or "
                 "Binarizer().fit_transform(X)."
             )
 
