@@ -138,9 +138,9 @@ def check_memory(need: float, what: str, fixes: str, *, fraction: float = 1.0) -
     avail = parse_size(env) if env else available_memory_bytes()
     if avail is not None and need > fraction * avail:
         where = f"{MEMORY_LIMIT_ENV}={env}" if env else "measured"
-        share = "" if fraction == 1.0 else (
-            "more than half of " if fraction == 0.5 else f"more than {fraction:g} of ")
+        share = {1.0: "more than ", 0.5: "more than half of "}.get(
+            fraction, f"more than {fraction:g} of ")
         raise ValueError(
-            f"{what} needs about {need / 1e9:.1f} GB, {share or 'more than '}the memory "
+            f"{what} needs about {need / 1e9:.1f} GB, {share}the memory "
             f"available ({avail / 1e9:.1f} GB, {where}). {fixes}, or set the environment "
             f"variable {MEMORY_LIMIT_ENV} to the memory to assume (e.g. 64G) or to 'off'.")

@@ -690,8 +690,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 w = check_sample_weight(w, w.shape[0], dtype=dt)
         # the rows the search fits, for model_selection="bic": with sample weights, which
         # are relative (their scale never changes the fit), Kish's effective sample size
-        # (sum w)**2 / sum(w**2), which is the row count for equal weights
-        wr = None if w is None else np.asarray(w, np.float64) / np.max(w)  # no overflow
+        # (sum w)**2 / sum(w**2), which is the row count for equal weights (check_sample_weight
+        # divided the weights by their largest: these sums cannot overflow)
+        wr = None if w is None else np.asarray(w, np.float64)
         self._n_train_rows_ = (float(ya.shape[0]) if w is None
                                else float(np.sum(wr) ** 2 / np.sum(wr * wr)))
         names = feature_names(self)

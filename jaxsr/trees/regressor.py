@@ -265,6 +265,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         0 then create no thresholds (see :meth:`Binarizer.fit`)."""
         binarizer = self._binarizer_for(X) if fitting else self.binarizer_
         if binarizer is None:
+            if fitting:
+                self.binarizer_ = None
             # feature names set (fit) or checked, a frame reordered by name (predict)
             Xa = validate_X(self, X, reset=fitting)
             names = feature_names(self)
@@ -337,8 +339,6 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             ya = check_target(y, dtype=dt)
             Xb, names, bnames = self._binary_X(X, fitting=True, y=ya,
                                                sample_weight=sample_weight)
-            if self._binarizer_for(X) is None:
-                self.binarizer_ = None
             if Xb.shape[0] != ya.shape[0]:
                 raise ValueError(f"X and y have different numbers of samples: X has "
                                  f"{Xb.shape[0]} rows, y has {ya.shape[0]}")
