@@ -329,6 +329,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     paper's method stays available by name: ``strategy=3, beam_width=1,
     model_selection="best", domain="rows"``.
 
+    Acceptance: a change is kept only if the true training MSE drops by more than
+    ``max(min_improvement * MSE, floor)``, ``floor = (1024 * eps)**2 * mean(y**2)``
+    (errors of 1024 units in the last place at the target's scale are rounding), and the tree has
+    no zero denominator and no pole inside the training range (no denominator changes
+    sign over the training rows). When no search improves the tree, zero-valued terms
+    ``+ (0*x1 + 0*x2 + ...)``, then their pairwise products, are added while the tree fits
+    ``max_nodes`` and the searches run again (the authors' package does this); unused zero
+    terms, and any branch whose removal changes the MSE by at most the floor, are pruned.
+
     Args:
       max_nodes: maximum number of nodes of the tree (section 2.7). Default 50, the
         default of the authors' package (SymDoME.jl ``maximumNodes``): without a size limit
@@ -366,15 +375,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         lowers the MSE by more than the acceptance floor, so it ends). A history record
         whose optimisation hit the cap has ``constant_passes_capped=True``.
 
-    Acceptance: a change is kept only if the true training MSE drops by more than
-    ``max(min_improvement * MSE, floor)``, ``floor = (1024 * eps)**2 * mean(y**2)``
-    (errors of 1024 units in the last place at the target's scale are rounding), and the tree has
-    no zero denominator and no pole inside the training range (no denominator changes
-    sign over the training rows). When no search improves the tree, zero-valued terms
-    ``+ (0*x1 + 0*x2 + ...)``, then their pairwise products, are added while the tree fits
-    ``max_nodes`` and the searches run again (the authors' package does this); unused zero
-    terms, and any branch whose removal changes the MSE by at most the floor, are pruned.
-
       model_selection: which model of the Pareto front ``equations_`` ``predict``,
         ``expression_``, ``sympy()``, ``latex()`` and ``to_jax()`` use (PySR's meanings,
         :mod:`jaxsr.symbolic.front`): ``"bic"`` (default: the lowest Bayesian information
@@ -399,7 +399,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       refine_constants: after the search, refine all constants of the final tree jointly
         (L-BFGS, optax; :mod:`jaxsr.symbolic.refine`), kept only if the training MSE drops
         (default ``False``: the paper's method alone).
-
       initial_expression: warm start: the tree the search starts from instead of the mean
         of the target, a string over the feature names (e.g. ``"2.5 * x1 + x2"``, or the
         frame's column names) or an :class:`Expression`; it must be defined on the
@@ -452,6 +451,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         with ``x1 > x2`` on every row but overlapping ranges) is refused too. ``"rows"``:
         the training rows only, as in the paper (no denominator zero or changing sign
         over them).
+
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.
       expression_tree_: :class:`Expression` (pre-order arrays; variables index the

@@ -210,7 +210,10 @@ def export_graphviz(model, *, feature_names=None, decimals: int = 4,
     Args:
       model: a fitted :class:`~jaxsr.trees.OptimalTreeRegressor`, or a
         :class:`~jaxsr.trees.Tree`.
-      feature_names, decimals, show_counts, filled: as in :func:`plot_tree`.
+      feature_names: as in :func:`plot_tree`.
+      decimals: as in :func:`plot_tree`.
+      show_counts: as in :func:`plot_tree`.
+      filled: as in :func:`plot_tree`.
 
     Returns:
       The dot source, ``digraph Tree { ... }``.
