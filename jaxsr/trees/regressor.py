@@ -127,7 +127,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         one device. A mesh implies ``backend="jax"`` (``"auto"`` picks it; ``"numpy"``
         with a mesh raises ValueError).
 
-    Attributes (after :meth:`fit`):
+    Attributes:
       tree_: the fitted :class:`~jaxsr.trees.Tree`.
       objective_: ``loss_ + regularization * n_leaves_`` of ``tree_``, recomputed from its
         own predictions on the training data.
