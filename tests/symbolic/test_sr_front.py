@@ -9,10 +9,14 @@ import numpy as np
 import pytest
 import sympy
 
+from jaxsr import ExtrapolationWarning
 from jaxsr.symbolic import Expression, SymbolicRegressor
+from jaxsr.symbolic.domain import edge_probes, widened_box
 from jaxsr.symbolic.expression import round_constants
 from jaxsr.symbolic.front import (
+    EXTRAPOLATION_LIMIT,
     FrontModel,
+    edge_excursion,
     front_scores,
     loss_floor,
     pareto_front,
@@ -22,6 +26,108 @@ from jaxsr.symbolic.front import (
 
 def _model(text, loss, it):
     return FrontModel(Expression.parse(text), loss, it)
+
+
+# ------------------------------------------------------------------ the extrapolation guard
+def test_widened_box_is_logarithmic_for_positive_features_and_linear_otherwise():
+    lo, hi = widened_box([1.0, -2.0, 0.0, 0.8], [3.0, 2.0, 10.0, 6000.0], 0.05)
+    assert lo[0] == pytest.approx(3.0 ** -0.05) and hi[0] == pytest.approx(3.0 ** 1.05)
+    assert (lo[1], hi[1]) == pytest.approx((-2.2, 2.2))
+    assert (lo[2], hi[2]) == pytest.approx((-0.5, 10.5))  # a minimum of 0: linear
+    ratio = 6000.0 / 0.8
+    assert lo[3] == pytest.approx(0.8 * ratio ** -0.05) and 0.5 < lo[3] < 0.8
+
+
+def test_edge_probes_move_one_feature_of_each_row_to_each_edge():
+    X = np.array([[1.0, 5.0], [2.0, 7.0], [3.0, 6.0]])
+    lo, hi = widened_box(X.min(0), X.max(0))
+    P = edge_probes(X)
+    assert P.shape == (2 * 2 * 3, 2)
+    want = []
+    for j in range(2):
+        for edge in (lo[j], hi[j]):
+            rows = X.copy()
+            rows[:, j] = edge
+            want.append(rows)
+    np.testing.assert_array_equal(P, np.concatenate(want))
+    # rows of weight 0 are no starting points; many rows: at most EDGE_ROWS, evenly spaced
+    Pw = edge_probes(X, sample_weight=np.array([1.0, 0.0, 1.0]))
+    assert Pw.shape == (2 * 2 * 2, 2) and not np.any(Pw[:, 1] == 7.0)
+    big = np.random.default_rng(0).uniform(1, 2, (5000, 3))
+    assert edge_probes(big, max_rows=100).shape == (2 * 3 * 100, 3)
+
+
+def test_edge_excursion_measures_how_far_predictions_leave_the_target_range():
+    y = np.array([0.0, 10.0])  # width 10
+    P = np.array([[-5.0], [0.0], [25.0]])
+    got = edge_excursion([Expression.parse("x1"), Expression.parse("5.0"),
+                          Expression.parse("0.5 * x1"), Expression.parse("1.0 / x1")], P, y)
+    # x1 reaches 25 (1.5 widths above 10) and -5 (0.5 below 0); a constant inside: 0;
+    # 0.5*x1 reaches 12.5 (0.25 above); 1/x1 is infinite at 0
+    np.testing.assert_allclose(got[:3], [1.5, 0.0, 0.25])
+    assert got[3] == np.inf
+    assert np.all(edge_excursion([Expression.parse("x1")], P, np.full(3, 2.0)) == 0)
+
+
+def test_selection_passes_over_models_that_explode_at_the_edges():
+    loss = np.array([10.0, 5.0, 0.1, 1e-3])
+    c = np.array([1, 3, 5, 7])
+    s = front_scores(c, loss)
+    exc = np.array([0.0, 0.5, 2.0, 50.0])
+    for how in ("bic", "accuracy", "best", "score"):
+        free = select_model(how, s, loss, complexity=c, n_samples=100)
+        guarded = select_model(how, s, loss, complexity=c, n_samples=100, excursion=exc,
+                               limit=EXTRAPOLATION_LIMIT)
+        assert free == 3 and guarded == 2, how
+        assert select_model(how, s, loss, complexity=c, n_samples=100, excursion=exc,
+                            limit=None) == free
+    # no row within the limit: the guard chooses as if it were off
+    assert select_model("bic", s, loss, complexity=c, n_samples=100,
+                        excursion=np.full(4, np.inf), limit=1.0) == 3
+
+
+def test_the_guard_keeps_exact_laws_and_can_be_turned_off():
+    X = np.random.default_rng(0).uniform(1.0, 3.0, (200, 2))
+    y = X[:, 0] / X[:, 1] ** 2
+    sr = SymbolicRegressor(progress=False).fit(X, y)
+    assert sr.score(X, y) > 1 - 1e-12
+    exc = sr.equations_["edge_excursion"].to_numpy()
+    assert exc[sr.selected_index_] <= EXTRAPOLATION_LIMIT and exc[0] == 0.0
+    off = SymbolicRegressor(progress=False, extrapolation_limit=None).fit(X, y)
+    assert off.expression_ == sr.expression_
+    with pytest.raises(ValueError, match="extrapolation_limit"):
+        SymbolicRegressor(extrapolation_limit=-1.0).fit(X, y)
+
+
+@pytest.mark.slow
+def test_a_steep_model_of_real_data_is_passed_over_for_one_that_extrapolates():
+    """Optical (shared data), the 75/25 split of seed 0: the BIC's 49-node model divides by
+    powers of ``Network Response Time`` and predicts 16801 for a true 608 on a test row
+    just below the training minimum (test R^2 -23); the guard chooses a tame model."""
+    from jaxsr.cli import _features_and_target, _non_numeric, _read_csv, _split
+    from jaxsr.datasets import shared_data_dir
+
+    root = shared_data_dir(required=False)
+    path = None if root is None else root / "osrt" / "raw" / "optical" / "optical.csv"
+    if path is None or not path.exists():
+        pytest.skip("shared/data/osrt/raw/optical not found")
+    df = _read_csv(str(path), sep=";", decimal=",")
+    X, y = _features_and_target(df, str(path), "Channel Utilization", ())
+    X = X.drop(columns=_non_numeric(X)).to_numpy(np.float64)
+    y = y.to_numpy(np.float64)
+    train, test = _split(len(y), 0.25, 0)
+    sr = SymbolicRegressor(progress=False).fit(X[train], y[train])
+    exc = sr.equations_["edge_excursion"].to_numpy()
+    assert exc[sr.selected_index_] <= EXTRAPOLATION_LIMIT and exc.max() > EXTRAPOLATION_LIMIT
+    yt = y[test]
+
+    def r2(index=None):
+        with pytest.warns(ExtrapolationWarning):  # test rows outside the training box
+            pred = sr.predict(X[test], index=index)
+        return 1.0 - np.mean((pred - yt) ** 2) / np.var(yt)
+
+    assert r2() > 0.5
+    assert r2(int(np.argmax(exc))) < 0  # the steepest model of the front
 
 
 # ------------------------------------------------------------------ front.py, by hand
@@ -97,8 +203,8 @@ def test_front_of_a_fit_is_non_dominated_and_matches_history(line_fit):
     X, y, sr = line_fit
     eq = sr.equations_
     # the wide exact expression last, so that a narrow terminal still shows the equation
-    assert list(eq.columns) == ["complexity", "loss", "score", "iteration", "equation",
-                                "expression"]
+    assert list(eq.columns) == ["complexity", "loss", "score", "edge_excursion", "iteration",
+                                "equation", "expression"]
     first_block = str(eq).split("\n\n")[0]  # pandas wraps wide frames into blocks
     assert "equation" in first_block and "3*x1 + 2" in first_block
     assert np.all(np.diff(eq["complexity"]) > 0) and np.all(np.diff(eq["loss"]) < 0)

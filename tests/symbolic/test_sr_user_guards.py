@@ -117,6 +117,40 @@ def test_a_portfolio_stops_after_an_exact_search():
     assert [s["strategy"] for s in sr.searches_] == [2]  # strategy 2 reached the law
 
 
+def test_a_widening_schedule_runs_a_wider_beam_when_the_first_is_not_exact():
+    X, y = _product_data()
+    sr = SymbolicRegressor(strategy=3, beam_width=(1, 4), max_nodes=15,
+                           progress=False).fit(X, y)
+    assert [(s["strategy"], s["beam_width"]) for s in sr.searches_] == [(3, 1), (3, 4)]
+    assert sr.searches_[0]["stop_reason"] not in ("rounding level", "goal")
+    # the fit ended where its last search did, and the law of the wider beam is chosen
+    assert sr.stop_reason_ == sr.searches_[1]["stop_reason"] == "rounding level"
+    assert sr.score(X, y) > 1 - 1e-12 and sr.n_nodes_ == 7
+    assert all(s["seconds"] >= 0 for s in sr.searches_)
+    again = SymbolicRegressor(strategy=3, beam_width=(1, 4), max_nodes=15,
+                              progress=False).fit(X, y)
+    assert again.expression_ == sr.expression_
+    np.testing.assert_array_equal(again.equations_["loss"], sr.equations_["loss"])
+    # an exact first search: nothing more runs
+    exact = SymbolicRegressor(strategy=2, beam_width=(1, 4), max_nodes=15,
+                              progress=False).fit(X, y)
+    assert [s["beam_width"] for s in exact.searches_] == [1]
+
+
+def test_a_widening_schedule_with_a_portfolio_runs_every_strategy_per_width():
+    X, y = _product_data()
+    sr = SymbolicRegressor(strategy=(3, 4), beam_width=(1, 2), max_nodes=11,
+                           progress=False)
+    assert sr._schedule() == [(3, 1), (4, 1), (3, 2), (4, 2)]
+
+
+@pytest.mark.parametrize("bad", [(4, 4), (4, 2), (), (0, 4), 1.5, "4"])
+def test_a_bad_widening_schedule_is_refused(bad):
+    X, y = _product_data()
+    with pytest.raises(ValueError, match="beam_width"):
+        SymbolicRegressor(beam_width=bad, progress=False).fit(X, y)
+
+
 @pytest.mark.parametrize("bad", [(2, 2), (), (2, 5), "2"])
 def test_a_bad_portfolio_is_refused(bad):
     X, y = _product_data()
