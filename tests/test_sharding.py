@@ -121,9 +121,18 @@ def test_symbolic_regressor_on_a_mesh_equals_one_device(mesh):
 
     X, y = datasets.make_newton_gravitation(1000, seed=0)
     X, y = X[:201], y[:201]  # the bucket (208) is padded to a multiple of 4 devices
-    # the greedy search: the beam ranks trees of near-equal MSE, which the order of
-    # summation over devices may swap (x1*x2 against x2*x1)
-    params = dict(strategy=1, beam_width=1, max_nodes=9, max_iterations=4)
+    # the greedy search and the default beam (which orders trees whose MSEs agree to 12
+    # digits, e.g. x1*x2 and x2*x1 summed in another order over devices, by their text)
+    for params in (dict(strategy=1, beam_width=1, max_nodes=9, max_iterations=4),
+                   dict(max_nodes=9, max_iterations=4)):
+        _mesh_equals_one_device(X, y, params, mesh)
+    with pytest.raises(ValueError, match="mesh"):
+        SymbolicRegressor(mesh="gpu", max_iterations=1).fit(X, y)
+
+
+def _mesh_equals_one_device(X, y, params, mesh):
+    from jaxsr import SymbolicRegressor
+
     one = SymbolicRegressor(**params).fit(X, y)
     for m in ("all", mesh):
         many = SymbolicRegressor(mesh=m, **params).fit(X, y)
@@ -134,5 +143,3 @@ def test_symbolic_regressor_on_a_mesh_equals_one_device(mesh):
         # the last change recovers Newton's law: both MSEs are rounding (1e-32 of y**2)
         np.testing.assert_allclose(many.mse_, one.mse_, rtol=1e-9, atol=1e-12 * np.var(y))
         np.testing.assert_allclose(many.predict(X), one.predict(X), rtol=1e-9)
-    with pytest.raises(ValueError, match="mesh"):
-        SymbolicRegressor(mesh="gpu", **params).fit(X, y)

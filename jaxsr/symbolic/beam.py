@@ -12,10 +12,11 @@ best *distinct* trees instead:
    (largest predicted reduction first), the first ``B + MAX_TRIES - 1`` checked by their
    true MSE with the acceptance rule of ``DomeSearch`` (lower by more than
    ``max(min_improvement * MSE, floor)``, no zero denominator, no pole, finite);
-3. the next beam is the ``B`` best distinct children of the union, ordered by (true MSE,
-   nodes, canonical text); for strategies 2 and 3 the constants of each chosen child are
-   then optimised (section 2.6 and the joint polish, as ``DomeSearch``) and the beam is
-   de-duplicated and re-ordered once more.
+3. the next beam is the ``B`` best distinct children of the union, ordered by (true MSE to
+   :data:`ORDER_DIGITS` significant digits, nodes, canonical text); for strategies 2
+   and 3 the constants of each chosen child are then optimised (section 2.6 and the
+   joint polish, as ``DomeSearch``) and the beam is de-duplicated and re-ordered once
+   more.
 
 Two trees are the same if their canonical text is equal (``+`` and ``*`` operands sorted)
 or if their root semantics agree on every training pattern to 12 significant digits of
@@ -317,8 +318,16 @@ class _Distinct:
         return True
 
 
+ORDER_DIGITS = 12
+"""Significant digits of the MSE that order the beam: trees whose MSEs agree to these
+digits (``x1*x2`` and ``x2*x1``, whose sums differ only in the order of summation, which
+a mesh of devices changes) are ordered by nodes, then canonical text, so the beam is the
+same on one device and on several."""
+
+
 def _order_key(m: BeamMember):
-    return (m.mse, m.expression.n_nodes, canonical_text(m.expression))
+    mse = float(f"{m.mse:.{ORDER_DIGITS - 1}e}") if np.isfinite(m.mse) else m.mse
+    return (mse, m.expression.n_nodes, canonical_text(m.expression))
 
 
 # ------------------------------------------------------------------------- init/step/terminate
