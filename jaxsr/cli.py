@@ -529,6 +529,8 @@ def _cmd_symbolic(args) -> int:
         validation_fraction="validation_fraction", beam_width="beam_width",
         unary_operators="unary_operators", domain="domain", precision="precision",
         refine_constants="refine_constants", mesh="mesh"))
+    if hasattr(args, "extrapolation_limit"):  # None is a value here: the guard off
+        params["extrapolation_limit"] = args.extrapolation_limit
     try:
         model = SymbolicRegressor(**params)
     except ValueError as err:
@@ -898,6 +900,28 @@ def _strategies(text: str) -> int | tuple[int, ...]:
     return values[0] if len(values) == 1 else values
 
 
+def _widths(text: str) -> int | tuple[int, ...]:
+    """``4`` -> 4, ``4,16`` -> (4, 16): one beam width or an increasing schedule."""
+    try:
+        values = tuple(int(t) for t in text.split(","))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer, or several increasing ones separated by commas; "
+            f"got {text!r}") from err
+    if any(v < 1 for v in values) or any(b <= a for a, b in zip(values, values[1:],
+                                                                 strict=False)):
+        raise argparse.ArgumentTypeError(
+            f"expected positive, increasing beam widths; got {text!r}")
+    return values[0] if len(values) == 1 else values
+
+
+def _limit(text: str) -> float | None:
+    """``8`` -> 8.0; ``none`` -> None."""
+    if text.strip().lower() == "none":
+        return None
+    return _non_negative_float(text)
+
+
 def _name_list(text: str) -> tuple[str, ...]:
     """``sqrt, exp`` -> ("sqrt", "exp"); ``none`` or an empty string -> () (the names are
     checked by the estimator)."""
@@ -969,9 +993,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="search strategy 1-4 of section 2.8 of the paper, or several "
                    "separated by commas (a portfolio run in that order, e.g. 1,3; "
                    f"default: {est})")
-    p.add_argument("--beam-width", type=_positive_int, default=None, metavar="B",
+    p.add_argument("--beam-width", type=_widths, default=None, metavar="B[,B...]",
                    help="trees kept per iteration: 1 is the paper's greedy search, more is "
-                   f"a beam search over the B best distinct trees (default: {est})")
+                   "a beam search over the B best distinct trees; several increasing "
+                   "widths separated by commas are a widening schedule (e.g. 4,16: a "
+                   f"search with 16 runs when the one with 4 is not exact) (default: {est})")
     p.add_argument("--unary-operators", type=_name_list, default=None, metavar="OP[,OP...]",
                    help="unary operators offered to the search besides + - * /, separated "
                    "by commas, from sqrt, exp, log, sin, cos (e.g. sqrt,exp; 'none' for "
@@ -1001,6 +1027,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="where a model must be free of poles: box (the whole box spanned "
                    "by the training data, proved by interval arithmetic) or rows (the "
                    f"training rows only, as in the paper) (default: {est})")
+    p.add_argument("--extrapolation-limit", type=_limit, default=argparse.SUPPRESS,
+                   metavar="WIDTHS", help="the selection passes over models whose "
+                   "predictions just outside the training range leave the target's range "
+                   "by more than this many times its width ('none': off) "
+                   f"(default: {est})")
     p.add_argument("--refine-constants", action="store_true", default=None,
                    help="refine all constants of the final tree jointly (L-BFGS), kept "
                    "only if the training MSE drops")

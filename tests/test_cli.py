@@ -511,8 +511,9 @@ def test_option_choices_are_the_estimators():
 def test_option_errors_are_usage_errors(capsys, sqrt_csv):
     path, _ = sqrt_csv
     for bad in (["--strategy", "5"], ["--strategy", "1,1"], ["--beam-width", "0"],
-                ["--validation-fraction", "1"], ["--model-selection", "aic"],
-                ["--max-time", "0"]):
+                ["--beam-width", "4,2"], ["--beam-width", "4,x"],
+                ["--extrapolation-limit", "-1"], ["--validation-fraction", "1"],
+                ["--model-selection", "aic"], ["--max-time", "0"]):
         assert main(["symbolic", str(path), "--target", "y", *bad]) == 2, bad
         assert "error: argument" in capsys.readouterr().err
     # unknown unary operator names: the estimator's check, as one error line
@@ -530,6 +531,10 @@ _SYMBOLIC_OPTIONS = {
                             dict(strategy=(1, 3), model_selection="accuracy")),
     "validation split": (["--validation-fraction", "0.25", "--beam-width", "2"],
                          dict(validation_fraction=0.25, beam_width=2)),
+    "widening, guard off": (["--strategy", "3", "--beam-width", "1,2",
+                             "--extrapolation-limit", "none"],
+                            dict(strategy=3, beam_width=(1, 2), extrapolation_limit=None)),
+    "guard limit": (["--extrapolation-limit", "2.5"], dict(extrapolation_limit=2.5)),
 }
 
 
@@ -564,6 +569,8 @@ def test_symbolic_options_give_the_estimators_model(capsys, tmp_path, sqrt_csv, 
         assert [s["strategy"] for s in want.searches_] == [1, 3]
     if "validation_fraction" in params:
         assert "validation_loss" in want.equations_.columns
+    if params.get("beam_width") == (1, 2):
+        assert [s["beam_width"] for s in want.searches_][0] == 1
 
 
 def test_tree_options_reach_the_estimator(capsys, tmp_path):
