@@ -458,6 +458,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         with ``x1 > x2`` on every row but overlapping ranges) is refused too. ``"rows"``:
         the training rows only, as in the paper (no denominator zero or changing sign
         over them).
+      bic_patience: the information-criterion stop (beyond the paper;
+        :mod:`jaxsr.symbolic.search`): the search ends once its tree has grown this many
+        nodes past the tree of lowest Bayesian information criterion met so far
+        (``n log(MSE) + nodes log(n)``, the criterion of ``model_selection="bic"``)
+        without lowering it; on noisy data the law is found early and the nodes after it
+        only fit the noise. ``None`` (default): the search runs until its other rules.
       extrapolation_limit: the extrapolation guard of the selection
         (:mod:`jaxsr.symbolic.front`): ``model_selection`` chooses only among models
         whose predictions just outside the training box (each feature of up to 256
@@ -497,7 +503,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         ``"rounding level"`` (MSE at or below the acceptance floor), ``"no improvement"``
         (no change, even after the stuck-tree fallback, lowers the MSE), ``"max_nodes"``
         (the same, but ``max_nodes`` left no room for the fallback's first-order zero
-        terms: a larger cap might go on), ``"max_iterations"``, ``"max_time"`` or
+        terms: a larger cap might go on), ``"max_iterations"``,
+        ``"information criterion"`` (``bic_patience``), ``"max_time"`` or
         ``"constant target"`` (:class:`jaxsr.symbolic.search.Status`).
       searches_: list of dicts, one per search of the ``strategy`` portfolio and the
         ``beam_width`` schedule that ran, in order: ``strategy, beam_width, expression``
@@ -549,7 +556,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  model_selection="bic", validation_fraction=None, precision=4, progress=True,
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
                  mesh=None, beam_width=4, unary_operators=(), domain="box",
-                 extrapolation_limit=_pf.EXTRAPOLATION_LIMIT):
+                 extrapolation_limit=_pf.EXTRAPOLATION_LIMIT, bic_patience=None):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -571,6 +578,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.unary_operators = unary_operators
         self.domain = domain
         self.extrapolation_limit = extrapolation_limit
+        self.bic_patience = bic_patience
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -593,6 +601,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_choice(self.domain, "domain", _domain.DOMAINS)
         check_real(self.extrapolation_limit, "extrapolation_limit", min_value=0,
                    allow_none=True)
+        check_int(self.bic_patience, "bic_patience", min_value=1, allow_none=True)
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
         if not isinstance(self.refine_constants, bool | np.bool_):
@@ -865,7 +874,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.fit_seconds_ = time.perf_counter() - start
         # a constant after the search gave up (not after a limit the user set on the
         # iterations, nor after the budget warning above) is a failure to report
-        if not rounding and (self.stop_reason_ in ("no improvement", "max_nodes") or (
+        if not rounding and (self.stop_reason_ in ("no improvement", "max_nodes",
+                                                   "information criterion") or (
                 self.stop_reason_ == "max_time" and self.n_iterations_ > 0)):
             _warn_if_constant_model(self.expression_tree_, Xa, ya, w)
         return self
@@ -1135,7 +1145,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
         state = _search.init(engine, goal=goal, max_iterations=self.max_iterations,
                              max_nodes=self.max_nodes, deadline=deadline, n_pool=n_pool,
-                             stopped=lambda: run.stopped)
+                             stopped=lambda: run.stopped,
+                             n_samples=getattr(self, "_n_train_rows_", None),
+                             patience=self.bic_patience)
         return _search.run(engine, state, self._strategies()[0], record).status.reason
 
     # ---------------------------------------------------------------- front (front.py)

@@ -27,7 +27,13 @@ checked by :func:`terminate` in this order:
    (:func:`~jaxsr.symbolic.front.loss_floor`): no change can be told from rounding.
 5. ``MAX_ITERATIONS``: ``max_iterations`` changes were accepted (paper: "the number of
    iterations exceeds a fixed value").
-6. ``MAX_TIME``: the clock passed the deadline (``max_time``) between iterations.
+6. ``INFORMATION_CRITERION`` (beyond the paper; off unless ``patience`` is given): the
+   tree has grown ``patience`` nodes past the tree of lowest Bayesian information
+   criterion ``n log(max(MSE, floor)) + nodes log(n)`` met so far (the criterion of
+   ``model_selection="bic"``), which it has not lowered since: on noisy data the law is
+   found early and every further node only fits the noise, so the search stops instead of
+   running to ``max_nodes`` (the selection would not take those trees anyway).
+7. ``MAX_TIME``: the clock passed the deadline (``max_time``) between iterations.
 
 ``CONSTANT_TARGET`` (a target with one value: its constant is the exact model) is decided
 by the estimator before the loop starts; it is a :class:`Status` so that every stop reason
@@ -46,6 +52,7 @@ starting tree; ``run`` prunes the final tree and reports the pruning as a record
 from __future__ import annotations
 
 import enum
+import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
@@ -59,6 +66,7 @@ __all__ = [
     "terminate",
     "run",
     "blocked_by_max_nodes",
+    "information_criterion",
 ]
 
 Record = dict[str, Any]
@@ -74,6 +82,7 @@ class Status(enum.Enum):
     NO_IMPROVEMENT = "no improvement"  # no change passed the acceptance rule
     MAX_NODES = "max_nodes"  # as NO_IMPROVEMENT, but the node cap blocked the fallback
     MAX_ITERATIONS = "max_iterations"  # max_iterations changes accepted
+    INFORMATION_CRITERION = "information criterion"  # patience nodes past the lowest BIC
     MAX_TIME = "max_time"  # the deadline passed, or another thread stopped the fit
     CONSTANT_TARGET = "constant target"  # y has one value (decided before the loop)
 
@@ -113,6 +122,11 @@ class SearchState(NamedTuple):
       max_nodes: int | None, the node cap (``None``: none).
       deadline: float | None, the ``time.perf_counter()`` at which ``max_time`` ends.
       stopped: () -> bool, whether another thread stopped the fit.
+      n_samples: float | None, the ``n`` of the information criterion (``None``: that
+        stop rule is off).
+      patience: int | None, nodes past the tree of lowest criterion before the search
+        stops (``None``: that stop rule is off).
+      best_bic: ``(criterion, nodes)`` of the tree of lowest criterion so far.
     """
 
     iteration: int
@@ -125,6 +139,9 @@ class SearchState(NamedTuple):
     max_nodes: int | None
     deadline: float | None
     stopped: Callable[[], bool]
+    n_samples: float | None = None
+    patience: int | None = None
+    best_bic: tuple[float, int] = (math.inf, 0)
 
 
 def blocked_by_max_nodes(n_nodes: int, n_pool: int, max_nodes) -> bool:
@@ -134,9 +151,28 @@ def blocked_by_max_nodes(n_nodes: int, n_pool: int, max_nodes) -> bool:
     return max_nodes is not None and n_pool > 0 and n_nodes + 4 * n_pool > int(max_nodes)
 
 
+def information_criterion(mse: float, n_nodes: int, n_samples: float, floor: float) -> float:
+    """Bayesian information criterion ``n log(max(mse, floor)) + nodes log(n)`` of a tree
+    (:func:`jaxsr.symbolic.front.select_model`'s ``"bic"``, with the same floor)."""
+    n = float(n_samples)
+    return n * math.log(max(float(mse), float(floor), 1e-300)) + int(n_nodes) * math.log(n)
+
+
+def _track(engine: Engine, state: SearchState) -> SearchState:
+    """``state`` with ``best_bic`` updated by the engine's current tree."""
+    if state.n_samples is None or state.patience is None:
+        return state
+    bic = information_criterion(engine.mse, engine.expr.n_nodes, state.n_samples,
+                                engine.floor)
+    if bic < state.best_bic[0]:
+        return state._replace(best_bic=(bic, int(engine.expr.n_nodes)))
+    return state
+
+
 def init(engine: Engine, *, goal: float, max_iterations: int | None, max_nodes: int | None,
          deadline: float | None, n_pool: int,
-         stopped: Callable[[], bool] = lambda: False) -> SearchState:
+         stopped: Callable[[], bool] = lambda: False, n_samples: float | None = None,
+         patience: int | None = None) -> SearchState:
     """The loop's state before its first iteration (``engine`` holds the starting tree;
     it is not read here, the argument keeps the shape of :func:`step` and
     :func:`terminate`).
@@ -149,11 +185,14 @@ def init(engine: Engine, *, goal: float, max_iterations: int | None, max_nodes: 
       deadline: ``time.perf_counter()`` value at which the time budget ends, or ``None``.
       n_pool: the number of variables the search may use.
       stopped: returns True once another thread has stopped the fit.
+      n_samples, patience: the information-criterion stop (both given) or ``None``.
     """
-    del engine
-    return SearchState(iteration=0, status=Status.RUNNING, record=None, stuck=False,
-                       n_pool=int(n_pool), goal=float(goal), max_iterations=max_iterations,
-                       max_nodes=max_nodes, deadline=deadline, stopped=stopped)
+    state = SearchState(iteration=0, status=Status.RUNNING, record=None, stuck=False,
+                        n_pool=int(n_pool), goal=float(goal), max_iterations=max_iterations,
+                        max_nodes=max_nodes, deadline=deadline, stopped=stopped,
+                        n_samples=None if n_samples is None else float(n_samples),
+                        patience=None if patience is None else int(patience))
+    return _track(engine, state)
 
 
 def terminate(engine: Engine, state: SearchState) -> Status:
@@ -175,6 +214,9 @@ def terminate(engine: Engine, state: SearchState) -> Status:
         return Status.ROUNDING_LEVEL
     if state.max_iterations is not None and state.iteration >= state.max_iterations:
         return Status.MAX_ITERATIONS
+    if (state.patience is not None and state.n_samples is not None
+            and engine.expr.n_nodes - state.best_bic[1] >= state.patience):
+        return Status.INFORMATION_CRITERION
     if state.deadline is not None and time.perf_counter() > state.deadline:
         return Status.MAX_TIME
     return Status.RUNNING
@@ -193,7 +235,7 @@ def step(engine: Engine, state: SearchState,
     if rec is None or state.stopped():
         new = state._replace(record=None, stuck=rec is None)
         return new._replace(status=terminate(engine, new)), None
-    return state._replace(iteration=state.iteration + 1, record=rec), rec
+    return _track(engine, state._replace(iteration=state.iteration + 1, record=rec)), rec
 
 
 def run(engine: Engine, state: SearchState, strategy: int,

@@ -80,6 +80,32 @@ def test_each_stop_rule(engine, kw, status):
     assert search.terminate(engine, _state(engine, **kw)) is status
 
 
+def test_the_information_criterion_stops_patience_nodes_past_its_lowest_tree():
+    n = 100.0
+    # each change adds 2 nodes; the MSE falls steeply, then only by noise-sized amounts
+    mses = [1e-1, 1e-2, 0.99e-2, 0.98e-2, 0.97e-2, 0.96e-2, 0.95e-2, 1e-3, 0.9e-3]
+    e = FakeEngine(mse=1.0, n_nodes=1, steps=[(_rec(i), m) for i, m in enumerate(mses)])
+    seen = []
+    state = search.run(e, _state(e, n_samples=n, patience=6), 1,
+                       lambda rec, st: seen.append((e.expr.n_nodes, e.mse)))
+    # lowest criterion at 5 nodes (MSE 1e-2); each later change lowers the MSE by 1%,
+    # less than a node's log(n) / n = 4.6%: stopped at 5 + 6 = 11 nodes
+    assert state.status is Status.INFORMATION_CRITERION and e.expr.n_nodes == 11
+    assert state.best_bic == (pytest.approx(search.information_criterion(1e-2, 5, n, 1e-20)),
+                              5)
+    assert seen[-1] == (11, 0.97e-2)
+    # a steep drop inside the patience keeps the search going (and moves the best tree)
+    e2 = FakeEngine(mse=1.0, n_nodes=1, steps=[(_rec(i), m) for i, m in enumerate(
+        [1e-1, 1e-2, 0.99e-2, 1e-4, 0.99e-4, 0.98e-4, 0.97e-4, 0.96e-4])])
+    s2 = search.run(e2, _state(e2, n_samples=n, patience=6), 1)
+    assert s2.status is Status.INFORMATION_CRITERION and s2.best_bic[1] == 9
+    assert e2.expr.n_nodes == 15
+    # off without patience or n
+    for kw in (dict(n_samples=n), dict(patience=6), {}):
+        e3 = FakeEngine(mse=1.0, steps=[(_rec(i), m) for i, m in enumerate(mses)])
+        assert search.run(e3, _state(e3, **kw), 1).status is Status.NO_IMPROVEMENT
+
+
 def test_the_iteration_cap_counts_accepted_changes():
     e = FakeEngine()
     s = _state(e, max_iterations=2)
