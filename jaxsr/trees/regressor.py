@@ -25,9 +25,10 @@ from .._validation import (
     validate_X,
 )
 from .binarize import Binarizer
-from .search import ALL_BOUNDS, OptimalTreeSearch, native_for_time_limit
+from .search import ALL_BOUNDS, OptimalTreeSearch
 from .solver import Status
 from .tree import Tree
+from .warmup import kernels_for_fit
 
 __all__ = ["OptimalTreeRegressor"]
 
@@ -65,6 +66,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     ``normalize=False`` the normaliser is ``sum_i w_i`` (``n`` without weights): the paper's
     raw mean loss (MSE / MAE), and ``regularization`` is in units of ``y^2`` (``|y|``).
 
+    **First fit after installing.** The search's kernels are compiled by numba once and
+    kept in its on-disk cache. Until they are there, fits run the numpy kernels (the same
+    certified optimum, slower on large problems) while a background process compiles
+    them, announced by one line on stderr; later fits and processes load them in about a
+    second. ``JAXSR_BACKGROUND_COMPILE=0`` compiles them in the first fit instead, and
+    ``jaxsr warmup`` ahead of time (:mod:`jaxsr.trees.warmup`).
+
     Args:
       regularization: ``lambda >= 0``, the price of one leaf in objective units.
       depth_budget: the most levels of the tree counting the root as 1 (the ``osrt``
@@ -83,11 +91,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         CART's; only when the limit is too short for greedy CART itself (about 0.05 s on a
         thousand binary features) it is the greedy tree grown so far, pruned (never worse
         than one leaf). The kernels' load (about a second from numba's cache, and once
-        per process) is done inside the budget when it affords it (at least 2 s left; 150
-        s when they must be compiled first), else the fit uses the numpy kernels
-        (:func:`~jaxsr.trees.search.native_for_time_limit`; a ``UserWarning`` once per
-        process when they are not compiled yet: run
-        :func:`~jaxsr.trees.search.load_native_kernels` once after installing);
+        per process) is done inside the budget when it affords it (at least 2 s left),
+        else the fit uses the numpy kernels (:func:`~jaxsr.trees.warmup.kernels_for_fit`;
+        on a fresh install they are compiled in a background process meanwhile);
         ``backend="jax"`` makes a device call only when it is predicted to end in time (a
         first call, which compiles, is allowed :data:`jaxsr.trees.device.COMPILE_SECONDS`),
         else the host evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
@@ -360,7 +366,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 # the one-time load of the compiled kernels counts in the time limit: done
                 # here when the budget affords it, else the numpy kernels are used (both
                 # backends: the "jax" one runs host kernels between its device calls)
-                native = native_for_time_limit(time_left)
+                native = kernels_for_fit(time_left)
                 time_left = max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit))
             search = OptimalTreeSearch(
                 Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,

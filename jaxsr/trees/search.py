@@ -82,12 +82,12 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import solver
+from . import warmup as _warmup
 from .bounds import equivalent_points_bound, kmeans_bound
 from .kmeans import kmeans_losses_np, kmedians_losses_np
 from .solver import RTOL as _RTOL
@@ -108,6 +108,7 @@ from .stats import (
 )
 from .subtrees import best_subtree_np, distinct_splits
 from .tree import Tree
+from .warmup import load_native_kernels, native_kernels_cached
 
 __all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS", "native_for_time_limit",
            "load_native_kernels", "native_kernels_cached"]
@@ -124,56 +125,9 @@ _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 # the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.75 s CPU once per
 # process (import and load) and are then 5-20x faster than numpy per subproblem: a search
 # (squared loss) uses them unless it is one kernel call; so does every search once they
-# are loaded
-_NATIVE_LOADED = [False]
-# a search under a time limit counts the load of the compiled kernels in its budget
-# (:func:`native_for_time_limit`): loading them from numba's on-disk cache takes ~1-2 s of
-# wall time on a loaded machine (0.75 s on an idle core: 0.3 s numba's import, 0.45 s
-# the load), compiling them (a fresh install, or an edited source) ~50 CPU seconds; a
-# budget smaller than this allowance uses the numpy kernels instead. 2 s: at limits of 1-2
-# s the compiled search reaches better trees even after the load (seoul-bike lambda 0.001
-# depth 7, 1 s: 0.3519 vs 0.3650 with the numpy kernels; enb-heat lambda 0.001, no depth
-# budget, 2 s: certified in 1.24 s, else a gap of 0.012)
-_LOAD_SECONDS = 2.0
-_COMPILE_SECONDS = 150.0
-_WARNED_UNCOMPILED = [False]  # native_for_time_limit's warning: once per process
-
-
-def _compiled_functions():
-    from . import compiled, compiled_solver
-
-    return (compiled.support_subtree, compiled.support_bounds, compiled.support_leaf_loss,
-            compiled.feature_lists, compiled.pack_rows,
-            compiled.support_kmeans_losses, compiled.support_splits,
-            compiled_solver.run_chunk, compiled_solver.lookup, compiled_solver.insert,
-            compiled_solver.rebuild_table)
-
-
-def native_kernels_cached() -> bool | None:
-    """Whether every compiled kernel has a valid entry in numba's on-disk cache (so that
-    loading them takes about a second, not the ~50 CPU seconds of a compilation); None
-    when that cannot be told (numba internals changed)."""
-    try:
-        return all(len(f._cache._cache_file._load_index()) > 0 for f in _compiled_functions())
-    except Exception:  # pragma: no cover - depends on numba's private cache layout
-        return None
-
-
-def load_native_kernels() -> None:
-    """Load (or compile) the compiled host kernels and solver loop now, by a tiny search
-    (16 classes, 6 levels) that calls each of them; later searches in the process use them
-    with no load (see ``native`` in :class:`OptimalTreeSearch`)."""
-    from . import compiled_solver
-
-    X = ((np.arange(16)[:, None] >> np.arange(4)) & 1).astype(bool)
-    y = np.sin(np.arange(16.0))
-    # lambda > 0: with 0 the first bound solves the root and the solver loop never runs
-    # (nor gets compiled and cached)
-    OptimalTreeSearch(X, y, np.ones(16), regularization=0.01, depth_budget=6,
-                      native=True).run()
-    memo = compiled_solver._new_memo(4, 1)
-    compiled_solver.rebuild_table(memo, 0)  # used when a memo grows
-    _NATIVE_LOADED[0] = True
+# are loaded. Which kernels a fit gets, their cache and their one-time compilation (in a
+# background process on a fresh install): :mod:`jaxsr.trees.warmup`.
+_NATIVE_LOADED = _warmup._NATIVE_LOADED
 
 
 def _leaf_budget(eq, lam, cap):
@@ -200,42 +154,9 @@ def _leaf_budget(eq, lam, cap):
 
 
 def native_for_time_limit(seconds_left):
-    """The ``native`` argument for a squared-loss host search that must end within
-    ``seconds_left`` (None: no limit), the kernel load counted in that budget.
-
-    The compiled kernels are used when they are loaded; else, when the budget affords
-    their load (:data:`_LOAD_SECONDS` from numba's cache, :data:`_COMPILE_SECONDS` when
-    they must be compiled), they are loaded here, before the caller computes the time
-    left for the search; else the search uses the numpy kernels (slower per subproblem,
-    but nothing to load), so a short limit is not overrun by a one-time load. When that
-    is because the kernels are not compiled yet (numba's cache is empty: a fresh install
-    or upgrade), a ``UserWarning`` says so once per process, with the remedy
-    (:func:`load_native_kernels`, or one fit without a limit).
-
-    Returns:
-      ``None`` (compiled; loaded now if they were not) or ``False`` (numpy kernels).
-    """
-    if seconds_left is None or _NATIVE_LOADED[0]:
-        return None
-    if seconds_left < _LOAD_SECONDS:
-        return False  # not even a load from the cache fits (and telling costs ~0.3 s)
-    cached = native_kernels_cached()
-    if seconds_left >= (_LOAD_SECONDS if cached else _COMPILE_SECONDS):
-        load_native_kernels()
-        return None
-    if cached is False and not _WARNED_UNCOMPILED[0]:
-        # a first time-limited fit after an install or upgrade: tell the user once why it
-        # is slow and how to make the later ones fast
-        _WARNED_UNCOMPILED[0] = True
-        warnings.warn(
-            "jaxsr's compiled tree kernels are not in numba's on-disk cache yet (a fresh "
-            "install or upgrade) and compiling them (about 50 CPU seconds, once) does not "
-            f"fit in this time limit ({seconds_left:.3g} s left): the search runs the numpy "
-            "kernels, 5-30x slower per subproblem. Call "
-            "jaxsr.trees.search.load_native_kernels() once, or fit once without a "
-            "time_limit; every later process then loads them in about a second.",
-            UserWarning, stacklevel=3)
-    return False
+    """:func:`jaxsr.trees.warmup.kernels_for_fit` (the ``native`` argument of a
+    squared-loss host search that must end within ``seconds_left``)."""
+    return _warmup.kernels_for_fit(seconds_left)
 
 
 def unique_rows(packed):
@@ -959,7 +880,9 @@ class OptimalTreeSearch:
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
         if self._native_mode is None and not self.l1 and d > self.kl + 1:
-            self._native_on = _NATIVE_LOADED[0] = True  # a search, not one kernel call
+            # a search, not one kernel call: the compiled kernels when they are loaded or
+            # cached (loaded now), else numpy while a background process compiles them
+            self._native_on = _warmup.kernels_for_fit(None) is None
         # one shallow-kernel call (d <= kl + 1) is a few products: not worth the ~0.2 s
         # threadpoolctl takes to find the libraries on the first fit of a process
         blas = (_blas_single_thread() if not (self.kl and d <= self.kl + 1)
