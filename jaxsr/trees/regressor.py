@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .. import _memory
+from .. import _memory, _progress
 from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import precision, resolve_dtype, resolve_mesh
 from .._validation import (
@@ -117,8 +117,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         batched, jitted device calls (exact subtrees at the bottom, k-means bounds above;
         :mod:`jaxsr.trees.device`); ``"auto"`` (default): ``"jax"`` when JAX's default
         backend is an accelerator, else ``"numpy"``. Same optimum either way.
-      verbose: progress lines (lower bound, upper bound, subproblems, elapsed seconds) on
-        stderr.
+      verbose: one line a second on stderr (lower bound, upper bound, subproblems,
+        elapsed seconds).
+      progress: a progress bar (tqdm) on stderr for fits longer than a second: solver
+        steps, the lower ``bound``, the ``objective`` of the best tree so far, their
+        ``gap`` and the ``subproblems`` in the memo (default ``True``, as
+        :class:`~jaxsr.SymbolicRegressor`; on a stream that is not a terminal a line every
+        10 s; nothing is ever printed to stdout). ``False``: no bar.
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
         the predictions. The search's sums are always accumulated in float64 on the host,
         so the certificate is exact to about 1e-12.
@@ -171,7 +176,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     def __init__(self, regularization=0.01, depth_budget=5, loss="squared_error",
                  min_samples_leaf=1, time_limit=None, binarizer="auto", normalize=True,
                  bounds=ALL_BOUNDS, exact_levels=None, backend="auto", verbose=False,
-                 dtype="float64", max_steps=None, mesh=None):
+                 dtype="float64", max_steps=None, mesh=None, progress=True):
         self.regularization = regularization
         self.depth_budget = depth_budget
         self.loss = loss
@@ -186,6 +191,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self.dtype = dtype
         self.max_steps = max_steps
         self.mesh = mesh
+        self.progress = progress
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
@@ -341,7 +347,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             short = float(self.time_limit) < COMPILE_SECONDS
         scope = (precision(dt) if backend == "jax" and not short
                  else contextlib.nullcontext(resolve_dtype(dt)))
-        with scope:
+        # a progress bar on stderr once the fit has run a second (steps, bounds, gap)
+        bar = _progress.FitProgress("OptimalTreeRegressor", bool(self.progress),
+                                    unit="steps", watch_jax=backend == "jax")
+        with bar, scope:
             ya = check_target(y, dtype=dt)
             Xb, names, bnames = self._binary_X(X, fitting=True, y=ya,
                                                sample_weight=sample_weight)
@@ -373,7 +382,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
                 bounds=bounds, exact_levels=el, time_limit=time_left,
                 verbose=bool(self.verbose), backend=backend, native=native,
-                mesh=resolve_mesh(self.mesh, "classes")[0])
+                mesh=resolve_mesh(self.mesh, "classes")[0], progress=bool(self.progress))
             if self.time_limit is not None:  # what is left after the search's set-up
                 search.time_limit = max(0.0, float(self.time_limit)
                                         - (time.perf_counter() - t_fit))

@@ -80,12 +80,12 @@ deadline is skipped (the cheap bounds stay: valid, weaker).
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _progress
 from . import solver
 from . import warmup as _warmup
 from .bounds import equivalent_points_bound, kmeans_bound
@@ -286,12 +286,14 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.solver` with the memo as a hash table over packed supports).
       mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
         the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
+      progress: report steps, bounds, gap and subproblems to the open
+        :class:`jaxsr._progress.FitProgress` (the estimator's bar), about twice a second.
     """
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
                  time_limit=None, verbose=False, backend="numpy", greedy=True, native=None,
-                 mesh=None):
+                 mesh=None, progress=False):
         self.l1 = loss == "absolute_error"
         self.lam = float(regularization)
         self.m1 = max(1, int(min_samples_leaf))
@@ -303,6 +305,7 @@ class OptimalTreeSearch:
         self.depth = _BIG_DEPTH if depth_budget is None else int(depth_budget)
         self.time_limit = time_limit
         self.verbose = verbose
+        self.progress = bool(progress)
         self.greedy = bool(greedy)
         self._native_mode = native
         self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0]
@@ -537,31 +540,29 @@ class OptimalTreeSearch:
         return Entry(min(leaf, sb), leaf, -1, False, klev, max(deep, sb))
 
     # ------------------------------------------------------------------ search
-    def _progress_bar(self):
-        """A tqdm bar on stderr (steps; bounds and gap as postfix) when verbose."""
-        if not self.verbose:
-            return None
-        from tqdm.auto import tqdm
-
-        return tqdm(desc="osrt search", unit=" steps", file=sys.stderr, leave=False,
-                    dynamic_ncols=True, mininterval=0.5)
-
-    def _print(self, state, final=False, bar=None):
+    def _live_bound(self, state, final=False):
+        """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.solver`)
+        and its entry."""
         e = self.memo[state.root_key]
         if final or e.solved or state.status is not None:
-            lb = e.lb
-        elif hasattr(state, "frames"):  # the compiled solver's state
+            return e.lb, e
+        if hasattr(state, "frames"):  # the compiled solver's state
             from .compiled_solver import live_lower_bound
 
-            lb = live_lower_bound(state)
-        else:
-            lb = solver.live_lower_bound(self, state)
-        if bar is not None:
-            bar.set_postfix(lb=f"{lb:.6g}", ub=f"{e.ub:.6g}", gap=f"{e.ub - lb:.3g}",
-                            subproblems=len(self.memo), refresh=False)
-        print(f"[osrt] lower bound {lb:.6f}  upper bound {e.ub:.6f}  "
-              f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
-              f"elapsed {time.perf_counter() - state.t0:.2f} s", file=sys.stderr, flush=True)
+            return live_lower_bound(state), e
+        return solver.live_lower_bound(self, state), e
+
+    def _report(self, state, final=False, line=True):
+        """The bounds, gap and subproblems on the progress bar (``progress``) and, with
+        ``verbose``, one line on stderr."""
+        lb, e = self._live_bound(state, final)
+        if self.progress:
+            _progress.update(0, bound=f"{lb:.6g}", objective=f"{e.ub:.6g}",
+                             gap=f"{max(e.ub - lb, 0.0):.3g}", subproblems=len(self.memo))
+        if self.verbose and line:
+            _progress.write(f"[osrt] lower bound {lb:.6f}  upper bound {e.ub:.6f}  "
+                            f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
+                            f"elapsed {time.perf_counter() - state.t0:.2f} s")
 
     def _build_seconds(self, nodes):
         """Predicted seconds to extract a tree of ``nodes`` nodes (:meth:`_build`: a leaf
@@ -913,8 +914,8 @@ class OptimalTreeSearch:
                 if _reaches(e.lb, e.ub):
                     e = e._replace(lb=e.ub, solved=True)
             limit = None if self.deadline is None else self.deadline - t0
-            next_print = t0 + 1.0
-            bar = self._progress_bar()
+            next_line = t0 + 1.0  # verbose: a line a second
+            next_post = t0 + 0.5  # progress: the bounds twice a second
             if self._native() and not self.l1 and not self._jax:
                 # the same solver, compiled (:mod:`jaxsr.trees.compiled_solver`)
                 from . import compiled_solver as cs
@@ -931,22 +932,26 @@ class OptimalTreeSearch:
                 steps = state.steps
                 state = ref[0] = (mod.step(state) if mod is not None
                                   else solver.step(self, state))
-                if bar is not None:
-                    bar.update(max(state.steps - steps, 1))
-                    if time.perf_counter() >= next_print:
-                        self._print(state, bar=bar)
-                        next_print = time.perf_counter() + 1.0
+                if self.progress or self.verbose:
+                    if self.progress:
+                        _progress.update(max(state.steps - steps, 1))
+                    now = time.perf_counter()
+                    if (self.verbose and now >= next_line) or (self.progress
+                                                                and now >= next_post):
+                        line = now >= next_line
+                        self._report(state, line=line)
+                        next_post = time.perf_counter() + 0.5
+                        if line:
+                            next_line = next_post + 0.5
             if mod is not None:
                 self.n_kernel += int(state.ctr[cs.C_KERNEL])
                 self.n_kmeans += int(state.ctr[cs.C_KMEANS])
-            if bar is not None:
-                bar.close()
             e = self.memo[key]
             tree = self._build(mask, d)
         finally:
             blas.__exit__(None, None, None)
-        if self.verbose:
-            self._print(state, final=True)
+        if self.verbose or self.progress:
+            self._report(state, final=True)
         self.status = state.status
         return SearchResult(tree=tree, objective=float(e.ub), lower_bound=float(e.lb),
                             timed_out=state.status is Status.TIME_LIMIT,

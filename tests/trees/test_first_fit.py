@@ -26,7 +26,7 @@ _FIT = textwrap.dedent("""
     y = X @ rng.normal(size=12) + 2.0 * X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=300)
     before = warmup.native_kernels_cached()
     t = time.perf_counter()
-    m = OptimalTreeRegressor(regularization=0.002, depth_budget=6).fit(X, y)
+    m = OptimalTreeRegressor(regularization=0.002, depth_budget=6, progress=False).fit(X, y)
     fit = time.perf_counter() - t
     compiled_run = warmup._NATIVE_LOADED[0]
     done = warmup.wait_for_background_compile(timeout=float(sys.argv[1]))
@@ -111,8 +111,8 @@ def test_a_fit_while_the_compiler_runs_uses_the_numpy_kernels(monkeypatch):
     rng = np.random.default_rng(2)
     X = rng.integers(0, 2, (120, 8))
     y = X @ rng.normal(size=8) + 0.2 * rng.normal(size=120)
-    m = OptimalTreeRegressor(regularization=0.005, depth_budget=6).fit(X, y)
-    ref = OptimalTreeRegressor(regularization=0.005, depth_budget=6,
+    m = OptimalTreeRegressor(regularization=0.005, depth_budget=6, progress=False).fit(X, y)
+    ref = OptimalTreeRegressor(regularization=0.005, depth_budget=6, progress=False,
                                backend="numpy")
     monkeypatch.setattr(W, "_STATE", dict(W._STATE, process=None))
     W.load_native_kernels()
