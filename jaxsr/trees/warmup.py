@@ -317,9 +317,15 @@ def kernels_for_fit(seconds_left=None):
     if cached is False and start_background_compile():
         return False
     if seconds_left is None or seconds_left >= COMPILE_SECONDS:
+        from . import compiled
+
         if cached is False:
             _announce("compiling the fast tree kernels in this process (numba, about 30 s "
                       "once; later processes load them from its cache in about a second).")
+        elif not compiled._NB["cache"]:
+            _announce("compiling the fast tree kernels in this process (numba, about 30 s; "
+                      "numba has no writable cache folder here, so every process compiles "
+                      "them: set NUMBA_CACHE_DIR to a writable folder).")
         load_native_kernels()
         return None
     if cached is False and not _STATE["warned"]:

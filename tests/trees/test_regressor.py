@@ -96,7 +96,9 @@ def test_progress_bar_shows_bounds_and_turns_off(monkeypatch, capsys):
     for key in ("bound=", "objective=", "gap=", "subproblems="):
         assert key in err
     OptimalTreeRegressor(progress=False, **kw).fit(X, y)
-    assert capsys.readouterr().err == ""
+    # (a first fit of a fresh install may also announce the kernels' compilation)
+    assert [ln for ln in capsys.readouterr().err.splitlines()
+            if not ln.startswith("jaxsr: ")] == []
 
 
 def test_to_dict_round_trip_json():
