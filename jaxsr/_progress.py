@@ -170,8 +170,12 @@ class FitProgress:
 
     def write(self, line: str) -> None:
         """One line on the bar's stream without breaking the bar (``verbose`` lines)."""
-        if self._bar is None:
-            print(line, file=self.file if self.file is not None else sys.stderr, flush=True)
+        if self._bar is None or self.first_display is None:
+            # no bar drawn yet: a plain line (tqdm's write would redraw the bar after it,
+            # showing a short fit's bar that ``delay`` keeps hidden)
+            stream = self._bar.fp if self._bar is not None else (
+                self.file if self.file is not None else sys.stderr)
+            print(line, file=stream, flush=True)
             return
         self._bar.write(line, file=self._bar.fp)
 

@@ -101,6 +101,19 @@ def test_progress_bar_shows_bounds_and_turns_off(monkeypatch, capsys):
             if not ln.startswith("jaxsr: ")] == []
 
 
+def test_a_line_before_the_bar_shows_does_not_draw_it():
+    """A notice written during a fit shorter than the bar's delay is one plain line: the
+    bar stays hidden (tqdm's own write would redraw it after the line)."""
+    import io
+
+    buf = io.StringIO()
+    with _progress.FitProgress("OptimalTreeRegressor", True, delay=60.0, file=buf,
+                               watch_jax=False):
+        _progress.write("jaxsr: a notice")
+        _progress.update(3, gap="0")
+    assert buf.getvalue() == "jaxsr: a notice\n"
+
+
 def test_to_dict_round_trip_json():
     X, y = _data(4)
     m = OptimalTreeRegressor(regularization=0.02, depth_budget=4,
