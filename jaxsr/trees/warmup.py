@@ -16,7 +16,11 @@ later process loads them in about a second. A fit chooses its kernels with
   stderr. The fit neither waits for it nor is slowed by it beyond sharing the CPU (the
   compiler runs in its own process, so it holds none of this process's GIL); the process
   survives the interpreter's exit, so a short script still leaves a complete cache, and
-  the next fit (in this process or a later one) loads the compiled kernels.
+  the next fit (in this process or a later one) loads the compiled kernels. A search
+  without a limit that is still running when the cache is complete starts again on them
+  (:meth:`jaxsr.trees.search.OptimalTreeSearch.run`; the compiled loop is 6-15x faster:
+  seoul-bike at depth budget 7, lambda 0.001 took 110 s on the numpy kernels alone, 54 s
+  with the restart, 49 s compiling inside the fit as before, on two loaded cores).
 
 ``JAXSR_BACKGROUND_COMPILE=0`` (also ``false``, ``no``, ``off``) turns the background
 process off: the kernels are then compiled inside the first fit that needs them (announced
@@ -37,7 +41,8 @@ import time
 import warnings
 
 __all__ = ["native_kernels_cached", "load_native_kernels", "warmup", "kernels_for_fit",
-           "start_background_compile", "wait_for_background_compile",
+           "start_background_compile", "wait_for_background_compile", "compiling",
+           "compiled_ready",
            "background_compile_enabled", "ENV_BACKGROUND_COMPILE"]
 
 ENV_BACKGROUND_COMPILE = "JAXSR_BACKGROUND_COMPILE"
@@ -248,6 +253,20 @@ def start_background_compile() -> bool:
               "about 30 s of CPU); until then fits run the numpy kernels (same optimum, "
               f"slower on large problems). {ENV_BACKGROUND_COMPILE}=0 turns this off.")
     return True
+
+
+def compiling() -> bool:
+    """Whether this process's background compilation is running."""
+    p = _STATE["process"]
+    return p is not None and p.poll() is None
+
+
+def compiled_ready() -> bool:
+    """Whether this process's background compilation has ended well and numba's cache
+    now holds every kernel (then :func:`kernels_for_fit` loads them)."""
+    p = _STATE["process"]
+    return (p is not None and p.poll() is not None and p.returncode == 0
+            and native_kernels_cached() is True)
 
 
 def wait_for_background_compile(timeout: float | None = None) -> bool:

@@ -130,3 +130,41 @@ def test_warmup_command(capsys):
     assert "tree kernels" in err
     if compiled._NB["cache"] and compiled.NUMBA_INTERNALS_KNOWN:
         assert "in numba's cache" in err and W.native_kernels_cached() is True
+
+
+def test_a_long_first_search_restarts_on_the_compiled_kernels_when_ready(monkeypatch,
+                                                                          capsys):
+    """A search without a limit that started on the numpy kernels (the compiler still at
+    work) starts again on the compiled kernels once the background process has filled
+    the cache: one line says so, and the optimum is the one of the numpy search."""
+    from jaxsr.trees import search as S
+
+    class Compiler:  # running for its first three polls, then finished well
+        def __init__(self):
+            self.polls, self.returncode = 0, None
+
+        def poll(self):
+            self.polls += 1
+            if self.polls > 3:
+                self.returncode = 0
+            return self.returncode
+
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 2, (300, 12))
+    y = X @ rng.normal(size=12) + 2.0 * X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=300)
+    kw = dict(regularization=0.002, depth_budget=6, progress=False)
+    ref = OptimalTreeRegressor(**kw)
+    monkeypatch.setattr(W, "_NATIVE_LOADED", [False])
+    monkeypatch.setattr(W, "kernels_for_fit", lambda s=None: False)
+    ref.fit(X, y)  # numpy kernels throughout
+    monkeypatch.undo()
+    monkeypatch.setattr(W, "_NATIVE_LOADED", [False])
+    monkeypatch.setattr(W, "_STATE", dict(W._STATE, process=Compiler()))
+    monkeypatch.setattr(W, "native_kernels_cached", lambda: True)
+    monkeypatch.setattr(S, "_SWITCH_POLL_SECONDS", 0.0)
+    m = OptimalTreeRegressor(**kw).fit(X, y)
+    assert "restarts on them" in capsys.readouterr().err
+    assert W._NATIVE_LOADED[0]  # the second start ran compiled
+    assert m.optimal_ and ref.optimal_
+    assert m.objective_ == pytest.approx(ref.objective_, rel=1e-9)
+    np.testing.assert_allclose(m.predict(X), ref.predict(X), rtol=1e-9)
