@@ -183,7 +183,10 @@ def _take_lock(path: str) -> bool:
             continue
         except OSError:  # no writable temporary folder: compile without a lock
             return True
-        os.close(fd)
+        try:  # owned by this process until the compiler's pid replaces it
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
         return True
     return False
 
