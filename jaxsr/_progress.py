@@ -81,6 +81,8 @@ class FitProgress:
         redrawn at most every :data:`LOG_INTERVAL` seconds, each time on a new line.
       unit: tqdm unit of :meth:`update` (``"it"``: iterations).
       file: stream, default ``sys.stderr`` at entry.
+      watch_jax: count JAX compilations (imports JAX); ``False`` for a fit that runs no
+        JAX code (the tree search on the host).
 
     Attributes:
       compile_seconds: float, wall-clock seconds spent tracing, lowering and compiling
@@ -89,12 +91,13 @@ class FitProgress:
     """
 
     def __init__(self, desc: str, enabled: bool = True, *, delay: float = 1.0,
-                 unit: str = "it", file=None):
+                 unit: str = "it", file=None, watch_jax: bool = True):
         self.desc = desc
         self.enabled = bool(enabled)
         self.delay = float(delay)
         self.unit = unit
         self.file = file
+        self.watch_jax = bool(watch_jax)
         self.compile_seconds = 0.0
         self._intervals: list[tuple[float, float]] = []
         self._lock = threading.Lock()
@@ -112,12 +115,13 @@ class FitProgress:
 
     # ------------------------------------------------------------------ context
     def __enter__(self) -> FitProgress:
-        import jax
-
         self._token = _CURRENT.set(self)
-        # compile seconds are counted with or without the bar (the estimators' warnings
-        # about a budget spent compiling read them)
-        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+        if self.watch_jax:
+            import jax
+
+            # compile seconds are counted with or without the bar (the estimators'
+            # warnings about a budget spent compiling read them)
+            jax.monitoring.register_event_duration_secs_listener(self._on_duration)
         if not self.enabled:
             return self
         from tqdm import tqdm
@@ -138,13 +142,14 @@ class FitProgress:
         return self
 
     def __exit__(self, *exc) -> None:
-        import jax
-
         _CURRENT.reset(self._token)
-        try:
-            jax.monitoring.unregister_event_duration_listener(self._on_duration)
-        except (AssertionError, ValueError, AttributeError):  # already gone
-            pass
+        if self.watch_jax:
+            import jax
+
+            try:
+                jax.monitoring.unregister_event_duration_listener(self._on_duration)
+            except (AssertionError, ValueError, AttributeError):  # already gone
+                pass
         if not self.enabled or self._bar is None:
             return
         self._stop.set()
@@ -165,8 +170,12 @@ class FitProgress:
 
     def write(self, line: str) -> None:
         """One line on the bar's stream without breaking the bar (``verbose`` lines)."""
-        if self._bar is None:
-            print(line, file=self.file if self.file is not None else sys.stderr, flush=True)
+        if self._bar is None or self.first_display is None:
+            # no bar drawn yet: a plain line (tqdm's write would redraw the bar after it,
+            # showing a short fit's bar that ``delay`` keeps hidden)
+            stream = self._bar.fp if self._bar is not None else (
+                self.file if self.file is not None else sys.stderr)
+            print(line, file=stream, flush=True)
             return
         self._bar.write(line, file=self._bar.fp)
 

@@ -6,6 +6,7 @@ Sub-commands::
     jaxsr symbolic DATA.csv --target COLUMN [...] # deterministic symbolic regression
     jaxsr tree DATA.csv --target COLUMN [...]     # optimal sparse regression tree
     jaxsr predict MODEL.json DATA.csv [...]       # predictions of a saved model
+    jaxsr warmup                                 # compile the tree kernels ahead (numba)
 
 Data files are any delimited text that pandas reads: the separator is sniffed (``,`` ``;``
 tab ``|`` or runs of blanks) or given with ``--sep``; ``--decimal ,`` reads ``0,66``;
@@ -703,6 +704,18 @@ def _cmd_predict(args) -> int:
 # --------------------------------------------------------------------------------------
 
 
+def _cmd_warmup(args) -> int:
+    from .trees import warmup
+
+    t0 = time.perf_counter()
+    _progress("compiling the optimal-tree kernels (numba; about 30 s the first time) ...")
+    cached = warmup.warmup()
+    state = {True: "in numba's cache", False: "NOT in numba's cache (not writable?)",
+             None: "compiled (whether numba's cache holds them cannot be told here)"}
+    _progress(f"tree kernels {state[cached]} after {time.perf_counter() - t0:.1f} s")
+    return EXIT_OK if cached is not False else EXIT_FAILED
+
+
 def _cmd_demo(args) -> int:
     from . import datasets
 
@@ -1099,6 +1112,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the predictions here (default: stdout)")
     _add_csv_options(p)
     p.set_defaults(func=_cmd_predict)
+
+    p = sub.add_parser("warmup", help="compile the optimal-tree kernels into numba's cache",
+                       description="Compile (or load) every compiled kernel of the "
+                                   "optimal-tree search now, into numba's on-disk cache, "
+                                   "e.g. when building a container image or a CI cache; "
+                                   "otherwise the first tree fit starts a background "
+                                   "process that does it.")
+    p.set_defaults(func=_cmd_warmup)
     return parser
 
 

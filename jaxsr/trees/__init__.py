@@ -1,6 +1,7 @@
 """Optimal sparse regression trees (OSRT): provably optimal trees by DP with bounds.
 
-Estimator layer: :class:`OptimalTreeRegressor`, :class:`Tree`, :class:`Binarizer`; pictures:
+Estimator layer: :class:`OptimalTreeRegressor` (its regularization path: a list of
+:class:`PathSegment`), :class:`Tree`, :class:`Binarizer`; pictures:
 :func:`plot_tree` (matplotlib), :func:`export_graphviz` (dot source).
 Functional layer (pure, jittable, vmappable JAX functions with documented shapes):
 :func:`weighted_kmeans`, :func:`weighted_kmedians`, :func:`kmeans_lower_bound`,
@@ -21,12 +22,14 @@ from .kmeans import weighted_kmedians as weighted_kmedians
 from .plot import export_graphviz as export_graphviz
 from .plot import plot_tree as plot_tree
 from .regressor import OptimalTreeRegressor as OptimalTreeRegressor
+from .regressor import PathSegment as PathSegment
 from .subtrees import optimal_subtree_cost as optimal_subtree_cost
 from .tree import Tree as Tree
 
 __all__ = [
     "Binarizer",
     "OptimalTreeRegressor",
+    "PathSegment",
     "Tree",
     "export_graphviz",
     "kmeans_lower_bound",

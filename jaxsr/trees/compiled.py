@@ -54,12 +54,25 @@ def _sources_digest(folder: str = _HERE) -> bytes:
     return h.digest()
 
 
+# numba has no public way to key a cached function on other files, nor to ask whether a
+# function is in its cache: both go through its private caching layer (the locator list
+# below; the cache index read by :func:`jaxsr.trees.warmup.native_kernels_cached`), whose
+# layout is known on these versions. On any other version neither is touched: numba's own
+# per-file stamps apply (enough for an installed release, whose upgrade rewrites every
+# file; only an edit of one source in a development tree could then leave a stale cached
+# solver loop), and the cache state is reported as unknown.
+NUMBA_INTERNALS_KNOWN = (0, 60) <= tuple(
+    int(p) for p in numba.__version__.split(".")[:2] if p.isdigit()) < (0, 70)
+
+
 def _install_cache_locators() -> bool:
     """Put, ahead of numba's own cache locators, one subclass of each file-backed locator
     that serves only this package's compiled files (this folder) and stamps their cached
     functions with :func:`_sources_digest`; numba's other users are not affected. Returns
-    False when numba's (private) locator list is not there (then numba's own per-file
-    stamps apply)."""
+    False on a numba version outside :data:`NUMBA_INTERNALS_KNOWN` or when numba's
+    (private) locator list is not there (then numba's own per-file stamps apply)."""
+    if not NUMBA_INTERNALS_KNOWN:
+        return False
     try:
         from numba.core import caching
 

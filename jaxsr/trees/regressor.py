@@ -6,11 +6,12 @@ import contextlib
 import copy
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .. import _memory
+from .. import _memory, _progress
 from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import precision, resolve_dtype, resolve_mesh
 from .._validation import (
@@ -25,11 +26,32 @@ from .._validation import (
     validate_X,
 )
 from .binarize import Binarizer
-from .search import ALL_BOUNDS, OptimalTreeSearch, native_for_time_limit
+from .search import ALL_BOUNDS, OptimalTreeSearch
 from .solver import Status
 from .tree import Tree
+from .warmup import kernels_for_fit
 
-__all__ = ["OptimalTreeRegressor"]
+__all__ = ["OptimalTreeRegressor", "PathSegment"]
+
+
+class PathSegment(NamedTuple):
+    """One piece of :meth:`OptimalTreeRegressor.regularization_path`: the tree of
+    ``model`` is optimal for every ``regularization`` in ``[lambda_min, lambda_max]``.
+
+    Attributes:
+      lambda_min, lambda_max: float, the piece's range (``lambda_max`` may be ``inf``).
+      n_leaves: int, leaves of the tree. loss: float, its normalised loss (``loss_``);
+        its objective at ``lambda`` is ``loss + lambda * n_leaves``.
+      optimal: bool, the fit that found it was certified (``optimal_``).
+      model: the fitted :class:`OptimalTreeRegressor`.
+    """
+
+    lambda_min: float
+    lambda_max: float
+    n_leaves: int
+    loss: float
+    optimal: bool
+    model: OptimalTreeRegressor
 
 _LOSSES = ("squared_error", "absolute_error")
 _FORMAT = "jaxsr.OptimalTreeRegressor"
@@ -65,6 +87,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     ``normalize=False`` the normaliser is ``sum_i w_i`` (``n`` without weights): the paper's
     raw mean loss (MSE / MAE), and ``regularization`` is in units of ``y^2`` (``|y|``).
 
+    **First fit after installing.** The search's kernels are compiled by numba once and
+    kept in its on-disk cache. Until they are there, fits run the numpy kernels (the same
+    certified optimum, slower on large problems) while a background process compiles
+    them, announced by one line on stderr; later fits and processes load them in about a
+    second. ``JAXSR_BACKGROUND_COMPILE=0`` compiles them in the first fit instead, and
+    ``jaxsr warmup`` ahead of time (:mod:`jaxsr.trees.warmup`).
+
     Args:
       regularization: ``lambda >= 0``, the price of one leaf in objective units.
       depth_budget: the most levels of the tree counting the root as 1 (the ``osrt``
@@ -83,11 +112,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         CART's; only when the limit is too short for greedy CART itself (about 0.05 s on a
         thousand binary features) it is the greedy tree grown so far, pruned (never worse
         than one leaf). The kernels' load (about a second from numba's cache, and once
-        per process) is done inside the budget when it affords it (at least 2 s left; 150
-        s when they must be compiled first), else the fit uses the numpy kernels
-        (:func:`~jaxsr.trees.search.native_for_time_limit`; a ``UserWarning`` once per
-        process when they are not compiled yet: run
-        :func:`~jaxsr.trees.search.load_native_kernels` once after installing);
+        per process) is done inside the budget when it affords it (at least 2 s left),
+        else the fit uses the numpy kernels (:func:`~jaxsr.trees.warmup.kernels_for_fit`;
+        on a fresh install they are compiled in a background process meanwhile);
         ``backend="jax"`` makes a device call only when it is predicted to end in time (a
         first call, which compiles, is allowed :data:`jaxsr.trees.device.COMPILE_SECONDS`),
         else the host evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
@@ -111,8 +138,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         batched, jitted device calls (exact subtrees at the bottom, k-means bounds above;
         :mod:`jaxsr.trees.device`); ``"auto"`` (default): ``"jax"`` when JAX's default
         backend is an accelerator, else ``"numpy"``. Same optimum either way.
-      verbose: progress lines (lower bound, upper bound, subproblems, elapsed seconds) on
-        stderr.
+      verbose: one line a second on stderr (lower bound, upper bound, subproblems,
+        elapsed seconds).
+      progress: a progress bar (tqdm) on stderr for fits longer than a second: solver
+        steps, the lower ``bound``, the ``objective`` of the best tree so far, their
+        ``gap`` and the ``subproblems`` in the memo (default ``True``, as
+        :class:`~jaxsr.SymbolicRegressor`; on a stream that is not a terminal a line every
+        10 s; nothing is ever printed to stdout). ``False``: no bar.
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
         the predictions. The search's sums are always accumulated in float64 on the host,
         so the certificate is exact to about 1e-12.
@@ -165,7 +197,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     def __init__(self, regularization=0.01, depth_budget=5, loss="squared_error",
                  min_samples_leaf=1, time_limit=None, binarizer="auto", normalize=True,
                  bounds=ALL_BOUNDS, exact_levels=None, backend="auto", verbose=False,
-                 dtype="float64", max_steps=None, mesh=None):
+                 dtype="float64", max_steps=None, mesh=None, progress=True):
         self.regularization = regularization
         self.depth_budget = depth_budget
         self.loss = loss
@@ -180,6 +212,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self.dtype = dtype
         self.max_steps = max_steps
         self.mesh = mesh
+        self.progress = progress
 
     # ------------------------------------------------------------------ validation
     def _check_params(self):
@@ -335,7 +368,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             short = float(self.time_limit) < COMPILE_SECONDS
         scope = (precision(dt) if backend == "jax" and not short
                  else contextlib.nullcontext(resolve_dtype(dt)))
-        with scope:
+        # a progress bar on stderr once the fit has run a second (steps, bounds, gap)
+        bar = _progress.FitProgress("OptimalTreeRegressor", bool(self.progress),
+                                    unit="steps", watch_jax=backend == "jax")
+        with bar, scope:
             ya = check_target(y, dtype=dt)
             Xb, names, bnames = self._binary_X(X, fitting=True, y=ya,
                                                sample_weight=sample_weight)
@@ -360,14 +396,14 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 # the one-time load of the compiled kernels counts in the time limit: done
                 # here when the budget affords it, else the numpy kernels are used (both
                 # backends: the "jax" one runs host kernels between its device calls)
-                native = native_for_time_limit(time_left)
+                native = kernels_for_fit(time_left)
                 time_left = max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit))
             search = OptimalTreeSearch(
                 Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
                 bounds=bounds, exact_levels=el, time_limit=time_left,
                 verbose=bool(self.verbose), backend=backend, native=native,
-                mesh=resolve_mesh(self.mesh, "classes")[0])
+                mesh=resolve_mesh(self.mesh, "classes")[0], progress=bool(self.progress))
             if self.time_limit is not None:  # what is left after the search's set-up
                 search.time_limit = max(0.0, float(self.time_limit)
                                         - (time.perf_counter() - t_fit))
@@ -471,6 +507,215 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             raise ValueError(f"X gives {Xb.shape[1]} binary features, but the model was "
                              f"fitted with {len(self.binary_feature_names_)}")
         return self.tree_.predict(Xb).astype(dt)
+
+    def _binary_rows(self, X):
+        """The fitted binarizer's binary matrix of ``X`` (checked like :meth:`predict`)."""
+        self._check_fitted()
+        Xb, _, _ = self._binary_X(X, fitting=False)
+        if Xb.shape[1] != len(self.binary_feature_names_):
+            raise ValueError(f"X gives {Xb.shape[1]} binary features, but the model was "
+                             f"fitted with {len(self.binary_feature_names_)}")
+        return Xb
+
+    def apply(self, X) -> np.ndarray:
+        """The leaf each sample reaches, as scikit-learn's ``DecisionTreeRegressor.apply``.
+
+        Args:
+          X: ``(n_samples, n_features)``, the same kind of input as in :meth:`fit`.
+
+        Returns:
+          ``(n_samples,)`` int64 node indices into the arrays of ``tree_`` (pre-order, the
+          root is 0); ``predict(X) == tree_.value[apply(X)]``.
+
+        Raises:
+          ValueError: not fitted, or ``X`` as in :meth:`predict`.
+        """
+        Xb = self._binary_rows(X)  # checks that the model is fitted first
+        return self.tree_.apply(Xb).astype(np.int64)
+
+    def decision_path(self, X):
+        """The nodes each sample passes through, as scikit-learn's ``decision_path``.
+
+        Args:
+          X: ``(n_samples, n_features)``, the same kind of input as in :meth:`fit`.
+
+        Returns:
+          ``scipy.sparse.csr_matrix`` of shape ``(n_samples, n_nodes)``, dtype int64:
+          entry ``(i, j)`` is 1 when sample ``i`` passes through node ``j`` of ``tree_``
+          (the root, the splits on its way, and its leaf :meth:`apply`; in a row the
+          column indices increase from the root to the leaf).
+
+        Raises:
+          ValueError: not fitted, or ``X`` as in :meth:`predict`.
+        """
+        import scipy.sparse as sp
+
+        Xb = self._binary_rows(X)
+        t = self.tree_
+        n = Xb.shape[0]
+        rows_all, cols_all = [], []
+        node = np.zeros(n, dtype=np.int64)
+        live = np.arange(n)
+        while live.size:  # one level per pass: every live sample records its node
+            rows_all.append(live)
+            cols_all.append(node[live])
+            f = t.feature[node[live]]
+            inner = f >= 0
+            live = live[inner]
+            here = node[live]
+            bit = Xb[live, f[inner]]
+            node[live] = np.where(bit, t.true_child[here], t.false_child[here])
+        rows = np.concatenate(rows_all) if rows_all else np.zeros(0, dtype=np.int64)
+        cols = np.concatenate(cols_all) if cols_all else np.zeros(0, dtype=np.int64)
+        m = sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)),
+                          shape=(n, t.n_nodes))
+        m.sort_indices()
+        return m
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Loss reduction per input feature, normalised to sum 1 (scikit-learn's
+        impurity-based ``feature_importances_``, with the tree's own loss).
+
+        Each split node ``t`` on binary feature ``f`` adds ``loss(t) - loss(true child) -
+        loss(false child)`` (``tree_.loss``: summed weighted squared or absolute loss of
+        the node's training samples around its prediction) to the input column that ``f``
+        tests (``binarizer_.features_``; without a binarizer the binary columns are the
+        input columns); the sums are divided by their total. A one-leaf tree has all
+        zeros, as in scikit-learn.
+
+        Returns:
+          ``(n_features_in_,)`` float64, non-negative, summing to 1 (or all 0).
+
+        Raises:
+          NotFittedError: not fitted. AttributeError: a custom binarizer without
+            ``features_`` (the input column of each binary feature is unknown).
+        """
+        self._check_fitted()
+        t = self.tree_
+        if self.binarizer_ is None:
+            column = np.arange(len(self.binary_feature_names_))
+        elif hasattr(self.binarizer_, "features_"):
+            column = np.array([int(j) for j, _, _ in self.binarizer_.features_], dtype=int)
+        else:
+            raise AttributeError("feature_importances_ needs the input column of each binary "
+                                 "feature: the binarizer has no features_ attribute")
+        inner = np.flatnonzero(t.feature >= 0)
+        gain = (t.loss[inner] - t.loss[t.true_child[inner]] - t.loss[t.false_child[inner]])
+        # the mean (median) of a node minimises its squared (absolute) loss, so a split
+        # never raises it: a negative gain is rounding
+        gain = np.where(np.isfinite(gain), np.maximum(gain, 0.0), 0.0)
+        imp = np.zeros(int(self.n_features_in_), dtype=np.float64)
+        np.add.at(imp, column[t.feature[inner]], gain)
+        total = imp.sum()
+        return imp / total if total > 0 else imp
+
+    def regularization_path(self, X, y, sample_weight=None, lambdas=None) -> list[PathSegment]:
+        """Every distinct optimal tree over a range of ``regularization``, with the exact
+        ``lambda`` where the optimum changes (each piece certified).
+
+        For a fixed tree ``T`` the objective ``loss_T + lambda * leaves_T`` (OSRT eq. 1,
+        ``loss_T`` normalised as in :meth:`fit`) is a line in ``lambda``, so the optimal
+        objective is the lower envelope of these lines: concave and piecewise linear, and
+        the optimal tree is piecewise constant in ``lambda`` (this plays the part of
+        scikit-learn's ``cost_complexity_pruning_path``, for optimal rather than greedily
+        pruned trees). The pieces are found by the standard parametric search: with
+        certified optimal trees ``T1`` at ``l1`` and ``T2`` at ``l2``, either they lie on
+        one line (which is then optimal on all of ``[l1, l2]``, by concavity), or their
+        lines cross at ``l* = (loss_T2 - loss_T1) / (leaves_T1 - leaves_T2)`` and a fit
+        there either meets that value (``l*`` is a breakpoint) or gives a tree strictly
+        below both, and both halves are searched again. Each fit is a clone of this
+        estimator (same parameters, ``regularization`` set), so ``2 k - 1`` fits find
+        ``k`` pieces. The path is exact when every fit is certified (``optimal`` of each
+        piece; a fit stopped by ``time_limit`` or ``max_steps`` warns).
+
+        Args:
+          X: ``(n_samples, n_features)``, as in :meth:`fit`.
+          y: ``(n_samples,)`` targets. sample_weight: ``(n_samples,)`` or None.
+          lambdas: ``None``: the whole path, from ``lambda = 0`` to the ``lambda`` beyond
+            which one leaf is optimal (the last piece then ends at ``inf``); or an
+            array-like of values ``>= 0``: the path over ``[min(lambdas), max(lambdas)]``
+            (every breakpoint inside; a grid only sets the range).
+
+        Returns:
+          list of :class:`PathSegment` ``(lambda_min, lambda_max, n_leaves, loss,
+          optimal, model)``, ordered by increasing ``lambda`` (decreasing ``n_leaves``,
+          increasing ``loss``), consecutive pieces sharing their end points; ``model`` is
+          a fitted :class:`OptimalTreeRegressor` whose tree is optimal for every
+          ``lambda`` of the piece. ``pandas.DataFrame(path)`` gives a table.
+
+        Raises:
+          ValueError: ``lambdas`` empty, negative or not finite; ``lambdas=None`` (or a
+            ``lambda`` of 0) with ``depth_budget=None`` (lambda 0 has no depth limit
+            then); and whatever :meth:`fit` raises.
+        """
+        from sklearn.base import clone
+
+        if lambdas is None:
+            lo, hi = 0.0, None
+        else:
+            lam = np.asarray(lambdas, dtype=np.float64).reshape(-1)
+            if lam.size == 0 or not np.all(np.isfinite(lam)) or np.any(lam < 0):
+                raise ValueError("lambdas must be a non-empty array of finite values >= 0 "
+                                 f"(regularization); got {lambdas!r}")
+            lo, hi = float(lam.min()), float(lam.max())
+        if lo == 0 and self.depth_budget is None:
+            raise ValueError("the regularization path from lambda = 0 needs a depth_budget "
+                             "(with depth_budget=None, lambda 0 grows the tree until each "
+                             "leaf is one distinct row): give a depth_budget, or lambdas "
+                             "with a minimum above 0")
+
+        def fit_at(value):
+            m = clone(self).set_params(regularization=float(value))
+            return m.fit(X, y, sample_weight=sample_weight)
+
+        def line(m, value):
+            return m.loss_ + value * m.n_leaves_
+
+        def tol(v):  # the certificate's tolerance (objective units)
+            return 1e-9 * max(1.0, abs(v))
+
+        def same_line(a, b):
+            return a.n_leaves_ == b.n_leaves_ and abs(a.loss_ - b.loss_) <= tol(a.loss_)
+
+        m_lo = fit_at(lo)
+        if hi is None:
+            # one leaf costs its loss L1 + lambda; a tree with k >= 2 leaves costs at least
+            # k lambda, so past L1 the one leaf is the only optimum (a hair above: no tie)
+            leaf_loss = float(m_lo.tree_.loss[0] / m_lo.normalizer_)
+            hi = max(lo, leaf_loss * (1.0 + 1e-6) + 1e-12)
+        m_hi = fit_at(hi) if hi > lo else m_lo
+        pieces = []  # (lambda_min, lambda_max, model), built left to right
+        stack = [(lo, m_lo, hi, m_hi)]
+        while stack:
+            l1, m1, l2, m2 = stack.pop()
+            if l2 <= l1 or same_line(m1, m2):
+                pieces.append((l1, l2, m1))
+                continue
+            db = m1.n_leaves_ - m2.n_leaves_
+            cross = (m2.loss_ - m1.loss_) / db if db > 0 else l1
+            cross = min(max(cross, l1), l2)  # in [l1, l2] by optimality; rounding aside
+            m = fit_at(cross)
+            if m.objective_ >= min(line(m1, cross), line(m2, cross)) - tol(m.objective_):
+                pieces += [(l1, cross, m1), (cross, l2, m2)]  # a breakpoint
+            else:  # a new line below both: search both sides (left first)
+                stack += [(cross, m, l2, m2), (l1, m1, cross, m)]
+        # merge neighbours on one line, drop pieces of zero length (a breakpoint's own
+        # tie) when a neighbour covers the point
+        merged: list[list] = []
+        for a, b, m in pieces:
+            if merged and same_line(merged[-1][2], m):
+                merged[-1][1] = b
+            elif merged and b - a <= tol(b) * 1e-3 and len(pieces) > 1:
+                continue
+            else:
+                if merged:
+                    merged[-1][1] = a
+                merged.append([a, b, m])
+        if lambdas is None and merged[-1][2].n_leaves_ == 1:
+            merged[-1][1] = np.inf
+        return [PathSegment(float(a), float(b), int(m.n_leaves_), float(m.loss_),
+                            bool(m.optimal_), m) for a, b, m in merged]
 
     def export_text(self, decimals: int = 4, show_counts: bool = True) -> str:
         """The tree as an index card, one line per split (see :meth:`Tree.export_text`);

@@ -80,14 +80,14 @@ deadline is skipped (the cheap bounds stay: valid, weaker).
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _progress
 from . import solver
+from . import warmup as _warmup
 from .bounds import equivalent_points_bound, kmeans_bound
 from .kmeans import kmeans_losses_np, kmedians_losses_np
 from .solver import RTOL as _RTOL
@@ -108,6 +108,7 @@ from .stats import (
 )
 from .subtrees import best_subtree_np, distinct_splits
 from .tree import Tree
+from .warmup import load_native_kernels, native_kernels_cached
 
 __all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS", "native_for_time_limit",
            "load_native_kernels", "native_kernels_cached"]
@@ -124,56 +125,10 @@ _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 # the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.75 s CPU once per
 # process (import and load) and are then 5-20x faster than numpy per subproblem: a search
 # (squared loss) uses them unless it is one kernel call; so does every search once they
-# are loaded
-_NATIVE_LOADED = [False]
-# a search under a time limit counts the load of the compiled kernels in its budget
-# (:func:`native_for_time_limit`): loading them from numba's on-disk cache takes ~1-2 s of
-# wall time on a loaded machine (0.75 s on an idle core: 0.3 s numba's import, 0.45 s
-# the load), compiling them (a fresh install, or an edited source) ~50 CPU seconds; a
-# budget smaller than this allowance uses the numpy kernels instead. 2 s: at limits of 1-2
-# s the compiled search reaches better trees even after the load (seoul-bike lambda 0.001
-# depth 7, 1 s: 0.3519 vs 0.3650 with the numpy kernels; enb-heat lambda 0.001, no depth
-# budget, 2 s: certified in 1.24 s, else a gap of 0.012)
-_LOAD_SECONDS = 2.0
-_COMPILE_SECONDS = 150.0
-_WARNED_UNCOMPILED = [False]  # native_for_time_limit's warning: once per process
-
-
-def _compiled_functions():
-    from . import compiled, compiled_solver
-
-    return (compiled.support_subtree, compiled.support_bounds, compiled.support_leaf_loss,
-            compiled.feature_lists, compiled.pack_rows,
-            compiled.support_kmeans_losses, compiled.support_splits,
-            compiled_solver.run_chunk, compiled_solver.lookup, compiled_solver.insert,
-            compiled_solver.rebuild_table)
-
-
-def native_kernels_cached() -> bool | None:
-    """Whether every compiled kernel has a valid entry in numba's on-disk cache (so that
-    loading them takes about a second, not the ~50 CPU seconds of a compilation); None
-    when that cannot be told (numba internals changed)."""
-    try:
-        return all(len(f._cache._cache_file._load_index()) > 0 for f in _compiled_functions())
-    except Exception:  # pragma: no cover - depends on numba's private cache layout
-        return None
-
-
-def load_native_kernels() -> None:
-    """Load (or compile) the compiled host kernels and solver loop now, by a tiny search
-    (16 classes, 6 levels) that calls each of them; later searches in the process use them
-    with no load (see ``native`` in :class:`OptimalTreeSearch`)."""
-    from . import compiled_solver
-
-    X = ((np.arange(16)[:, None] >> np.arange(4)) & 1).astype(bool)
-    y = np.sin(np.arange(16.0))
-    # lambda > 0: with 0 the first bound solves the root and the solver loop never runs
-    # (nor gets compiled and cached)
-    OptimalTreeSearch(X, y, np.ones(16), regularization=0.01, depth_budget=6,
-                      native=True).run()
-    memo = compiled_solver._new_memo(4, 1)
-    compiled_solver.rebuild_table(memo, 0)  # used when a memo grows
-    _NATIVE_LOADED[0] = True
+# are loaded. Which kernels a fit gets, their cache and their one-time compilation (in a
+# background process on a fresh install): :mod:`jaxsr.trees.warmup`.
+_NATIVE_LOADED = _warmup._NATIVE_LOADED
+_SWITCH_POLL_SECONDS = 1.0  # how often a search on the numpy kernels asks for them
 
 
 def _leaf_budget(eq, lam, cap):
@@ -200,42 +155,9 @@ def _leaf_budget(eq, lam, cap):
 
 
 def native_for_time_limit(seconds_left):
-    """The ``native`` argument for a squared-loss host search that must end within
-    ``seconds_left`` (None: no limit), the kernel load counted in that budget.
-
-    The compiled kernels are used when they are loaded; else, when the budget affords
-    their load (:data:`_LOAD_SECONDS` from numba's cache, :data:`_COMPILE_SECONDS` when
-    they must be compiled), they are loaded here, before the caller computes the time
-    left for the search; else the search uses the numpy kernels (slower per subproblem,
-    but nothing to load), so a short limit is not overrun by a one-time load. When that
-    is because the kernels are not compiled yet (numba's cache is empty: a fresh install
-    or upgrade), a ``UserWarning`` says so once per process, with the remedy
-    (:func:`load_native_kernels`, or one fit without a limit).
-
-    Returns:
-      ``None`` (compiled; loaded now if they were not) or ``False`` (numpy kernels).
-    """
-    if seconds_left is None or _NATIVE_LOADED[0]:
-        return None
-    if seconds_left < _LOAD_SECONDS:
-        return False  # not even a load from the cache fits (and telling costs ~0.3 s)
-    cached = native_kernels_cached()
-    if seconds_left >= (_LOAD_SECONDS if cached else _COMPILE_SECONDS):
-        load_native_kernels()
-        return None
-    if cached is False and not _WARNED_UNCOMPILED[0]:
-        # a first time-limited fit after an install or upgrade: tell the user once why it
-        # is slow and how to make the later ones fast
-        _WARNED_UNCOMPILED[0] = True
-        warnings.warn(
-            "jaxsr's compiled tree kernels are not in numba's on-disk cache yet (a fresh "
-            "install or upgrade) and compiling them (about 50 CPU seconds, once) does not "
-            f"fit in this time limit ({seconds_left:.3g} s left): the search runs the numpy "
-            "kernels, 5-30x slower per subproblem. Call "
-            "jaxsr.trees.search.load_native_kernels() once, or fit once without a "
-            "time_limit; every later process then loads them in about a second.",
-            UserWarning, stacklevel=3)
-    return False
+    """:func:`jaxsr.trees.warmup.kernels_for_fit` (the ``native`` argument of a
+    squared-loss host search that must end within ``seconds_left``)."""
+    return _warmup.kernels_for_fit(seconds_left)
 
 
 def unique_rows(packed):
@@ -365,12 +287,14 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.solver` with the memo as a hash table over packed supports).
       mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
         the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
+      progress: report steps, bounds, gap and subproblems to the open
+        :class:`jaxsr._progress.FitProgress` (the estimator's bar), about twice a second.
     """
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
                  time_limit=None, verbose=False, backend="numpy", greedy=True, native=None,
-                 mesh=None):
+                 mesh=None, progress=False):
         self.l1 = loss == "absolute_error"
         self.lam = float(regularization)
         self.m1 = max(1, int(min_samples_leaf))
@@ -382,6 +306,7 @@ class OptimalTreeSearch:
         self.depth = _BIG_DEPTH if depth_budget is None else int(depth_budget)
         self.time_limit = time_limit
         self.verbose = verbose
+        self.progress = bool(progress)
         self.greedy = bool(greedy)
         self._native_mode = native
         self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0]
@@ -616,31 +541,29 @@ class OptimalTreeSearch:
         return Entry(min(leaf, sb), leaf, -1, False, klev, max(deep, sb))
 
     # ------------------------------------------------------------------ search
-    def _progress_bar(self):
-        """A tqdm bar on stderr (steps; bounds and gap as postfix) when verbose."""
-        if not self.verbose:
-            return None
-        from tqdm.auto import tqdm
-
-        return tqdm(desc="osrt search", unit=" steps", file=sys.stderr, leave=False,
-                    dynamic_ncols=True, mininterval=0.5)
-
-    def _print(self, state, final=False, bar=None):
+    def _live_bound(self, state, final=False):
+        """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.solver`)
+        and its entry."""
         e = self.memo[state.root_key]
         if final or e.solved or state.status is not None:
-            lb = e.lb
-        elif hasattr(state, "frames"):  # the compiled solver's state
+            return e.lb, e
+        if hasattr(state, "frames"):  # the compiled solver's state
             from .compiled_solver import live_lower_bound
 
-            lb = live_lower_bound(state)
-        else:
-            lb = solver.live_lower_bound(self, state)
-        if bar is not None:
-            bar.set_postfix(lb=f"{lb:.6g}", ub=f"{e.ub:.6g}", gap=f"{e.ub - lb:.3g}",
-                            subproblems=len(self.memo), refresh=False)
-        print(f"[osrt] lower bound {lb:.6f}  upper bound {e.ub:.6f}  "
-              f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
-              f"elapsed {time.perf_counter() - state.t0:.2f} s", file=sys.stderr, flush=True)
+            return live_lower_bound(state), e
+        return solver.live_lower_bound(self, state), e
+
+    def _report(self, state, final=False, line=True):
+        """The bounds, gap and subproblems on the progress bar (``progress``) and, with
+        ``verbose``, one line on stderr."""
+        lb, e = self._live_bound(state, final)
+        if self.progress:
+            _progress.update(0, bound=f"{lb:.6g}", objective=f"{e.ub:.6g}",
+                             gap=f"{max(e.ub - lb, 0.0):.3g}", subproblems=len(self.memo))
+        if self.verbose and line:
+            _progress.write(f"[osrt] lower bound {lb:.6f}  upper bound {e.ub:.6f}  "
+                            f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
+                            f"elapsed {time.perf_counter() - state.t0:.2f} s")
 
     def _build_seconds(self, nodes):
         """Predicted seconds to extract a tree of ``nodes`` nodes (:meth:`_build`: a leaf
@@ -959,7 +882,9 @@ class OptimalTreeSearch:
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
         if self._native_mode is None and not self.l1 and d > self.kl + 1:
-            self._native_on = _NATIVE_LOADED[0] = True  # a search, not one kernel call
+            # a search, not one kernel call: the compiled kernels when they are loaded or
+            # cached (loaded now), else numpy while a background process compiles them
+            self._native_on = _warmup.kernels_for_fit(None) is None
         # one shallow-kernel call (d <= kl + 1) is a few products: not worth the ~0.2 s
         # threadpoolctl takes to find the libraries on the first fit of a process
         blas = (_blas_single_thread() if not (self.kl and d <= self.kl + 1)
@@ -990,8 +915,8 @@ class OptimalTreeSearch:
                 if _reaches(e.lb, e.ub):
                     e = e._replace(lb=e.ub, solved=True)
             limit = None if self.deadline is None else self.deadline - t0
-            next_print = t0 + 1.0
-            bar = self._progress_bar()
+            next_line = t0 + 1.0  # verbose: a line a second
+            next_post = t0 + 0.5  # progress: the bounds twice a second
             if self._native() and not self.l1 and not self._jax:
                 # the same solver, compiled (:mod:`jaxsr.trees.compiled_solver`)
                 from . import compiled_solver as cs
@@ -1004,26 +929,53 @@ class OptimalTreeSearch:
                 ref = [solver.init(self, (key, mask, tot, leaf), limit, max_steps, t0)]
                 mod = None
             state = ref[0]
+            # a fresh install: the search runs the numpy kernels while a background process
+            # compiles the compiled ones; once they are in the cache, a search without a
+            # limit starts again on them (the compiled loop is 6-15x faster, so a long
+            # first fit ends about as soon as after compiling in the fit; the optimum is
+            # the same; a limited search keeps its progress instead)
+            switch = (mod is None and self._native_mode is None and not self.l1
+                      and not self._jax and self.deadline is None and max_steps is None
+                      and d > self.kl + 1 and _warmup.compiling())
+            next_poll = t0 + _SWITCH_POLL_SECONDS
+            restart = False
             while state.status is None:
+                if switch and time.perf_counter() >= next_poll:
+                    next_poll = time.perf_counter() + _SWITCH_POLL_SECONDS
+                    if _warmup.compiled_ready():
+                        restart = True
+                        break
                 steps = state.steps
                 state = ref[0] = (mod.step(state) if mod is not None
                                   else solver.step(self, state))
-                if bar is not None:
-                    bar.update(max(state.steps - steps, 1))
-                    if time.perf_counter() >= next_print:
-                        self._print(state, bar=bar)
-                        next_print = time.perf_counter() + 1.0
+                if self.progress or self.verbose:
+                    if self.progress:
+                        _progress.update(max(state.steps - steps, 1))
+                    now = time.perf_counter()
+                    if (self.verbose and now >= next_line) or (self.progress
+                                                                and now >= next_post):
+                        line = now >= next_line
+                        self._report(state, line=line)
+                        next_post = time.perf_counter() + 0.5
+                        if line:
+                            next_line = next_post + 0.5
             if mod is not None:
                 self.n_kernel += int(state.ctr[cs.C_KERNEL])
                 self.n_kmeans += int(state.ctr[cs.C_KMEANS])
-            if bar is not None:
-                bar.close()
-            e = self.memo[key]
-            tree = self._build(mask, d)
+            if not restart:
+                e = self.memo[key]
+                tree = self._build(mask, d)
         finally:
             blas.__exit__(None, None, None)
-        if self.verbose:
-            self._print(state, final=True)
+        if restart:
+            _progress.write("jaxsr: the compiled tree kernels are ready; the search "
+                            f"restarts on them (after {time.perf_counter() - t0:.1f} s on "
+                            "the numpy kernels)")
+            self.memo, self._by_support = {}, {}
+            self.n_kernel = self.n_kmeans = 0
+            return self.run(max_steps)  # kernels_for_fit loads them from the cache
+        if self.verbose or self.progress:
+            self._report(state, final=True)
         self.status = state.status
         return SearchResult(tree=tree, objective=float(e.ub), lower_bound=float(e.lb),
                             timed_out=state.status is Status.TIME_LIMIT,

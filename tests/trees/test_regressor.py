@@ -1,14 +1,16 @@
 """OptimalTreeRegressor: certificate, time limit, persistence, text, bad input."""
 
+import functools
 import json
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from jaxsr import _memory
+from jaxsr import _memory, _progress
 from jaxsr.trees import Binarizer, OptimalTreeRegressor, Tree
 from jaxsr.trees.search import OptimalTreeSearch
 
@@ -74,6 +76,42 @@ def test_verbose_prints_progress(capsys):
     OptimalTreeRegressor(regularization=0.01, depth_budget=4, verbose=True).fit(X, y)
     err = capsys.readouterr().err
     assert "lower bound" in err and "upper bound" in err and "elapsed" in err
+
+
+def test_progress_bar_shows_bounds_and_turns_off(monkeypatch, capsys):
+    """The bar (tqdm on stderr, shown after ``delay``: 0 here, so that a short test fit
+    shows it) reads steps, bound, objective, gap and subproblems; ``progress=False``
+    prints nothing."""
+    rng = np.random.default_rng(13)
+    X = rng.integers(0, 2, (200, 10))
+    y = X @ rng.normal(size=10) + 2.0 * X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=200)
+    monkeypatch.setattr(_progress, "FitProgress",
+                        functools.partial(_progress.FitProgress, delay=0.0))
+    kw = dict(regularization=0.002, depth_budget=5, exact_levels=1, backend="numpy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        OptimalTreeRegressor(**kw).fit(X, y)
+    err = capsys.readouterr().err
+    assert "OptimalTreeRegressor" in err and "steps" in err
+    for key in ("bound=", "objective=", "gap=", "subproblems="):
+        assert key in err
+    OptimalTreeRegressor(progress=False, **kw).fit(X, y)
+    # (a first fit of a fresh install may also announce the kernels' compilation)
+    assert [ln for ln in capsys.readouterr().err.splitlines()
+            if not ln.startswith("jaxsr: ")] == []
+
+
+def test_a_line_before_the_bar_shows_does_not_draw_it():
+    """A notice written during a fit shorter than the bar's delay is one plain line: the
+    bar stays hidden (tqdm's own write would redraw it after the line)."""
+    import io
+
+    buf = io.StringIO()
+    with _progress.FitProgress("OptimalTreeRegressor", True, delay=60.0, file=buf,
+                               watch_jax=False):
+        _progress.write("jaxsr: a notice")
+        _progress.update(3, gap="0")
+    assert buf.getvalue() == "jaxsr: a notice\n"
 
 
 def test_to_dict_round_trip_json():

@@ -689,20 +689,20 @@ def test_time_limit_counts_the_kernel_load(monkeypatch):
     """time_limit bounds the whole fit, the one-time load of the compiled kernels included:
     with them not loaded, a limit too short for the load runs the numpy kernels (nothing
     loaded) and stops with a valid tree and a valid bound; a limit that affords the load
-    has it done first, inside the budget (search.native_for_time_limit)."""
+    has it done first, inside the budget (warmup.kernels_for_fit)."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from jaxsr.trees import search as S
+    from jaxsr.trees import warmup as W
 
     calls = []
-    monkeypatch.setattr(S, "_NATIVE_LOADED", [False])
-    monkeypatch.setattr(S, "load_native_kernels", lambda: calls.append(1))
+    monkeypatch.setattr(W, "_NATIVE_LOADED", [False])
+    monkeypatch.setattr(W, "load_native_kernels", lambda: calls.append(1))
     X, y, w = _problem(53, n=300, M=12)
     sst = float(np.sum((y - y.mean()) ** 2))
     with pytest.warns(ConvergenceWarning, match="time limit"):
         m = OptimalTreeRegressor(regularization=0.0005, depth_budget=7,
                                  time_limit=0.05).fit(X, y)
-    assert m.timed_out_ and not m.optimal_ and not calls and not S._NATIVE_LOADED[0]
+    assert m.timed_out_ and not m.optimal_ and not calls and not W._NATIVE_LOADED[0]
     with pytest.warns(ConvergenceWarning):  # any tree's objective is above the optimum
         ref = OptimalTreeRegressor(regularization=0.0005, depth_budget=7, max_steps=40).fit(
             X, y)
@@ -710,43 +710,53 @@ def test_time_limit_counts_the_kernel_load(monkeypatch):
     assert m.lower_bound_ <= ref.objective_ * (1 + 1e-12)
     assert _tree_objective(m.tree_, X, y, w, 0.0005, sst) == pytest.approx(m.objective_,
                                                                            rel=1e-9)
-    monkeypatch.setattr(S, "native_kernels_cached", lambda: True)
-    S._NATIVE_LOADED[0] = False
+    monkeypatch.setattr(W, "native_kernels_cached", lambda: True)
+    W._NATIVE_LOADED[0] = False
+    del calls[:]  # the reference fit (no limit) may have loaded them
     OptimalTreeRegressor(regularization=0.01, depth_budget=3,
-                         time_limit=S._LOAD_SECONDS + 1.0).fit(X[:40], y[:40])
+                         time_limit=W.LOAD_SECONDS + 1.0).fit(X[:40], y[:40])
     assert calls == [1]
     OptimalTreeRegressor(regularization=0.01, depth_budget=3,
-                         time_limit=S._LOAD_SECONDS * 0.9).fit(X[:40], y[:40])
+                         time_limit=W.LOAD_SECONDS * 0.9).fit(X[:40], y[:40])
     assert calls == [1]
 
 
-def test_time_limit_warns_once_when_the_kernels_are_not_compiled(monkeypatch):
-    """A time-limited fit that cannot afford compiling the kernels (numba's cache empty:
-    a fresh install) runs the numpy kernels and says so, with the remedy, once per
-    process; with the kernels cached (or a budget below a load) it says nothing."""
+def test_uncompiled_kernels_start_the_background_compile_or_warn_once(monkeypatch):
+    """A time-limited fit with numba's cache empty (a fresh install) runs the numpy
+    kernels and starts the background compilation; with the background process turned
+    off (JAXSR_BACKGROUND_COMPILE=0) it says so, with the remedy, once per process; with
+    the kernels cached (or a budget below a load) it says nothing."""
     import warnings
 
-    from jaxsr.trees import search as S
+    from jaxsr.trees import warmup as W
 
-    calls = []
-    monkeypatch.setattr(S, "_NATIVE_LOADED", [False])
-    monkeypatch.setattr(S, "_WARNED_UNCOMPILED", [False])
-    monkeypatch.setattr(S, "load_native_kernels", lambda: calls.append(1))
-    monkeypatch.setattr(S, "native_kernels_cached", lambda: False)
+    calls, started = [], []
+    monkeypatch.setattr(W, "_NATIVE_LOADED", [False])
+    monkeypatch.setattr(W, "_STATE", dict(W._STATE, warned=False, process=None))
+    monkeypatch.setattr(W, "load_native_kernels", lambda: calls.append(1))
+    monkeypatch.setattr(W, "native_kernels_cached", lambda: False)
+    monkeypatch.setattr(W, "start_background_compile",
+                        lambda: started.append(1) or W.background_compile_enabled())
     X, y, _ = _problem(7, n=60, M=6)
-    budget = S._LOAD_SECONDS + 1.0  # affords a load from the cache, not a compilation
-    with pytest.warns(UserWarning, match="load_native_kernels"):
+    budget = W.LOAD_SECONDS + 1.0  # affords a load from the cache, not a compilation
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         m = OptimalTreeRegressor(regularization=0.01, depth_budget=3,
                                  time_limit=budget).fit(X, y)
-    assert m.optimal_ and not calls and S._WARNED_UNCOMPILED[0]
+    assert m.optimal_ and not calls and started == [1]
+    monkeypatch.setenv(W.ENV_BACKGROUND_COMPILE, "0")
+    with pytest.warns(UserWarning, match="jaxsr warmup"):
+        m = OptimalTreeRegressor(regularization=0.01, depth_budget=3,
+                                 time_limit=budget).fit(X, y)
+    assert m.optimal_ and not calls and W._STATE["warned"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no second warning in the process
         OptimalTreeRegressor(regularization=0.01, depth_budget=3, time_limit=budget).fit(X, y)
-        monkeypatch.setattr(S, "_WARNED_UNCOMPILED", [False])
+        monkeypatch.setitem(W._STATE, "warned", False)
         # a budget below a load never asks the cache, nor warns
-        assert S.native_for_time_limit(S._LOAD_SECONDS * 0.5) is False
-        monkeypatch.setattr(S, "native_kernels_cached", lambda: True)
-        assert S.native_for_time_limit(budget) is None and calls == [1]
+        assert W.kernels_for_fit(W.LOAD_SECONDS * 0.5) is False
+        monkeypatch.setattr(W, "native_kernels_cached", lambda: True)
+        assert W.kernels_for_fit(budget) is None and calls == [1]
 
 
 @pytest.mark.parametrize("depth", [None, 6])
