@@ -35,6 +35,7 @@ from .._validation import (
 )
 from . import beam as _beam
 from . import domain as _domain
+from . import elimination as _elimination
 from . import front as _pf
 from . import refine as _refine
 from . import search as _search
@@ -115,6 +116,7 @@ class _FitRun:
         self.error = None
         self.engine = None
         self.stopped = False
+        self.eliminated = []  # the backward elimination's trees (engine units)
 
     def stop(self):
         self.stopped = True
@@ -556,7 +558,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  model_selection="bic", validation_fraction=None, precision=4, progress=True,
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
                  mesh=None, beam_width=4, unary_operators=(), domain="box",
-                 extrapolation_limit=_pf.EXTRAPOLATION_LIMIT, bic_patience=None):
+                 extrapolation_limit=_pf.EXTRAPOLATION_LIMIT, bic_patience=None,
+                 backward_elimination=False):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -579,6 +582,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.domain = domain
         self.extrapolation_limit = extrapolation_limit
         self.bic_patience = bic_patience
+        self.backward_elimination = backward_elimination
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -602,6 +606,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_real(self.extrapolation_limit, "extrapolation_limit", min_value=0,
                    allow_none=True)
         check_int(self.bic_patience, "bic_patience", min_value=1, allow_none=True)
+        if not isinstance(self.backward_elimination, bool | np.bool_):
+            raise ValueError(f"backward_elimination must be True or False; got "
+                             f"{self.backward_elimination!r}")
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
         if not isinstance(self.refine_constants, bool | np.bool_):
@@ -841,6 +848,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         models += [FrontModel(run.unscaled(m.expression, y_scale),
                               _unscaled_mse(m.loss, y_scale), m.iteration)
                    for m in getattr(run.engine, "front_models", ())]  # the beam's trees
+        models += [FrontModel(run.unscaled(m.expression, y_scale),
+                              _unscaled_mse(m.loss, y_scale), self.n_iterations_)
+                   for m in run.eliminated]  # the backward elimination's trees
         own = {m.expression.to_string(names) for m in models}
         if paper is not None:  # the front over both searches' models
             models += [FrontModel(e, float(loss), int(it)) for e, loss, it in zip(
@@ -1109,6 +1119,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                         int(np.sum(~np.asarray(const_cols))))
                     if not run.stopped:
                         run.stop_reason = reason
+                    if (self.backward_elimination and not run.stopped
+                            and not self.unary_operators):
+                        dome = getattr(engine, "engine", engine)  # a beam's DomeSearch
+                        dome.expr, dome.mse, dome._cache = engine.expr, engine.mse, None
+                        run.eliminated = _elimination.eliminate(dome, self._n_train_rows_)
         except BaseException as err:  # re-raised in the caller's thread
             run.error = err
 

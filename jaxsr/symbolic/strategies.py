@@ -725,6 +725,16 @@ class DomeSearch:
         name of :meth:`masks` or a bool array over the nodes of the current tree) and
         return the successful candidates, best first (deterministic order). Masks are
         built here, at the capacity of the analysis they are used with."""
+        res, masks = self.results(specs)
+        found = self.collect(res, specs)
+        if self.unary_search is not None:  # p -> u(p), where k op p is searched
+            found = self.unary_search.merge(self, found, masks, self.analyse())
+        return found
+
+    def results(self, specs):
+        """The searches ``specs`` (see :meth:`candidates`) on the current tree, unfiltered:
+        ``(SearchResults`` on the host ``, (4, cap)`` node masks``)``; every candidate's
+        MSE reduction, including those that raise the MSE (negative)."""
         tree, sem, eqs, S = self.analyse()
         cap = tree.op.shape[0]
         mn, mh = self.limits()
@@ -735,11 +745,7 @@ class DomeSearch:
         else:
             res = search_all(tree, sem, eqs, S, self.XT, to_device(masks), self.var_mask,
                              mn, mh)
-        res = jax.device_get(res)
-        found = self.collect(res, specs)
-        if self.unary_search is not None:  # p -> u(p), where k op p is searched
-            found = self.unary_search.merge(self, found, masks, (tree, sem, eqs, S))
-        return found
+        return jax.device_get(res), masks
 
     def limits(self):
         """``(max_nodes, max_height)`` as the int32 scalars :func:`search_all` takes."""
