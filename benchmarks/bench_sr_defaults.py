@@ -61,7 +61,7 @@ splits, the splits with test R^2 < 0 where linear's is > 0, the median nodes; th
 wall and CPU seconds per fit.
 
     PYTHONPATH=$PWD setsid nice -n 19 taskset -c 1 .venv/bin/python \\
-        benchmarks/bench_sr_defaults.py --configs default,paper-s3,s1,s2,s2-b4,s2-b4-val \\
+        benchmarks/bench_sr_defaults.py --configs default,paper,s2-b4-bic,guard,bp10,bp10-b4-16 \\
         --peers pyoperon --feynman all --warm --out benchmarks/results/sr_defaults.txt
 """
 
@@ -102,6 +102,9 @@ from bench_feynman_all import (  # noqa: E402 - the benchmarks folder is not a p
 #: max_time=...)``; ``default`` is the estimator's own defaults.
 CONFIGS: dict[str, dict] = {
     "default": {},
+    "paper": {"strategy": 3, "beam_width": 1, "bic_patience": None,
+              "backward_elimination": False, "model_selection": "best",
+              "extrapolation_limit": None, "domain": "rows"},
     "paper-s3": {"strategy": 3, "beam_width": 1},
     "s1": {"strategy": 1},
     "s2": {"strategy": 2},
@@ -109,6 +112,11 @@ CONFIGS: dict[str, dict] = {
     "s2-b4": {"strategy": 2, "beam_width": 4},
     "s2-b4-val": {"strategy": 2, "beam_width": 4, "validation_fraction": 0.25},
     "s3-b4": {"strategy": 3, "beam_width": 4},
+    "s2-b4-bic": {"bic_patience": None, "backward_elimination": False,
+                  "extrapolation_limit": None},
+    "guard": {"bic_patience": None, "backward_elimination": False},
+    "bp10": {"backward_elimination": False},
+    "bp10-b4-16": {"beam_width": [4, 16]},
 }
 
 #: The raw OSRT datasets as ``jaxsr tree`` reads them (``tests/test_cli.py``):

@@ -11,7 +11,14 @@ import pytest
 from jaxsr import SymbolicRegressor
 from jaxsr.datasets import make_newton_gravitation
 from jaxsr.symbolic import beam
-from jaxsr.symbolic.beam import BeamStatus, beam_init, beam_step, canonical_text
+from jaxsr.symbolic.beam import (
+    ORDER_DIGITS,
+    BeamStatus,
+    _order_key,
+    beam_init,
+    beam_step,
+    canonical_text,
+)
 from jaxsr.symbolic.expression import Expression
 
 
@@ -92,8 +99,12 @@ def test_beam_members_are_distinct_scored_and_ordered():
         for i in range(len(outs)):
             for j in range(i):
                 assert not np.allclose(outs[i], outs[j], rtol=1e-13, atol=0)
+        # ordered by MSE to ORDER_DIGITS significant digits, then nodes and text
+        keys = [_order_key(m) for m in s.members]
+        assert keys == sorted(keys)
         mses = [m.mse for m in s.members]
-        assert mses == sorted(mses)
+        assert all(b >= a * (1 - 10.0 ** (1 - ORDER_DIGITS)) for a, b in zip(mses, mses[1:],
+                                                                            strict=False))
         for m, out in zip(s.members, outs, strict=True):
             # the true MSE, and lower than its parent's (an accepted change)
             np.testing.assert_allclose(m.mse, np.mean((out - y) ** 2), rtol=1e-9)
