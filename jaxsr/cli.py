@@ -529,9 +529,11 @@ def _cmd_symbolic(args) -> int:
         max_height="max_height", model_selection="model_selection",
         validation_fraction="validation_fraction", beam_width="beam_width",
         unary_operators="unary_operators", domain="domain", precision="precision",
-        refine_constants="refine_constants", mesh="mesh"))
-    if hasattr(args, "extrapolation_limit"):  # None is a value here: the guard off
-        params["extrapolation_limit"] = args.extrapolation_limit
+        refine_constants="refine_constants", mesh="mesh",
+        backward_elimination="backward_elimination"))
+    for name in ("extrapolation_limit", "bic_patience"):  # None is a value here: off
+        if hasattr(args, name):
+            params[name] = getattr(args, name)
     try:
         model = SymbolicRegressor(**params)
     except ValueError as err:
@@ -928,6 +930,13 @@ def _widths(text: str) -> int | tuple[int, ...]:
     return values[0] if len(values) == 1 else values
 
 
+def _patience(text: str) -> int | None:
+    """``10`` -> 10; ``none`` -> None."""
+    if text.strip().lower() == "none":
+        return None
+    return _positive_int(text)
+
+
 def _limit(text: str) -> float | None:
     """``8`` -> 8.0; ``none`` -> None."""
     if text.strip().lower() == "none":
@@ -1044,6 +1053,13 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="WIDTHS", help="the selection passes over models whose "
                    "predictions just outside the training range leave the target's range "
                    "by more than this many times its width ('none': off) "
+                   f"(default: {est})")
+    p.add_argument("--bic-patience", type=_patience, default=argparse.SUPPRESS,
+                   metavar="NODES", help="end the search once its tree has grown this many "
+                   "nodes past its tree of lowest BIC ('none': run to the other limits) "
+                   f"(default: {est})")
+    p.add_argument("--backward-elimination", action=argparse.BooleanOptionalAction,
+                   default=None, help="after the search, delete nodes while the BIC falls "
                    f"(default: {est})")
     p.add_argument("--refine-constants", action="store_true", default=None,
                    help="refine all constants of the final tree jointly (L-BFGS), kept "

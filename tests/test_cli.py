@@ -512,7 +512,8 @@ def test_option_errors_are_usage_errors(capsys, sqrt_csv):
     path, _ = sqrt_csv
     for bad in (["--strategy", "5"], ["--strategy", "1,1"], ["--beam-width", "0"],
                 ["--beam-width", "4,2"], ["--beam-width", "4,x"],
-                ["--extrapolation-limit", "-1"], ["--validation-fraction", "1"],
+                ["--extrapolation-limit", "-1"], ["--bic-patience", "0"],
+                ["--validation-fraction", "1"],
                 ["--model-selection", "aic"], ["--max-time", "0"]):
         assert main(["symbolic", str(path), "--target", "y", *bad]) == 2, bad
         assert "error: argument" in capsys.readouterr().err
@@ -535,6 +536,10 @@ _SYMBOLIC_OPTIONS = {
                              "--extrapolation-limit", "none"],
                             dict(strategy=3, beam_width=(1, 2), extrapolation_limit=None)),
     "guard limit": (["--extrapolation-limit", "2.5"], dict(extrapolation_limit=2.5)),
+    "no stop, no elimination": (["--bic-patience", "none", "--no-backward-elimination"],
+                                dict(bic_patience=None, backward_elimination=False)),
+    "patience": (["--bic-patience", "4", "--backward-elimination"],
+                 dict(bic_patience=4, backward_elimination=True)),
 }
 
 
