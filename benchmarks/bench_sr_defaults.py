@@ -61,7 +61,7 @@ splits, the splits with test R^2 < 0 where linear's is > 0, the median nodes; th
 wall and CPU seconds per fit.
 
     PYTHONPATH=$PWD setsid nice -n 19 taskset -c 1 .venv/bin/python \\
-        benchmarks/bench_sr_defaults.py --configs default,paper,s2-b4-bic,guard,bp10,bp10-b4-16 \\
+        benchmarks/bench_sr_defaults.py --configs default,paper,s2-b4-bic,guard,bp10,bp10be \\
         --peers pyoperon --feynman all --warm --out benchmarks/results/sr_defaults.txt
 """
 
@@ -112,10 +112,12 @@ CONFIGS: dict[str, dict] = {
     "s2-b4": {"strategy": 2, "beam_width": 4},
     "s2-b4-val": {"strategy": 2, "beam_width": 4, "validation_fraction": 0.25},
     "s3-b4": {"strategy": 3, "beam_width": 4},
-    "s2-b4-bic": {"bic_patience": None, "backward_elimination": False,
+    # the defaults part by part: each adds one to the one before
+    "s2-b4-bic": {"beam_width": 4, "bic_patience": None, "backward_elimination": False,
                   "extrapolation_limit": None},
-    "guard": {"bic_patience": None, "backward_elimination": False},
-    "bp10": {"backward_elimination": False},
+    "guard": {"beam_width": 4, "bic_patience": None, "backward_elimination": False},
+    "bp10": {"beam_width": 4, "backward_elimination": False},
+    "bp10be": {"beam_width": 4},
     "bp10-b4-16": {"beam_width": [4, 16]},
 }
 
