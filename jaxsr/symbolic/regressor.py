@@ -421,8 +421,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         entered the beam, ``history_`` rows show the best tree so far (``beam_mse``: the
         MSE of the new beam's best). **A widening schedule:** an increasing sequence,
         e.g. ``(4, 16)``: when the search with the first width ends without reaching the
-        rounding level (or ``goal_mse``), the search runs again from the start with the
-        next width (each a whole fit, within what is left of ``max_time``), and so on;
+        rounding level (or ``goal_mse``; nor at ``max_iterations``, which caps the fit's
+        work), the search runs again from the start with the next width (each a whole
+        fit, within what is left of ``max_time``), and so on;
         every search's models join ``equations_``, ``searches_`` lists them. With a
         portfolio of strategies, every strategy runs at one width before the next width.
         Deterministic: the amount of search is set by the schedule, not by the clock
@@ -837,7 +838,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         final = FrontModel(expr, float(mse), self.n_iterations_)
         first_seconds = time.perf_counter() - start
         others = self._portfolio_searches(X, y, sample_weight, initial_tree, deadline,
-                                          exact=self.stop_reason_ in _EXACT_STOPS)
+                                          exact=self.stop_reason_ in _EXACT_STOPS
+                                          or self.stop_reason_ == "max_iterations")
         self.searches_ = [{"strategy": self._strategies()[0],
                            "beam_width": self._widths()[0],
                            "expression": expr.to_string(names), "mse": float(mse),
@@ -895,6 +897,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                               * np.float64(y_scale) ** 2)
         self.n_nodes_ = int(self.expression_tree_.n_nodes)
         names_t = {m.expression.to_string(names) for m in transformed or ()}
+        names_p = (set() if paper is None
+                   else {e.to_string(names) for e in paper._front_})
+        for o in others:  # the wider beams: their unary searches' models
+            own |= {e.to_string(names) for e in o._front_} - names_p - names_t
         selected = ("unary" if self.expression_ in own
                     else "square target" if self.expression_ in names_t else "paper")
         self.portfolio_ = None if paper is None else self._portfolio(
@@ -917,8 +923,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         search of :meth:`_schedule` in turn, as a fit of its own (the same parameters and
         data, the same validation split, the time left of ``max_time``), until one reaches
         the rounding level or the goal or the time is spent; their models join the Pareto
-        front. Nothing runs after an exact stop (``exact``) or with a warm start; a search
-        that would get under :data:`PORTFOLIO_MIN_SECONDS` is not started. Deterministic:
+        front. Nothing runs after an exact stop or a stop at ``max_iterations`` (``exact``:
+        the user's cap on the work holds for the fit) or with a warm start; a search that
+        would get under :data:`PORTFOLIO_MIN_SECONDS` is not started. Deterministic:
         the same searches run in the same order whenever ``max_time`` is not reached."""
         from sklearn.exceptions import ConvergenceWarning
 
@@ -935,7 +942,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 other = type(self)(**params).fit(X, y, sample_weight)
             out.append(other)
-            if other.stop_reason_ in _EXACT_STOPS:
+            if other.stop_reason_ in _EXACT_STOPS + ("max_iterations",):
                 break
         return out
 
@@ -1599,8 +1606,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if d.get("version") != _VERSION:
             raise ValueError(f"unsupported SymbolicRegressor format version {d.get('version')}")
         params = dict(L.mapping(L.field(d, "params"), "params"))
-        if isinstance(params.get("unary_operators"), list):  # JSON has no tuples
-            params["unary_operators"] = tuple(params["unary_operators"])
+        for key in ("unary_operators", "strategy", "beam_width"):  # JSON has no tuples
+            if isinstance(params.get(key), list):
+                params[key] = tuple(params[key])
         est = L.build_estimator(cls, params)
         n_features = L.integer(L.field(d, "n_features_in_"), "n_features_in_", min_value=1)
         est.n_features_in_ = n_features
