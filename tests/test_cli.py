@@ -209,8 +209,8 @@ def test_symbolic_test_size(capsys, tmp_path):
     path = tmp_path / "d.csv"
     pd.DataFrame({"a": x1, "b": x2, "t": 2.4 * x1 - x2 / x1 - 10}).to_csv(path, index=False)
     rc, out, err = _run(capsys, "symbolic", str(path), "--target", "t",
-                        "--max-nodes", "13", "--strategy", "1", "--test-size", "0.2",
-                        "--seed", "1")
+                        "--max-nodes", "13", "--strategy", "1", "--beam-width", "4",
+                        "--test-size", "0.2", "--seed", "1")
     assert rc == 0, err
     train = next(ln for ln in out.splitlines() if ln.startswith("train"))
     test = next(ln for ln in out.splitlines() if ln.startswith("test"))
