@@ -339,23 +339,26 @@ def fast_compilation(enabled: bool = True) -> bool:
 
 
 def _find_trace_state_clean():
-    """JAX's own test for "no trace is active", or ``None`` where this JAX lacks it.
+    """A test for "no trace is active" on JAX's public extension API, or ``None`` where
+    this JAX lacks it.
 
-    JAX has no public API that says whether a call happens inside a trace:
     ``jax.core`` exports ``Trace`` and ``Tracer`` only, and ``isinstance(x, Tracer)`` on
     the arguments misses a trace whose arguments are concrete (arrays closed over by the
-    user's ``jit``, where a nested jit must not take compile options); ``jax.extend.core``
-    offers ``find_top_trace`` (no stability promise, and it does not see the named-axis
-    environment of ``shard_map`` / ``pmap``) and ``unsafe_am_i_under_a_jit_DO_NOT_USE``.
-    So the private ``jax._src.core.trace_state_clean`` (what ``jax.jit`` itself asks) is
-    used, looked up once here, and a JAX where it moved or was renamed makes
-    :func:`_top_level` answer the conservative False."""
+    user's ``jit``, where a nested jit must not take compile options). The current trace,
+    read with ``jax.extend.core.take_current_trace`` (the API JAX documents for extension
+    authors), is JAX's eager ``EvalTrace`` exactly at the top level, and another one
+    under ``jit``, ``vmap``, ``grad`` or ``shard_map``. A JAX where that function moved or
+    was renamed makes :func:`_top_level` answer the conservative False."""
     try:
-        from jax._src import core
-
-        return core.trace_state_clean
-    except (ImportError, AttributeError):
+        from jax.extend.core import take_current_trace
+    except ImportError:
         return None
+
+    def trace_state_clean() -> bool:
+        with take_current_trace() as trace:  # nothing runs inside: just read it
+            return type(trace).__name__ == "EvalTrace"
+
+    return trace_state_clean
 
 
 _TRACE_STATE_CLEAN = _find_trace_state_clean()
@@ -364,8 +367,8 @@ _TRACE_STATE_CLEAN = _find_trace_state_clean()
 def _top_level() -> bool:
     """True outside any JAX trace (a call that compiles a program of its own).
 
-    False inside another trace, and also where JAX's private test is missing or fails
-    (:func:`_find_trace_state_clean`): a call then goes through plain ``jax.jit``, without
+    False inside another trace, and also where the test of the current trace is missing or
+    fails (:func:`_find_trace_state_clean`): a call then goes through plain ``jax.jit``, without
     jaxsr's compile options and compilation cache, which is correct at any level, only
     slower to compile at the top level."""
     probe = _TRACE_STATE_CLEAN

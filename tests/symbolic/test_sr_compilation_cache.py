@@ -244,11 +244,11 @@ def test_a_fit_compiles_its_constant_programs_ahead_and_is_unchanged(restore_fol
     np.testing.assert_array_equal(np.asarray(ahead.predict(X)), np.asarray(plain.predict(X)))
 
 
-def test_top_level_is_true_outside_traces_and_false_inside_or_without_jax_s_test(
+def test_top_level_is_true_outside_traces_and_false_inside_or_without_the_trace_test(
         tmp_path, restore_folder, monkeypatch):
     """``_top_level`` (which picks the cached, option-compiled executables) is True outside
-    any trace and False under ``jit`` / ``vmap``; where JAX's private test is missing or
-    fails it answers False and a program still computes its result (plain ``jax.jit``,
+    any trace and False under ``jit`` / ``vmap`` / ``grad`` / ``shard_map``; where the test
+    is missing or fails it answers False and a program still computes its result (plain ``jax.jit``,
     nothing kept in the cache)."""
     from jaxsr import _config
 
@@ -261,7 +261,12 @@ def test_top_level_is_true_outside_traces_and_false_inside_or_without_jax_s_test
 
     jax.jit(inner)(1.0)
     jax.vmap(inner)(np.arange(3.0))
-    assert seen == [False, False]
+    jax.grad(inner)(1.0)
+    mesh = jax.sharding.Mesh(np.array(jax.devices()), ("i",))
+    spec = jax.sharding.PartitionSpec("i")
+    jax.shard_map(inner, mesh=mesh, in_specs=spec, out_specs=spec)(
+        np.arange(float(len(jax.devices()))))
+    assert seen == [False, False, False, False]
     assert _config._top_level() is True
     tree, XT, y = _data(13, seed=7)  # a sample size no other test uses
     ref = _check._plain(tree, XT, y)
