@@ -433,13 +433,11 @@ def main(argv=None) -> None:
     if a.summary_only:
         if not a.records:
             p.error("--summary-only needs --records")
-        text, blob = records_table(load_records(a.records), names,
+        text, _ = records_table(load_records(a.records), names,
                                    [c for c in a.columns.split(",") if c])
         print(text)
-        if a.out:
+        if a.out:  # the numbers are the records file's: the table is the only other file
             Path(a.out).write_text(text + "\n")
-            Path(a.out).with_suffix(".json").write_text(json.dumps(blob, indent=1,
-                                                                   default=str))
         return
     if a.records:
         run_resumable(a, names, tools, unary)
@@ -562,11 +560,10 @@ def run_resumable(a, names: list[str], tools: list[str], unary: list[str]) -> No
                 for tool in todo_peers:
                     if tool in row:
                         emit(tool, row[tool])
-    text, blob = records_table(load_records(a.records), names)
+    text, _ = records_table(load_records(a.records), names)
     print(text)
-    if a.out:
+    if a.out:  # the numbers are the records file's: the table is the only other file
         Path(a.out).write_text(text + "\n")
-        Path(a.out).with_suffix(".json").write_text(json.dumps(blob, indent=1, default=str))
 
 
 if __name__ == "__main__":

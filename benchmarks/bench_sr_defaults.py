@@ -48,7 +48,7 @@ their hash ``settings_key`` and the git commit (``bench_feynman_all``'s helpers)
 of the same command skips what is there: stop at any time and continue, or run parts
 (``--panels``, ``--laws``, ``--limit-laws``, ``--noise``, ``--datasets``, ``--splits``,
 ``--configs``) and let one file collect them. ``--summary-only`` prints the table of a
-records file; ``--out`` writes it (``.txt``) and its numbers (``.json``).
+records file; ``--out`` writes it (``.txt``; the numbers are the records').
 
 Configurations of equal settings (``default`` and ``paper-s3`` while the defaults are the
 paper's) are fitted once; the others copy that record (``copied_from``).
@@ -553,22 +553,8 @@ def report(a) -> None:
     rows = summarize(records)
     text = header(records) + "\n" + table(rows)
     print(text)
-    if a.out:
+    if a.out:  # the numbers are the records file's: the table is the only other file
         Path(a.out).write_text(text + "\n")
-        Path(a.out).with_suffix(".json").write_text(json.dumps(
-            _finite({"header": text.splitlines()[0], "records_file": a.records,
-                     "rows": rows}), indent=1, default=str))
-
-
-def _finite(obj):
-    """``obj`` with NaN and infinities as ``null`` / ``"-inf"`` / ``"inf"`` (plain JSON)."""
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple | set):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None if np.isnan(obj) else str(obj)
-    return obj
 
 
 def main(argv=None) -> None:
