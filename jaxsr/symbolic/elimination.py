@@ -12,7 +12,7 @@ search's final tree, one deletion at a time:
   paper's constant search, section 2.1, exact from the node equations) or by one of its
   children ``p`` or ``q`` (the other branch dropped);
 * the :data:`TRIES` deletions of lowest Bayesian information criterion
-  ``n log(MSE) + nodes log(n)`` (:func:`~jaxsr.symbolic.search.information_criterion`, the
+  ``n log(MSE) + nodes log(n)`` (:func:`~jaxsr.symbolic.front.information_criterion`, the
   criterion of ``model_selection="bic"``) by their true MSE, each with its constants
   optimised as in strategies 2 and 3 (section 2.6 and the joint polish); the best of them
   is kept if its criterion is lower than the tree's, and the pass goes on from it.
@@ -28,8 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .expression import DIV, VAR, Expression
-from .front import FrontModel
-from .search import information_criterion
+from .front import FrontModel, information_criterion
 
 __all__ = ["TRIES", "deletions", "eliminate"]
 
@@ -50,17 +49,14 @@ def deletions(expr: Expression, constants=None) -> list[Expression]:
       the trees, in node order (constant, first child, second child per node).
     """
     out = []
-    sizes = expr.subtree_sizes
     below = expr.below_unary() if expr.has_unary else np.zeros(expr.n_nodes, bool)
     for j in range(expr.n_nodes):
         if expr.op[j] <= VAR or expr.op[j] > DIV or below[j]:  # terminals, unary nodes
             continue
         if constants is not None and np.isfinite(constants[j]):
             out.append(expr.replace(j, Expression.constant(float(constants[j]))))
-        left = j + 1
-        right = left + int(sizes[left])
-        out.append(expr.replace(j, expr.subtree(left)))
-        out.append(expr.replace(j, expr.subtree(right)))
+        out.append(expr.replace(j, expr.subtree(int(expr.left[j]))))
+        out.append(expr.replace(j, expr.subtree(int(expr.right[j]))))
     return out
 
 
@@ -81,7 +77,7 @@ def eliminate(engine, n_samples: float) -> list[FrontModel]:
     floor = engine.floor
 
     def crit(mse, nodes):
-        return information_criterion(mse, nodes, n_samples, floor)
+        return float(information_criterion(mse, nodes, n_samples, floor))
 
     kept: list[FrontModel] = []
     cur, cur_mse = engine.expr, float(engine.mse)

@@ -70,6 +70,7 @@ __all__ = [
     "loss_floor",
     "select_model",
     "edge_excursion",
+    "information_criterion",
     "EXTRAPOLATION_LIMIT",
 ]
 
@@ -163,6 +164,27 @@ def front_scores(complexity, loss, floor: float = 0.0) -> np.ndarray:
     return out
 
 
+def information_criterion(loss, complexity, n_samples: float, floor: float = 0.0):
+    """Bayesian information criterion ``n log(max(loss, floor)) + complexity log(n)`` for
+    Gaussian errors with one parameter per node (Schwarz 1978): the criterion of
+    ``model_selection="bic"`` (:func:`select_model`), of the search's information-criterion
+    stop (:mod:`jaxsr.symbolic.search`) and of the backward elimination
+    (:mod:`jaxsr.symbolic.elimination`).
+
+    Args:
+      loss: MSE, a float or ``(n,)`` array; complexity: nodes, the same shape.
+      n_samples: ``n``, the rows the loss was measured on.
+      floor: losses below it count as ``floor`` (:func:`loss_floor`).
+
+    Returns:
+      float64, the shape of ``loss`` (``-inf`` for a zero loss with ``floor = 0``).
+    """
+    n = float(n_samples)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (n * np.log(np.maximum(np.asarray(loss, np.float64), float(floor)))
+                + np.asarray(complexity, np.float64) * np.log(n))
+
+
 def edge_excursion(models: Sequence[Expression], probes, y, weights=None) -> np.ndarray:
     """How far each model's predictions at the edge probes leave the target's range.
 
@@ -243,10 +265,7 @@ def select_model(model_selection: str, score, loss, floor: float = 0.0,
         if complexity is None or not n_samples:
             raise ValueError("model_selection='bic' needs the complexity of each row and "
                              "the number of samples")
-        n = float(n_samples)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            bic = (n * np.log(np.maximum(crit, float(floor)))
-                   + np.asarray(complexity, np.float64) * np.log(n))
+        bic = information_criterion(crit, complexity, n_samples, floor)
         bic = np.where(np.isfinite(bic), bic, np.inf)
         return int(np.argmin(bic))  # the first (simplest) of equal values
     crit = np.maximum(crit, float(floor))

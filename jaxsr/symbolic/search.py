@@ -29,7 +29,8 @@ checked by :func:`terminate` in this order:
    iterations exceeds a fixed value").
 6. ``INFORMATION_CRITERION`` (beyond the paper; off unless ``patience`` is given): the
    tree has grown ``patience`` nodes past the tree of lowest Bayesian information
-   criterion ``n log(max(MSE, floor)) + nodes log(n)`` met so far (the criterion of
+   criterion ``n log(max(MSE, floor)) + nodes log(n)``
+   (:func:`~jaxsr.symbolic.front.information_criterion`) met so far (the criterion of
    ``model_selection="bic"``), which it has not lowered since: on noisy data the law is
    found early and every further node only fits the noise, so the search stops instead of
    running to ``max_nodes`` (the selection would not take those trees anyway).
@@ -57,6 +58,8 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
+from .front import information_criterion
+
 __all__ = [
     "Status",
     "SearchState",
@@ -66,7 +69,6 @@ __all__ = [
     "terminate",
     "run",
     "blocked_by_max_nodes",
-    "information_criterion",
 ]
 
 Record = dict[str, Any]
@@ -151,19 +153,12 @@ def blocked_by_max_nodes(n_nodes: int, n_pool: int, max_nodes) -> bool:
     return max_nodes is not None and n_pool > 0 and n_nodes + 4 * n_pool > int(max_nodes)
 
 
-def information_criterion(mse: float, n_nodes: int, n_samples: float, floor: float) -> float:
-    """Bayesian information criterion ``n log(max(mse, floor)) + nodes log(n)`` of a tree
-    (:func:`jaxsr.symbolic.front.select_model`'s ``"bic"``, with the same floor)."""
-    n = float(n_samples)
-    return n * math.log(max(float(mse), float(floor), 1e-300)) + int(n_nodes) * math.log(n)
-
-
 def _track(engine: Engine, state: SearchState) -> SearchState:
     """``state`` with ``best_bic`` updated by the engine's current tree."""
     if state.n_samples is None or state.patience is None:
         return state
-    bic = information_criterion(engine.mse, engine.expr.n_nodes, state.n_samples,
-                                engine.floor)
+    bic = float(information_criterion(engine.mse, engine.expr.n_nodes, state.n_samples,
+                                      engine.floor))
     if bic < state.best_bic[0]:
         return state._replace(best_bic=(bic, int(engine.expr.n_nodes)))
     return state
@@ -174,8 +169,8 @@ def init(engine: Engine, *, goal: float, max_iterations: int | None, max_nodes: 
          stopped: Callable[[], bool] = lambda: False, n_samples: float | None = None,
          patience: int | None = None) -> SearchState:
     """The loop's state before its first iteration (``engine`` holds the starting tree;
-    it is not read here, the argument keeps the shape of :func:`step` and
-    :func:`terminate`).
+    it is read only for the information-criterion stop, whose lowest criterion starts at
+    that tree).
 
     Args:
       engine: the engine (:class:`Engine`).

@@ -8,7 +8,7 @@ import pytest
 from jaxsr import SymbolicRegressor
 from jaxsr.symbolic import Expression
 from jaxsr.symbolic.elimination import deletions, eliminate
-from jaxsr.symbolic.search import information_criterion
+from jaxsr.symbolic.front import information_criterion
 from jaxsr.symbolic.strategies import DomeSearch
 
 

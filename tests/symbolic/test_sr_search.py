@@ -11,6 +11,7 @@ import pytest
 
 from jaxsr import SymbolicRegressor
 from jaxsr.symbolic import search
+from jaxsr.symbolic.front import information_criterion
 from jaxsr.symbolic.search import Status
 
 
@@ -91,7 +92,7 @@ def test_the_information_criterion_stops_patience_nodes_past_its_lowest_tree():
     # lowest criterion at 5 nodes (MSE 1e-2); each later change lowers the MSE by 1%,
     # less than a node's log(n) / n = 4.6%: stopped at 5 + 6 = 11 nodes
     assert state.status is Status.INFORMATION_CRITERION and e.expr.n_nodes == 11
-    assert state.best_bic == (pytest.approx(search.information_criterion(1e-2, 5, n, 1e-20)),
+    assert state.best_bic == (pytest.approx(information_criterion(1e-2, 5, n, 1e-20)),
                               5)
     assert seen[-1] == (11, 0.97e-2)
     # a steep drop inside the patience keeps the search going (and moves the best tree)
