@@ -65,6 +65,9 @@ rounding level, and before the unary search (:meth:`SymbolicRegressor._square_ta
 _EXACT_STOPS = tuple(s.reason for s in (_search.Status.ROUNDING_LEVEL, _search.Status.GOAL,
                                          _search.Status.CONSTANT_TARGET))
 """The stop reasons of a fit that reached its target: nothing runs after it."""
+_LAST_STOPS = _EXACT_STOPS + (_search.Status.MAX_ITERATIONS.reason,)
+"""The stop reasons after which no further search of the portfolio or the widening
+schedule runs: the target reached, or the user's cap on the work (``max_iterations``)."""
 READABLE_ROWS = 200  # training rows kept to tell which terms of a sum are too small to show
 _VERSION = 1
 
@@ -838,8 +841,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         final = FrontModel(expr, float(mse), self.n_iterations_)
         first_seconds = time.perf_counter() - start
         others = self._portfolio_searches(X, y, sample_weight, initial_tree, deadline,
-                                          exact=self.stop_reason_ in _EXACT_STOPS
-                                          or self.stop_reason_ == "max_iterations")
+                                          last=self.stop_reason_ in _LAST_STOPS)
         self.searches_ = [{"strategy": self._strategies()[0],
                            "beam_width": self._widths()[0],
                            "expression": expr.to_string(names), "mse": float(mse),
@@ -917,20 +919,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- portfolio
     def _portfolio_searches(self, X, y, sample_weight, initial_tree, deadline,
-                            exact: bool) -> list:
+                            last: bool) -> list:
         """With a portfolio ``strategy=(s1, s2, ...)`` or a widening schedule
         ``beam_width=(b1, b2, ...)``: after the first search (``s1``, ``b1``), each other
         search of :meth:`_schedule` in turn, as a fit of its own (the same parameters and
         data, the same validation split, the time left of ``max_time``), until one reaches
         the rounding level or the goal or the time is spent; their models join the Pareto
-        front. Nothing runs after an exact stop or a stop at ``max_iterations`` (``exact``:
-        the user's cap on the work holds for the fit) or with a warm start; a search that
-        would get under :data:`PORTFOLIO_MIN_SECONDS` is not started. Deterministic:
-        the same searches run in the same order whenever ``max_time`` is not reached."""
+        front. Nothing runs after a stop of :data:`_LAST_STOPS` (``last``: the target
+        reached, or ``max_iterations``, the user's cap on the work) or with a warm start;
+        a search that would get under :data:`PORTFOLIO_MIN_SECONDS` is not started.
+        Deterministic: the same searches run in the same order whenever ``max_time`` is
+        not reached."""
         from sklearn.exceptions import ConvergenceWarning
 
         out = []
-        if exact or initial_tree is not None:
+        if last or initial_tree is not None:
             return out
         for s, b in self._schedule()[1:]:
             left = None if deadline is None else deadline - time.perf_counter()
@@ -942,7 +945,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 other = type(self)(**params).fit(X, y, sample_weight)
             out.append(other)
-            if other.stop_reason_ in _EXACT_STOPS + ("max_iterations",):
+            if other.stop_reason_ in _LAST_STOPS:
                 break
         return out
 
