@@ -548,29 +548,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         Raises:
           ValueError: not fitted, or ``X`` as in :meth:`predict`.
         """
-        import scipy.sparse as sp
-
-        Xb = self._binary_rows(X)
-        t = self.tree_
-        n = Xb.shape[0]
-        rows_all, cols_all = [], []
-        node = np.zeros(n, dtype=np.int64)
-        live = np.arange(n)
-        while live.size:  # one level per pass: every live sample records its node
-            rows_all.append(live)
-            cols_all.append(node[live])
-            f = t.feature[node[live]]
-            inner = f >= 0
-            live = live[inner]
-            here = node[live]
-            bit = Xb[live, f[inner]]
-            node[live] = np.where(bit, t.true_child[here], t.false_child[here])
-        rows = np.concatenate(rows_all) if rows_all else np.zeros(0, dtype=np.int64)
-        cols = np.concatenate(cols_all) if cols_all else np.zeros(0, dtype=np.int64)
-        m = sp.csr_matrix((np.ones(rows.size, dtype=np.int64), (rows, cols)),
-                          shape=(n, t.n_nodes))
-        m.sort_indices()
-        return m
+        return self.tree_.decision_path(self._binary_rows(X))
 
     @property
     def feature_importances_(self) -> np.ndarray:

@@ -57,20 +57,46 @@ class Tree:
                 d[self.false_child[i]] = d[i] + 1
         return int(d.max()) if self.n_nodes else 0
 
-    def apply(self, X) -> np.ndarray:
-        """Index of the leaf each row of the binary matrix ``X`` ``(n, M)`` reaches."""
+    def _descend(self, X, visit=None) -> np.ndarray:
+        """Walk every row of the binary matrix ``X`` ``(n, M)`` from the root to its leaf,
+        one level per pass; ``visit(rows, nodes)`` sees the node each row still moving
+        stands at, the root's level first. Returns the leaf of each row."""
         X = np.asarray(X)
         node = np.zeros(X.shape[0], dtype=int)
         rows = np.arange(X.shape[0])
-        for _ in range(self.n_nodes):
-            f = self.feature[node]
+        while rows.size:
+            here = node[rows]
+            if visit is not None:
+                visit(rows, here)
+            f = self.feature[here]
             inner = f >= 0
-            if not inner.any():
-                break
-            bit = X[rows[inner], f[inner]] > 0.5
-            node[inner] = np.where(bit, self.true_child[node[inner]],
-                                   self.false_child[node[inner]])
+            rows, here, f = rows[inner], here[inner], f[inner]
+            bit = X[rows, f] > 0.5
+            node[rows] = np.where(bit, self.true_child[here], self.false_child[here])
         return node
+
+    def apply(self, X) -> np.ndarray:
+        """Index of the leaf each row of the binary matrix ``X`` ``(n, M)`` reaches."""
+        return self._descend(X)
+
+    def decision_path(self, X):
+        """The nodes each row of the binary matrix ``X`` ``(n, M)`` passes through.
+
+        Returns:
+          ``scipy.sparse.csr_matrix`` ``(n, n_nodes)``, int64: entry ``(i, j)`` is 1 when
+          row ``i`` passes through node ``j`` (the root, the splits on its way and its
+          leaf, :meth:`apply`); in a row the column indices increase from root to leaf.
+        """
+        import scipy.sparse as sp
+
+        rows, cols = [], []
+        self._descend(X, lambda r, nodes: (rows.append(r), cols.append(nodes)))
+        r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
+        c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+        m = sp.csr_matrix((np.ones(r.size, dtype=np.int64), (r, c)),
+                          shape=(np.asarray(X).shape[0], self.n_nodes))
+        m.sort_indices()
+        return m
 
     def predict(self, X) -> np.ndarray:
         """Predictions ``(n,)`` for the binary matrix ``X`` ``(n, M)`` (0/1 or bool)."""
