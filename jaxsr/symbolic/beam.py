@@ -12,8 +12,10 @@ best *distinct* trees instead:
    (largest predicted reduction first), the first ``B + MAX_TRIES - 1`` checked by their
    true MSE with the acceptance rule of ``DomeSearch`` (lower by more than
    ``max(min_improvement * MSE, floor)``, no zero denominator, no pole, finite);
-3. the next beam is the ``B`` best distinct children of the union, ordered by (true MSE to
-   :data:`ORDER_DIGITS` significant digits, nodes, canonical text); for strategies 2
+3. the next beam is the ``B`` best distinct children of the union (on a search sample,
+   :mod:`jaxsr.symbolic.sampling`, only those that beat their parent on all rows too),
+   ordered by (true MSE to :data:`ORDER_DIGITS` significant digits, nodes, canonical
+   text); for strategies 2
    and 3 the constants of each chosen child are then optimised (section 2.6 and the
    joint polish, as ``DomeSearch``) and the beam is de-duplicated and re-ordered once
    more.
@@ -384,10 +386,15 @@ def beam_step(engine: DomeSearch, state: BeamState, strategy: int, width: int):
     kids.sort(key=lambda t: (*_order_key(t[1]), t[0]))
     chosen = []
     for rank, k, sem in kids:
-        if seen.add(k.expression, sem):
+        # on a search sample, a child enters only if it beats its parent on all rows too
+        if seen.add(k.expression, sem) and engine.verified(
+                k.expression, state.members[rank].expression):
             chosen.append((rank, k))
         if len(chosen) == width:
             break
+    if not chosen:  # every child failed on all rows (search sample)
+        _load(engine, state.best.expression, state.best.mse)
+        return state._replace(status=BeamStatus.STUCK), None
 
     if optimise:
         done, seen = [], _Distinct(scale, n)

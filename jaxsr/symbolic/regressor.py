@@ -38,6 +38,7 @@ from . import domain as _domain
 from . import elimination as _elimination
 from . import front as _pf
 from . import refine as _refine
+from . import sampling as _sampling
 from . import search as _search
 from . import unary as _unary
 from .expression import MUL, SQRT, VAR, Expression, capacity_bucket
@@ -138,6 +139,18 @@ class _FitRun:
         if not self.stopped:
             self.snapshot = (self.unscaled(engine.expr, y_scale),
                              _unscaled_mse(engine.mse, y_scale), len(self.history))
+
+
+def _effective_rows(y, w) -> float:
+    """The ``n`` of the information criterion for rows ``y`` of weights ``w``: the row
+    count, or with sample weights (which are relative: their scale never changes the fit)
+    Kish's effective sample size ``(sum w)**2 / sum(w**2)``, which is the row count for
+    equal weights (``check_sample_weight`` divided the weights by their largest: these
+    sums cannot overflow)."""
+    if w is None:
+        return float(np.shape(y)[0])
+    wr = np.asarray(w, np.float64)
+    return float(np.sum(wr) ** 2 / np.sum(wr * wr))
 
 
 def _unscaled_mse(mse, y_scale) -> float:
@@ -305,6 +318,17 @@ def peak_memory_bytes(n_rows: int, n_columns: int, max_nodes, itemsize: int = 8)
     n, m = float(n_rows), float(n_columns)
     return float(itemsize) * (cap * (MEMORY_PER_ROW * n + MEMORY_PER_COLUMN * m)
                               + MEMORY_PER_CELL * n * m)
+
+
+def all_rows_memory_bytes(n_rows: int, n_columns: int, max_nodes,
+                          itemsize: int = 8) -> float:
+    """Memory, in bytes, that the checks on all rows add to a fit whose search runs on a
+    sample (``search_sample``): the data (``X`` on the host and the device, ``y`` and
+    the weights) and the semantics of one tree on every row, ``(cap, N)``, twice (the
+    check's pass and its result), with ``cap`` as in :func:`peak_memory_bytes`."""
+    cap = capacity_bucket(128 if max_nodes is None else int(max_nodes))
+    n, m = float(n_rows), float(n_columns)
+    return float(itemsize) * n * (2.0 * cap + 2.0 * m + 4.0)
 
 
 class SymbolicRegressor(RegressorMixin, BaseEstimator):
@@ -500,6 +524,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         of a feature predicted 28x the truth just below the feature's training minimum)
         and left the median test R^2 unchanged; any value from 4 to 12 did the same.
         ``None``: off (PySR's selection rules as they are).
+      search_sample: the search sample of a large fit (:mod:`jaxsr.symbolic.sampling`;
+        beyond the paper, like PySR's ``batching`` but fixed and deterministic): with more
+        training rows than this, the search runs on this many rows stratified on the
+        target (plus each feature's extreme rows), while every change it keeps must pass
+        the acceptance rule on all rows too, and the front, the selection and ``mse_`` use
+        all rows (``history_`` reports the sample's MSE). ``"auto"`` (default):
+        :data:`~jaxsr.symbolic.sampling.DEFAULT_ROWS` (20,000) rows; an int: that many;
+        ``None``: the paper's exact search on every row. On ``y = x1*x2/x3 + x4 - x5**2``
+        at N = 1e6 (``benchmarks/results/sr_large_n.txt``) the default fit costs about
+        what it costs at N = 2e4, where the exact search runs out of time and memory.
 
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.
@@ -531,6 +565,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         terms: a larger cap might go on), ``"max_iterations"``,
         ``"information criterion"`` (``bic_patience``), ``"max_time"`` or
         ``"constant target"`` (:class:`jaxsr.symbolic.search.Status`).
+      search_rows_: ``None``, or the sorted ``(n,)`` int64 indices of the rows of ``X``
+        (after a validation split: of the training part) the search ran on
+        (``search_sample``).
       searches_: list of dicts, one per search of the ``strategy`` portfolio and the
         ``beam_width`` schedule that ran, in order: ``strategy, beam_width, expression``
         (its final tree), ``mse, stop_reason, n_iterations, seconds``; ``history_`` and
@@ -582,7 +619,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
                  mesh=None, beam_width=(4, 16), unary_operators=(), domain="box",
                  extrapolation_limit=_pf.EXTRAPOLATION_LIMIT, bic_patience=10,
-                 backward_elimination=True):
+                 backward_elimination=True, search_sample="auto"):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -606,6 +643,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.extrapolation_limit = extrapolation_limit
         self.bic_patience = bic_patience
         self.backward_elimination = backward_elimination
+        self.search_sample = search_sample
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -634,6 +672,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                              f"{self.backward_elimination!r}")
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
+        _sampling.sample_size(self.search_sample, 0)
         if not isinstance(self.refine_constants, bool | np.bool_):
             raise ValueError(f"refine_constants must be True or False; got "
                              f"{self.refine_constants!r}")
@@ -773,16 +812,18 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                      "validation loss is undefined; use another "
                                      "validation_fraction or weights")
                 w = check_sample_weight(w, w.shape[0], dtype=dt)
-        # the rows the search fits, for model_selection="bic": with sample weights, which
-        # are relative (their scale never changes the fit), Kish's effective sample size
-        # (sum w)**2 / sum(w**2), which is the row count for equal weights (check_sample_weight
-        # divided the weights by their largest: these sums cannot overflow)
-        wr = None if w is None else np.asarray(w, np.float64)
-        self._n_train_rows_ = (float(ya.shape[0]) if w is None
-                               else float(np.sum(wr) ** 2 / np.sum(wr * wr)))
+        # the rows the fit and its search fit (the n of the information criterion)
+        self._n_train_rows_ = _effective_rows(ya, w)
+        size = _sampling.sample_size(self.search_sample, ya.shape[0])
+        self.search_rows_ = (None if size is None
+                             else _sampling.search_rows(Xa, ya, size, w))
+        self._n_search_rows_ = (self._n_train_rows_ if self.search_rows_ is None
+                                else _effective_rows(ya[self.search_rows_],
+                                                     None if w is None else w[self.search_rows_]))
         names = feature_names(self)
         self._check_memory(ya.shape[0] + (0 if y_val is None else y_val.shape[0]),
-                           Xa.shape[1], dt)
+                           Xa.shape[1], dt,
+                           None if self.search_rows_ is None else self.search_rows_.shape[0])
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
@@ -885,6 +926,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             models += [FrontModel(e, float(loss), int(it)) for e, loss, it in zip(
                 o._front_, o._front_table_["loss"], o._front_table_["iteration"], strict=True)]
         edges = (Xa, ya, w)  # the extrapolation guard's probes start from the search's rows
+        if self.search_rows_ is not None and y_scale == 1.0:
+            models = self._all_rows_models(models, Xa, ya, w)
         if y_scale == 1.0:
             self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val, w_val, edges)
         else:  # |y| near the float limits: the front compares losses of y / y_scale
@@ -1108,12 +1151,19 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """The fit proper, in the worker thread of :meth:`_run_in_worker`."""
         try:
             with precision(dt):
-                XT, yj, wj = self._device_data(Xa, ya / y_scale, w, dt)
+                rows = getattr(self, "search_rows_", None)
+                all_rows = None
+                if rows is None:
+                    XT, yj, wj = self._device_data(Xa, ya / y_scale, w, dt)
+                else:  # the search sample (sampling.py); all rows verify its changes
+                    XT, yj, wj = self._device_data(Xa[rows], ya[rows] / y_scale,
+                                                   None if w is None else w[rows], dt)
+                    all_rows = self._device_data(Xa, ya / y_scale, w, dt)
                 engine = DomeSearch(
                     XT, yj, ~const_cols, max_nodes=self.max_nodes, max_height=self.max_height,
                     min_improvement=self.min_improvement, feature_names=names,
                     deadline=deadline, max_constant_passes=self.max_constant_passes,
-                    weights=wj, domain=self.domain,
+                    weights=wj, domain=self.domain, all_rows=all_rows,
                 )
                 if self.unary_operators:  # the move p -> u(p) (unary.py)
                     engine.unary_search = _unary.UnarySearch(self.unary_operators)
@@ -1152,7 +1202,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                             and not self.unary_operators):
                         dome = getattr(engine, "engine", engine)  # a beam's DomeSearch
                         dome.expr, dome.mse, dome._cache = engine.expr, engine.mse, None
-                        run.eliminated = _elimination.eliminate(dome, self._n_train_rows_)
+                        run.eliminated = _elimination.eliminate(dome, self._n_search_rows_)
         except BaseException as err:  # re-raised in the caller's thread
             run.error = err
 
@@ -1190,15 +1240,19 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         state = _search.init(engine, goal=goal, max_iterations=self.max_iterations,
                              max_nodes=self.max_nodes, deadline=deadline, n_pool=n_pool,
                              stopped=lambda: run.stopped,
-                             n_samples=getattr(self, "_n_train_rows_", None),
+                             n_samples=getattr(self, "_n_search_rows_", None),
                              patience=self.bic_patience)
         return _search.run(engine, state, self._strategies()[0], record).status.reason
 
     # ---------------------------------------------------------------- front (front.py)
-    def _check_memory(self, n_rows: int, n_features: int, dt) -> None:
+    def _check_memory(self, n_rows: int, n_features: int, dt,
+                      n_search: int | None = None) -> None:
         """Refuse, before anything is allocated, a fit whose peak memory
         (:func:`peak_memory_bytes`) exceeds the memory available
-        (:func:`jaxsr._memory.check_memory`; ``JAXSR_MEMORY_LIMIT`` overrides it).
+        (:func:`jaxsr._memory.check_memory`; ``JAXSR_MEMORY_LIMIT`` overrides it). With
+        a search sample of ``n_search`` rows the search's arrays have that many rows;
+        the checks on all rows add the semantics of one tree, ``(cap, n_rows)``, and
+        the data (:func:`all_rows_memory_bytes`).
 
         Raises:
           ValueError: the estimate exceeds the memory available, naming the sizes and
@@ -1206,7 +1260,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         """
         n_ops = len(_unary.check_unary_operators(self.unary_operators))
         columns = n_features * (1 + n_ops) + (_unary.PAIR_TERMINALS_MAX if n_ops else 0)
-        need = peak_memory_bytes(n_rows, columns, self.max_nodes, np.dtype(dt).itemsize)
+        size = np.dtype(dt).itemsize
+        if n_search is None:
+            need = peak_memory_bytes(n_rows, columns, self.max_nodes, size)
+        else:
+            need = (peak_memory_bytes(n_search, columns, self.max_nodes, size)
+                    + all_rows_memory_bytes(n_rows, columns, self.max_nodes, size))
         terminals = f" (with {columns - n_features} unary terminals)" if n_ops else ""
         _memory.check_memory(
             need, f"X has {n_rows} rows and {n_features} columns{terminals}: a symbolic "
@@ -1240,6 +1299,20 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             models.append(FrontModel(tree, float(rec["mse"]), int(rec["iteration"])))
         models.append(final)
         return models
+
+    @staticmethod
+    def _all_rows_models(models, Xa, ya, w) -> list[FrontModel]:
+        """The models of a fit whose search ran on a sample, scored on all rows: the
+        Pareto front of their losses (of the sample, or of all rows for the models of
+        sub-searches) re-scored by their weighted MSE on every row
+        (:func:`~jaxsr.symbolic.refine.weighted_mse`); a model that is not finite on a
+        row is dropped (the starting constant always stays)."""
+        out = []
+        for m in _pf.pareto_front(models):
+            loss = _refine.weighted_mse(m.expression, Xa, ya, w)
+            if np.isfinite(loss) or m.expression.n_nodes == 1:
+                out.append(m._replace(loss=float(loss)))
+        return out
 
     def _set_front(self, models, floor: float, X_val=None, y_val=None, w_val=None,
                    edges=None) -> None:

@@ -555,6 +555,10 @@ class DomeSearch:
         the training rows) or ``"box"`` (also no pole anywhere in the box of
         :attr:`box`, proved by :func:`~jaxsr.symbolic.domain.prove_box`; see
         :meth:`in_domain`).
+      all_rows: ``None`` (``XT, y, weights`` are every training row), or, when they are
+        the search sample (:mod:`jaxsr.symbolic.sampling`), ``(XT, y, weights)`` of every
+        row (device): each change kept must then also pass the acceptance rule on them
+        (:meth:`verified`).
 
     Acceptance (section 2.8 and the authors' reference code): a change is accepted only
     if the true MSE of the new tree is below ``MSE - max(min_improvement * MSE, floor)``
@@ -576,7 +580,7 @@ class DomeSearch:
 
     def __init__(self, XT, y, var_mask, *, max_nodes, max_height, min_improvement,
                  feature_names, deadline=None, max_constant_passes=None,
-                 weights=None, domain="rows"):
+                 weights=None, domain="rows", all_rows=None):
         if domain not in DOMAINS:
             raise ValueError(f"Unknown domain {domain!r}; choose one of {list(DOMAINS)}")
         self.XT = XT
@@ -597,6 +601,8 @@ class DomeSearch:
         # (lo, hi), each (M,) float64: the box the proof of domain="box" covers
         self.box = data_box(np.asarray(XT, np.float64).T, w64) if domain == "box" else None
         self._proofs: dict[bytes, bool] = {}  # in_domain's answers by tree
+        self.all_rows = all_rows
+        self._all_rows_checks: dict[bytes, tuple[float, bool]] = {}  # by tree
         self.stop = False  # set by another thread to end the fit at the next check
         self.expr = Expression.constant(float(
             np.mean(y64) if w64 is None else np.sum(w64 * y64) / np.sum(w64)))
@@ -646,24 +652,66 @@ class DomeSearch:
         again)."""
         if self.box is None:
             return True
-        value = expr.value.astype(self.dtype).astype(np.float64)
-        key = expr.op.tobytes() + value.tobytes() + expr.feature.tobytes()
+        key = self._key(expr)
         got = self._proofs.get(key)
         if got is None:
             if len(self._proofs) >= PROOF_CACHE:
                 self._proofs.clear()
+            value = expr.value.astype(self.dtype).astype(np.float64)
             got = prove_box(Expression(expr.op, value, expr.feature), *self.box).proved
             self._proofs[key] = got
         return got
 
     def _keep_constants(self, before: Expression, before_mse: float) -> bool:
         """After the constants moved on the device (the cyclic passes, the polish), under
-        the rows' rule only: whether the new tree is :meth:`in_domain`; if not, the tree
-        and its MSE go back to ``before``, ``before_mse`` (the move is not kept)."""
-        if self.in_domain(self.expr):
+        the rows' rule only: whether the new tree is :meth:`in_domain` and, on a search
+        sample, no worse than ``before`` on all rows (:meth:`all_rows_check`); if not, the
+        tree and its MSE go back to ``before``, ``before_mse`` (the move is not kept)."""
+        if self.in_domain(self.expr) and self._no_worse(self.expr, before):
             return True
         self.expr, self.mse, self._cache = before, before_mse, None
         return False
+
+    def _key(self, expr: Expression) -> bytes:
+        value = expr.value.astype(self.dtype).astype(np.float64)
+        return expr.op.tobytes() + value.tobytes() + expr.feature.tobytes()
+
+    def all_rows_check(self, expr: Expression) -> tuple[float, bool]:
+        """``(MSE, ok)`` of ``expr`` on every training row: on :attr:`all_rows` when the
+        search runs on a sample, else :meth:`_true_mse`. ``ok``: finite, no zero
+        denominator and no pole on any row (the rows' rule of ``_check``). Cached by
+        tree."""
+        if self.all_rows is None:
+            return self._true_mse(expr)
+        key = self._key(expr)
+        got = self._all_rows_checks.get(key)
+        if got is None:
+            if len(self._all_rows_checks) >= PROOF_CACHE:
+                self._all_rows_checks.clear()
+            cap = max(self.capacity, capacity_bucket(expr.n_nodes))
+            mse, ok = _check(expr.padded(cap, self.dtype), *self.all_rows)
+            got = self._all_rows_checks[key] = (float(mse), bool(ok))
+        return got
+
+    def verified(self, new: Expression, reference: Expression) -> bool:
+        """Whether a change from ``reference`` to ``new``, accepted on the search sample,
+        passes the acceptance rule (:meth:`accepts`) on all rows too: always True when
+        the search runs on every row (:attr:`all_rows` is ``None``)."""
+        if self.all_rows is None:
+            return True
+        mse, ok = self.all_rows_check(new)
+        ref = self.all_rows_check(reference)[0]
+        if not np.isfinite(ref):
+            return ok and bool(np.isfinite(mse))
+        return ok and mse < ref - self.threshold(ref)
+
+    def _no_worse(self, new: Expression, before: Expression) -> bool:
+        """On a search sample: ``new`` is valid on all rows and its MSE there is at most
+        ``before``'s (True without a sample)."""
+        if self.all_rows is None:
+            return True
+        mse, ok = self.all_rows_check(new)
+        return ok and mse <= self.all_rows_check(before)[0]
 
     def lean(self) -> bool:
         """Whether the searches run from the semantics alone (:func:`search_lean`): when
@@ -817,9 +865,10 @@ class DomeSearch:
                                  self.expr.subtree(c.node))
 
     def first_accepted(self, cands: list[Candidate]):
-        """The first of ``cands[:MAX_TRIES]`` whose tree :meth:`accepts` (a size-limited
-        ``k op x`` / ``k op p`` over ``max_nodes`` is skipped): ``(candidate, new subtree,
-        new tree, true MSE)`` or ``None``. The engine's tree is not changed."""
+        """The first of ``cands[:MAX_TRIES]`` whose tree :meth:`accepts` (and, on a search
+        sample, is :meth:`verified` on all rows; a size-limited ``k op x`` / ``k op p``
+        over ``max_nodes`` is skipped): ``(candidate, new subtree, new tree, true MSE)``
+        or ``None``. The engine's tree is not changed."""
         for c in cands[:MAX_TRIES]:
             new_sub = self.subtree_of(c)
             new = self.expr.replace(c.node, new_sub)
@@ -827,7 +876,7 @@ class DomeSearch:
                                                              "constant-expression", "unary"):
                 continue
             mse, ok = self._true_mse(new)
-            if self.accepts(mse, ok):
+            if self.accepts(mse, ok) and self.verified(new, self.expr):
                 return c, new_sub, new, mse
         return None
 
@@ -1118,7 +1167,7 @@ class DomeSearch:
             self.expr, self.mse, self._cache = extended, mse, None
             rec = self.step(strategy)
             if rec is None and strategy != 1 and not self.timed_out():
-                rec = self._optimise_zero_terms(base_mse)
+                rec = self._optimise_zero_terms(base, base_mse)
             if rec is not None:
                 rec["extended"] = order
                 rec["pruned"] = self.prune()
@@ -1146,12 +1195,14 @@ class DomeSearch:
         order = sorted(range(len(pool)), key=lambda i: (-corr[i], pool[i]))
         return [pool[i] for i in order]
 
-    def _optimise_zero_terms(self, base_mse: float):
+    def _optimise_zero_terms(self, base: Expression, base_mse: float):
         """The constant optimisation of the extended tree (:meth:`unstick`): a record when
-        its MSE passes the acceptance rule against ``base_mse``, else ``None``."""
+        its MSE passes the acceptance rule against ``base`` (of MSE ``base_mse``), else
+        ``None``."""
         changes, _ = self.optimise_constants()
         mse, ok = self._true_mse(self.expr)
-        if not (changes and self.accepts(mse, ok, reference=base_mse)):
+        if not (changes and self.accepts(mse, ok, reference=base_mse)
+                and self.verified(self.expr, base)):
             return None
         self.mse = mse
         return {"search": "constant", "node": 0, "replaced": "", "subtree":
