@@ -531,7 +531,7 @@ def _cmd_symbolic(args) -> int:
         unary_operators="unary_operators", domain="domain", precision="precision",
         refine_constants="refine_constants", mesh="mesh",
         backward_elimination="backward_elimination"))
-    for name in ("extrapolation_limit", "bic_patience"):  # None is a value here: off
+    for name in ("extrapolation_limit", "bic_patience", "search_sample"):  # None: off
         if hasattr(args, name):
             params[name] = getattr(args, name)
     try:
@@ -937,6 +937,17 @@ def _patience(text: str) -> int | None:
     return _positive_int(text)
 
 
+def _sample(text: str) -> int | str | None:
+    """``20000`` -> 20000; ``auto`` -> "auto"; ``none`` -> None."""
+    word = text.strip().lower()
+    if word in ("auto", "none"):
+        return None if word == "none" else "auto"
+    value = _positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected at least 2 rows; got {text!r}")
+    return value
+
+
 def _limit(text: str) -> float | None:
     """``8`` -> 8.0; ``none`` -> None."""
     if text.strip().lower() == "none":
@@ -1058,6 +1069,11 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="NODES", help="end the search once its tree has grown this many "
                    "nodes past its tree of lowest BIC ('none': run to the other limits) "
                    f"(default: {est})")
+    p.add_argument("--search-sample", type=_sample, default=argparse.SUPPRESS,
+                   metavar="ROWS", help="with more training rows than this, the search "
+                   "runs on this many rows (stratified on the target) and every change it "
+                   "keeps is checked on all rows ('auto': 20000; 'none': the exact search "
+                   f"on every row) (default: {est})")
     p.add_argument("--backward-elimination", action=argparse.BooleanOptionalAction,
                    default=None, help="after the search, delete nodes while the BIC falls "
                    f"(default: {est})")

@@ -514,6 +514,7 @@ def test_option_errors_are_usage_errors(capsys, sqrt_csv):
     for bad in (["--strategy", "5"], ["--strategy", "1,1"], ["--beam-width", "0"],
                 ["--beam-width", "4,2"], ["--beam-width", "4,x"],
                 ["--extrapolation-limit", "-1"], ["--bic-patience", "0"],
+                ["--search-sample", "1"], ["--search-sample", "all"],
                 ["--validation-fraction", "1"],
                 ["--model-selection", "aic"], ["--max-time", "0"]):
         assert main(["symbolic", str(path), "--target", "y", *bad]) == 2, bad
@@ -541,6 +542,10 @@ _SYMBOLIC_OPTIONS = {
                                 dict(bic_patience=None, backward_elimination=False)),
     "patience": (["--bic-patience", "4", "--backward-elimination"],
                  dict(bic_patience=4, backward_elimination=True)),
+    "search sample": (["--search-sample", "12", "--beam-width", "1"],
+                      dict(search_sample=12, beam_width=1)),
+    "exact search": (["--search-sample", "none", "--beam-width", "1"],
+                     dict(search_sample=None, beam_width=1)),
 }
 
 
