@@ -69,6 +69,14 @@ START_CAPACITY_MAX = 64
 """A fit with ``max_nodes`` up to this runs at the capacity bucket of ``max_nodes`` from
 its first iteration (one compilation per kernel); larger or unlimited trees start at 16
 and move up a bucket as they grow."""
+BATCH_CHECKS = None
+"""How :meth:`DomeSearch.first_accepted` checks its candidates: all of its up to
+:data:`MAX_TRIES` candidate trees in one device call whose results come back in one
+transfer (``True``), or one call per candidate until one is accepted (``False``); ``None``:
+batched on accelerators, where every transfer waits for the device, one by one on a CPU,
+where the first candidate is usually accepted and checking the others is wasted work.
+With the batch a greedy iteration of strategy 1 makes two device-to-host transfers: the
+searches' scores and the candidates' checks (``tests/symbolic/test_sr_transfers.py``)."""
 PROOF_CACHE = 4096
 """Most trees whose domain proof :meth:`DomeSearch.in_domain` keeps (then it starts over)."""
 LEAN_BYTES = 2**30
@@ -172,6 +180,21 @@ def _analyse(tree, XT, y, n_slots, weights=None):
     eqs = node_equations(tree, sem, y, weights)
     S = forbidden_sets(tree, sem, n_slots)
     return sem, eqs, S
+
+
+@program(static_argnames=("vmap",))
+def _checks(trees, XT, y, weights=None, vmap=True):
+    """:func:`_check` of a batch of trees of one capacity (stacked on a leading axis):
+    ``(mse (T,), ok (T,))``; ``vmap=False`` runs them one after the other (``lax.map``:
+    the semantics' branches on unary nodes stay branches on a CPU)."""
+    def one(tree):
+        return _check(tree, XT, y, weights)
+
+    return jax.vmap(one)(trees) if vmap else lax.map(one, trees)
+
+
+def _batch_checks() -> bool:
+    return BATCH_CHECKS if BATCH_CHECKS is not None else jax.default_backend() != "cpu"
 
 
 @program
@@ -640,7 +663,8 @@ class DomeSearch:
         # the searches only changes in :meth:`analyse`, so masks and cached analyses of
         # the current tree never meet arrays of another bucket
         cap = max(self.capacity, capacity_bucket(expr.n_nodes))
-        mse, ok = _check(expr.padded(cap, self.dtype), self.XT, self.y, self.weights)
+        mse, ok = jax.device_get(_check(expr.padded(cap, self.dtype), self.XT, self.y,
+                                        self.weights))
         return float(mse), bool(ok) and self.in_domain(expr)
 
     def in_domain(self, expr: Expression) -> bool:
@@ -689,7 +713,7 @@ class DomeSearch:
             if len(self._all_rows_checks) >= PROOF_CACHE:
                 self._all_rows_checks.clear()
             cap = max(self.capacity, capacity_bucket(expr.n_nodes))
-            mse, ok = _check(expr.padded(cap, self.dtype), *self.all_rows)
+            mse, ok = jax.device_get(_check(expr.padded(cap, self.dtype), *self.all_rows))
             got = self._all_rows_checks[key] = (float(mse), bool(ok))
         return got
 
@@ -868,17 +892,39 @@ class DomeSearch:
         """The first of ``cands[:MAX_TRIES]`` whose tree :meth:`accepts` (and, on a search
         sample, is :meth:`verified` on all rows; a size-limited ``k op x`` / ``k op p``
         over ``max_nodes`` is skipped): ``(candidate, new subtree, new tree, true MSE)``
-        or ``None``. The engine's tree is not changed."""
+        or ``None``. The engine's tree is not changed. With :data:`BATCH_CHECKS` the
+        candidates' trees are checked in one device call (:func:`_checks`)."""
+        trials = []
         for c in cands[:MAX_TRIES]:
             new_sub = self.subtree_of(c)
             new = self.expr.replace(c.node, new_sub)
             if new.n_nodes > self.max_nodes and c.search in ("constant-variable",
                                                              "constant-expression", "unary"):
                 continue
-            mse, ok = self._true_mse(new)
+            trials.append((c, new_sub, new))
+        checks = self._check_batch([t[2] for t in trials]) if _batch_checks() else None
+        for i, (c, new_sub, new) in enumerate(trials):
+            if checks is None:
+                mse, ok = self._true_mse(new)
+            else:
+                mse, ok = float(checks[0][i]), bool(checks[1][i]) and self.in_domain(new)
             if self.accepts(mse, ok) and self.verified(new, self.expr):
                 return c, new_sub, new, mse
         return None
+
+    def _check_batch(self, trees: list[Expression]):
+        """``(mse (T,), ok (T,))`` host arrays of :func:`_check` for ``trees`` (the rows'
+        rule, without the domain proof), in one device call and one transfer: the trees
+        padded to one capacity and the batch to :data:`MAX_TRIES` (one program per
+        capacity)."""
+        if not trees:
+            return None
+        cap = max(self.capacity, capacity_bucket(max(t.n_nodes for t in trees)))
+        padded = [t.padded(cap, self.dtype) for t in trees]
+        padded += [padded[-1]] * (max(MAX_TRIES, len(padded)) - len(padded))
+        stacked = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *padded)
+        return jax.device_get(_checks(stacked, self.XT, self.y, self.weights,
+                                      vmap=jax.default_backend() != "cpu"))
 
     def try_apply(self, cands: list[Candidate]):
         """Apply the first candidate that :meth:`accepts`; return a record or None."""
