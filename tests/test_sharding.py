@@ -6,6 +6,7 @@ starts, so these run on any machine. The inputs are placed with ``NamedSharding`
 """
 
 import importlib
+import re
 
 import jax
 import jax.numpy as jnp
@@ -143,3 +144,87 @@ def _mesh_equals_one_device(X, y, params, mesh):
         # the last change recovers Newton's law: both MSEs are rounding (1e-32 of y**2)
         np.testing.assert_allclose(many.mse_, one.mse_, rtol=1e-9, atol=1e-12 * np.var(y))
         np.testing.assert_allclose(many.predict(X), one.predict(X), rtol=1e-9)
+
+
+# ---------------------------------------------------------------- the sample axis holds
+def _full_sample_arrays(hlo: str, n: int) -> list[str]:
+    """The instructions of a compiled (partitioned, per-device) HLO module whose result
+    has rank >= 2 and an axis of the full sample count ``n``: an ``[rows, N]`` array that
+    some device holds whole instead of its own ``[rows, N / devices]`` part."""
+    import re
+
+    out = []
+    for line in hlo.splitlines():
+        m = re.match(r"\s*(?:ROOT )?%\S+ = \w+\[([\d,]+)\]", line)
+        if m:
+            dims = [int(d) for d in m.group(1).split(",")]
+            if len(dims) >= 2 and n in dims and np.prod(dims) > n:
+                out.append(line.strip()[:160])
+    return out
+
+
+def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch):
+    """One strategy-3 iteration of the greedy engine (searches, check, constant passes,
+    joint polish) on 4 devices: every [*, N] array the engine holds is split over the
+    samples, no program the iteration runs holds a [*, N] intermediate whole on a device
+    (only 1-D arrays of one value per sample, the constant solver's globally sorted
+    candidates, are gathered), and the iteration makes the one-device change."""
+    from jaxsr import SymbolicRegressor, _config
+    from jaxsr._config import precision
+    from jaxsr._sharding import sample_mesh
+    from jaxsr.symbolic.strategies import DomeSearch
+
+    X, y = datasets.make_newton_gravitation(1000, seed=0)
+    X, y = X[:201], y[:201]  # padded to 208 rows: 52 per device
+    names = ["x1", "x2", "x3"]
+
+    calls = {}
+    call = _config._Program.__call__
+
+    def recording(self, *args, **kwargs):
+        leaves = jax.tree.leaves((args, kwargs))
+        if any(isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+               and len(x.sharding.device_set) > 1 for x in leaves):
+            calls.setdefault(self.__name__, (self, args, kwargs))
+        return call(self, *args, **kwargs)
+
+    def iteration(m):
+        sr = SymbolicRegressor(mesh=m)
+        with precision(np.float64), sample_mesh(sr._sample_mesh()[0]):
+            XT, yj, wj = sr._device_data(X, y, None, np.float64)
+            engine = DomeSearch(XT, yj, np.ones(3, bool), max_nodes=9, max_height=None,
+                                min_improvement=1e-6, feature_names=names, weights=wj)
+            rec = engine.step(3)
+            return engine, rec, engine.analyse()
+
+    one, rec1, _ = iteration(None)
+    monkeypatch.setattr(_config._Program, "__call__", recording)
+    many, rec4, (_, sem, eqs, S) = iteration(mesh)
+    monkeypatch.setattr(_config._Program, "__call__", call)
+
+    # the same change as on one device
+    assert rec4["search"] == rec1["search"] and rec4["node"] == rec1["node"]
+    # the paper's first change on Newton's law: the constant becomes k / x3
+    assert rec4["search"] == "constant-variable"
+    assert re.fullmatch(r"\([\d.e+]+ / x3\)", many.expr.to_string(names))
+    assert many.mse < 0.85 * float(np.var(y))
+    assert np.array_equal(many.expr.op, one.expr.op)
+    np.testing.assert_allclose(many.expr.value, one.expr.value, rtol=1e-9)
+    np.testing.assert_allclose(many.mse, one.mse, rtol=1e-9)
+
+    # the arrays the engine holds: the sample axis (last) split over the 4 devices
+    for a in (many.XT, many.y, many.weights, sem, *eqs, S):
+        assert len(a.sharding.device_set) == 4
+        assert a.sharding.spec[a.ndim - 1] in ("samples", ("samples",))
+        assert {s.data.shape[-1] for s in a.addressable_shards} == {52}
+
+    # the compiled programs of the iteration: no [*, N] array held whole on a device
+    assert {"_analyse", "search_all", "_check", "constant_passes",
+            "polish_steps"} <= set(calls)
+    for name, (prog, args, kwargs) in calls.items():
+        with precision(np.float64), sample_mesh(mesh):
+            hlo = prog.lower(*args, **kwargs).compile().as_text()
+        assert "num_partitions=4" in hlo, name
+        assert _full_sample_arrays(hlo, 208) == [], name
+        if name in ("_analyse", "search_all"):
+            assert re.search(r"f64\[16,52\]", hlo), name  # the semantics, 52 rows each

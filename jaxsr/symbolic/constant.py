@@ -120,6 +120,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._config import program
+from .._sharding import constrain_samples, sample_devices
 from . import sorting
 
 __all__ = ["optimal_constant", "constant_mse", "N_NEWTON", "POLE_EXCLUSION", "POLE_RTOL",
@@ -288,8 +289,10 @@ def _score_all(a, b, c, d, cands):
         n_chunks, chunk)
 
     def one(k):  # (chunk,) -> (chunk,)
-        num = a[None, :] * k[:, None] - b[None, :]
-        den = c[None, :] * k[:, None] - d[None, :]
+        # (chunk, N): split over the samples on a mesh (each device its own terms, the
+        # mean an all-reduce), not gathered
+        num = constrain_samples(a[None, :] * k[:, None] - b[None, :])
+        den = constrain_samples(c[None, :] * k[:, None] - d[None, :])
         f = jnp.mean((num / den) ** 2, axis=-1)
         # a zero denominator needs no test of its own: x/0 is +-inf or nan in IEEE
         # arithmetic, so such an f is not finite (the per-pair test cost 3x the scoring)
@@ -513,7 +516,9 @@ def _term_chunks(n: int) -> tuple[int, int]:
     a general-case row 1.4-1.6x faster than one pass over all ``n``); one pass when ``n``
     fits, and on accelerators (which stream the intermediates; a loop of small passes
     would only add launches)."""
-    if n <= TERM_CHUNK or jax.default_backend() != "cpu":
+    # over a mesh one pass too: the terms are split over the devices (a pass over a
+    # chunk of contiguous terms would gather them from the device holding them)
+    if n <= TERM_CHUNK or jax.default_backend() != "cpu" or sample_devices() > 1:
         return 1, max(n, 1)
     chunks = -(-n // TERM_CHUNK)
     return chunks, -(-n // chunks)
@@ -627,6 +632,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     chunks = jnp.stack([jnp.pad(v, (0, pad), constant_values=f).reshape(n_chunks, width)
                         for v, f in zip((a, b, c, d, z, pg, beta, zg), fill, strict=True)],
                        axis=1)  # (n_chunks, 8, width)
+    chunks = constrain_samples(chunks)  # a mesh: one pass, its width split over devices
 
     def block_sums(kp, lo, hi, far=None):
         """Sums over the terms for the points ``kp`` (``(..., 2)``: a block's two ends)

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._config import program
+from .._sharding import constrain_samples
 from .expression import ADD, DIV, MUL, SUB, TreeArrays
 
 __all__ = [
@@ -166,11 +167,12 @@ def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array,
     cap, n = sem.shape
     dt = sem.dtype
     sw = jnp.ones((n,), dt) if weights is None else jnp.sqrt(weights.astype(dt))
-    pad_row = jnp.stack([jnp.zeros((n,), dt), jnp.zeros((n,), dt), jnp.zeros((n,), dt),
-                         jnp.full((n,), -1.0, dt)])
+    # a broadcast, not a (4, N) literal that XLA would fold into the program
+    pad_row = jnp.broadcast_to(jnp.asarray([[0.0], [0.0], [0.0], [-1.0]], dt), (4, n))
     root = jnp.stack([sw, sw * y.astype(dt), jnp.zeros((n,), dt),
                       jnp.full((n,), -1.0, dt)])
-    E = jnp.broadcast_to(pad_row, (cap, 4, n))
+    pad_row, root = constrain_samples(pad_row), constrain_samples(root)
+    E = constrain_samples(jnp.broadcast_to(pad_row, (cap, 4, n)))
     E = lax.dynamic_update_slice(E, root[None], (0, 0, 0))
 
     def body(j, E):
@@ -184,7 +186,7 @@ def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array,
         return lax.dynamic_update_slice(E, row[None], (j, z, z))
 
     # real nodes only (padding rows keep pad_row): the work follows the tree's size
-    E = lax.fori_loop(1, jnp.clip(tree.n_nodes, 1, cap), body, E)
+    E = constrain_samples(lax.fori_loop(1, jnp.clip(tree.n_nodes, 1, cap), body, E))
     return Equations(E[:, 0], E[:, 1], E[:, 2], E[:, 3])
 
 
@@ -204,7 +206,7 @@ def forbidden_sets(tree: TreeArrays, sem: jax.Array, n_slots: int) -> jax.Array:
     """
     cap, n = sem.shape
     K = n_slots
-    S = jnp.full((cap, K, n), jnp.inf, sem.dtype)
+    S = constrain_samples(jnp.full((cap, K, n), jnp.inf, sem.dtype))
     slot = jnp.arange(K)[:, None]
 
     def body(j, S):
@@ -221,7 +223,8 @@ def forbidden_sets(tree: TreeArrays, sem: jax.Array, n_slots: int) -> jax.Array:
         z = jnp.zeros_like(j)
         return lax.dynamic_update_slice(S, new[None], (j, z, z))
 
-    return lax.fori_loop(1, jnp.clip(tree.n_nodes, 1, cap), body, S)  # real nodes only
+    S = lax.fori_loop(1, jnp.clip(tree.n_nodes, 1, cap), body, S)  # real nodes only
+    return constrain_samples(S)
 
 
 def equation_mse(a, b, c, d, o):

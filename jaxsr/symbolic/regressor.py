@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .. import _memory, _progress
+from .. import _memory, _progress, _sharding
 from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import (
     precision,
@@ -721,8 +721,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return [(s, b) for b in self._widths() for s in self._strategies()]
 
     def _sample_mesh(self):
-        """``(mesh, axes)`` of the ``mesh`` parameter, or ``(None, None)``."""
-        return resolve_mesh(self.mesh, "samples")
+        """``(mesh, axes)`` of the ``mesh`` parameter (its axes of type ``Auto``), or
+        ``(None, None)``."""
+        mesh, axes = resolve_mesh(self.mesh, "samples")
+        return _sharding.auto_mesh(mesh), axes
 
     def _initial_tree(self, names, n_features):
         ie = self.initial_expression
@@ -740,8 +742,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     def _device_data(self, Xa, ya, w, dt):
         """The samples padded to their size bucket (copies of real rows with weight 0) and
         placed on the device(s): ``XT (M, Np), y (Np,), weights (Np,)`` (mean 1)."""
-        import jax
-
         mesh, axes = self._sample_mesh()
         n = Xa.shape[0]
         n_pad = sample_bucket(n, 1 if mesh is None else mesh.devices.size)
@@ -755,11 +755,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         wp[:n] = wr * (n_pad / np.sum(wr, dtype=np.float64))  # mean 1 over the padding
         if mesh is None:
             return to_device(XT), to_device(yp), to_device(wp)
-        from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        cols, rows = NamedSharding(mesh, P(None, axes)), NamedSharding(mesh, P(axes))
-        return jax.device_put(XT, cols), jax.device_put(yp, rows), jax.device_put(wp, rows)
+        # every process holds the full data; each places its own devices' shards
+        return (_sharding.place(XT, mesh, P(None, axes)), _sharding.place(yp, mesh, P(axes)),
+                _sharding.place(wp, mesh, P(axes)))
 
 
     # ---------------------------------------------------------------- fit
@@ -1150,7 +1150,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  initial_tree=None):
         """The fit proper, in the worker thread of :meth:`_run_in_worker`."""
         try:
-            with precision(dt):
+            with precision(dt), _sharding.sample_mesh(self._sample_mesh()[0]):
                 rows = getattr(self, "search_rows_", None)
                 all_rows = None
                 if rows is None:

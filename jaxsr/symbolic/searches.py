@@ -48,6 +48,7 @@ import numpy as np
 from jax import lax
 
 from .._config import program
+from .._sharding import sample_chunk
 from .constant import optimal_constant
 from .equations import (
     Equations,
@@ -237,7 +238,7 @@ def _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_rows, v_rows, ro
     temporaries stay within :data:`CHUNK_BYTES`.
 
     The equations come from two providers (:func:`_array_equations` or
-    :func:`_lean_equations`): ``chunk_eqs(i, Nc)`` gives ``a, b, d`` ``(C, Nc)`` of every
+    :func:`_lean_equations`): ``chunk_eqs(i, n_chunks)`` gives ``a, b, d`` ``(C, Nc)`` of every
     node on sample chunk ``i``; ``node_eq(j)`` gives node ``j``'s ``a, b, c, d`` ``(N,)`` and
     forbidden set (the re-scored rows).
 
@@ -249,13 +250,12 @@ def _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_rows, v_rows, ro
     dt = sem.dtype
     n = jnp.asarray(N, dt)
     n_chunks = sample_chunks(N, 3 * C + M, jnp.dtype(dt).itemsize)
-    Nc = N // n_chunks
 
     def chunk(i):  # the samples of chunk i: u, v, p (C, Nc), x (M, Nc)
         def sl(z):
-            return lax.dynamic_slice_in_dim(z, i * Nc, Nc, axis=1)
+            return sample_chunk(z, i, n_chunks, axis=1)
 
-        ac, bc, dc = chunk_eqs(i, Nc)
+        ac, bc, dc = chunk_eqs(i, n_chunks)
         ds = jnp.where(dc != 0, dc, 1.0)
         u = jnp.where(closed[:, None], ac / ds, 0.0)
         v = jnp.where(closed[:, None], bc / ds, 0.0)
@@ -415,12 +415,12 @@ def search_lean(tree: TreeArrays, sem, XT, y, weights, masks, var_mask, max_node
 
 def _array_equations(sem, eqs: Equations, S):
     """The equation providers of :func:`_search` from the held arrays: ``(base (C,), any_c
-    (C,) bool: some c != 0, chunk_eqs(i, Nc) -> a, b, d (C, Nc), node_eq(j) -> a, b, c, d
+    (C,) bool: some c != 0, chunk_eqs(i, n_chunks) -> a, b, d (C, N / n_chunks) (sample
+    chunk i, :func:`~jaxsr._sharding.sample_chunk`), node_eq(j) -> a, b, c, d
     (N,), S (K, N))``."""
 
-    def chunk_eqs(i, Nc):
-        return tuple(lax.dynamic_slice_in_dim(z, i * Nc, Nc, axis=1)
-                     for z in (eqs.a, eqs.b, eqs.d))
+    def chunk_eqs(i, n_chunks):
+        return tuple(sample_chunk(z, i, n_chunks, axis=1) for z in (eqs.a, eqs.b, eqs.d))
 
     def node_eq(j):
         return eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], S[j]
@@ -434,25 +434,24 @@ def _lean_equations(tree, sem, y, weights, n_slots, M):
     C, N = sem.shape
     dt = sem.dtype
 
-    def chunk_all(i, Nc):
+    def chunk_all(i, n_chunks):
         def sl(z):
-            return lax.dynamic_slice_in_dim(z, i * Nc, Nc, axis=-1)
+            return sample_chunk(z, i, n_chunks, axis=-1)
 
         w = None if weights is None else sl(weights)
         return node_equations(tree, sl(sem), sl(y), w), sl(sem)
 
-    def chunk_eqs(i, Nc):
-        e, _ = chunk_all(i, Nc)
+    def chunk_eqs(i, n_chunks):
+        e, _ = chunk_all(i, n_chunks)
         return e.a, e.b, e.d
 
     def node_eq(j):
         return path_equation(tree, sem, y, weights, n_slots, j)
 
     n_chunks = sample_chunks(N, 3 * C + M, jnp.dtype(dt).itemsize)
-    Nc = N // n_chunks
 
     def sums(i, acc):
-        e, s = chunk_all(i, Nc)
+        e, s = chunk_all(i, n_chunks)
         t = ((e.a * s - e.b) / (e.c * s - e.d)) ** 2
         return acc[0] + jnp.sum(t, axis=-1), acc[1] | jnp.any(e.c != 0, axis=-1)
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .._config import program
+from .._sharding import constrain_samples
 from .expression import ADD, CONST, EXP, LOG, MUL, SIN, SQRT, SUB, VAR, TreeArrays
 
 __all__ = ["node_semantics", "combine", "unary", "tree_mse", "tree_output"]
@@ -69,7 +70,7 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
     of datasets). Paper: section 2, Table 1 second column.
     """
     cap = tree.op.shape[0]
-    sem0 = jnp.zeros((cap, XT.shape[1]), XT.dtype)
+    sem0 = constrain_samples(jnp.zeros((cap, XT.shape[1]), XT.dtype))
 
     def loop(with_unary):
         def body(k, sem):
@@ -91,7 +92,8 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
 
     # a tree of + - * / runs the paper's loop as it was (no branch per node); only a tree
     # with a unary node runs the loop that branches on each node's arity
-    return lax.cond(jnp.any(tree.op >= SQRT), lambda: loop(True), lambda: loop(False))
+    return constrain_samples(
+        lax.cond(jnp.any(tree.op >= SQRT), lambda: loop(True), lambda: loop(False)))
 
 
 @program
