@@ -34,7 +34,7 @@ import jax
 import numpy as np
 
 __all__ = ["sample_mesh", "constrain_samples", "sample_devices", "sample_chunk", "place",
-           "to_host", "spans_processes", "auto_mesh"]
+           "to_host", "device_get", "spans_processes", "auto_mesh"]
 
 
 def auto_mesh(mesh):
@@ -146,3 +146,13 @@ def sample_chunk(z, i, n_chunks: int, axis: int = -1):
     part = lax.dynamic_index_in_dim(z.reshape(shape), i, axis=axis + 1, keepdims=False)
     return constrain_samples(part.reshape(z.shape[:axis] + (nc,) + z.shape[axis + 1:]),
                              axis=axis)
+
+
+def device_get(tree):
+    """``jax.device_get(tree)``, the arrays that span other processes gathered by
+    :func:`to_host`."""
+    leaves = jax.tree.leaves(tree)
+    if all(not isinstance(x, jax.Array) or x.is_fully_addressable or x.is_fully_replicated
+           for x in leaves):
+        return jax.device_get(tree)
+    return jax.tree.map(to_host, tree)

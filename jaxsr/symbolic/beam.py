@@ -47,6 +47,7 @@ import jax
 import numpy as np
 
 from .._config import program, to_device
+from .._sharding import device_get, to_host
 from .expression import ADD, CONST, MUL, UNARY_NAMES, Expression, capacity_bucket
 from .front import FrontModel
 from .searches import search_all
@@ -236,8 +237,8 @@ def check_many(engine: DomeSearch, trees):
     for i in range(0, T, CHECK_CHUNK):
         part = trees[i:i + CHECK_CHUNK]
         part = part + [part[-1]] * (CHECK_CHUNK - len(part))
-        res.append(jax.device_get(_check_batch(_stack(part), engine.XT, engine.y,
-                                               engine.weights, vmap=_use_batch())))
+        res.append(device_get(_check_batch(_stack(part), engine.XT, engine.y,
+                                           engine.weights, vmap=_use_batch())))
     return tuple(np.concatenate([r[k] for r in res])[:T] for k in range(3))
 
 
@@ -343,7 +344,7 @@ def beam_init(engine: DomeSearch, width: int) -> BeamState:
 
 def _semantic(engine: DomeSearch, expr: Expression):
     cap = max(engine.capacity, capacity_bucket(expr.n_nodes))
-    return np.asarray(tree_output(expr.padded(cap, engine.dtype), engine.XT))
+    return to_host(tree_output(expr.padded(cap, engine.dtype), engine.XT))
 
 
 def beam_step(engine: DomeSearch, state: BeamState, strategy: int, width: int):
@@ -380,8 +381,8 @@ def beam_step(engine: DomeSearch, state: BeamState, strategy: int, width: int):
         _load(engine, state.best.expression, state.best.mse)
         return state._replace(status=BeamStatus.STUCK), None
 
-    n = int(np.asarray(engine.y).shape[0])
-    scale = float(np.sqrt(np.mean(np.asarray(engine.y, np.float64) ** 2)))
+    n = int(engine.y.shape[0])
+    scale = float(np.sqrt(np.mean(np.asarray(to_host(engine.y), np.float64) ** 2)))
     seen = _Distinct(scale, n)
     kids.sort(key=lambda t: (*_order_key(t[1]), t[0]))
     chosen = []

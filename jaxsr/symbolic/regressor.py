@@ -485,7 +485,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       mesh: run every pass sharded over the samples: ``None`` (default, one device),
         ``"all"`` (a 1-D mesh over all local devices) or a ``jax.sharding.Mesh`` (the
         samples are split over all its axes). Results equal one device's up to the
-        order of summation.
+        order of summation. A mesh may span several processes (``jax.distributed``,
+        every process calling ``fit`` with the same data and parameters; ``max_time``
+        must then be ``None``): each process places only its own devices' samples.
       domain: where a model must be free of poles, beyond the finite values and non-zero
         denominators on the training rows that every model has. ``"box"`` (default): no
         denominator vanishes, no ``sqrt``/``log`` argument leaves its domain and nothing
@@ -679,7 +681,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if self.validation_fraction is not None and not self.validation_fraction < 1:
             raise ValueError(f"validation_fraction must be None or a number in (0, 1); got "
                              f"{self.validation_fraction!r}")
-        self._sample_mesh()
+        if self.max_time is not None and _sharding.spans_processes(self._sample_mesh()[0]):
+            raise ValueError(
+                "max_time must be None on a mesh spanning several processes: each process "
+                "would stop at its own clock and leave the others waiting in a collective; "
+                "bound the fit with max_iterations or max_nodes")
         ie = self.initial_expression
         if ie is not None and not isinstance(ie, (str, Expression)):
             raise ValueError("initial_expression must be None, a string over the feature "

@@ -46,6 +46,7 @@ import numpy as np
 from jax import lax
 
 from .._config import program, to_device
+from .._sharding import to_host
 from .constant import optimal_constant
 from .domain import DOMAINS, data_box, prove_box
 from .equations import (
@@ -617,12 +618,13 @@ class DomeSearch:
         self.deadline = deadline
         self.dtype = np.dtype(y.dtype)
         self.max_constant_passes = max_constant_passes
-        y64 = np.asarray(y, np.float64)
-        w64 = None if weights is None else np.asarray(weights, np.float64)
+        y64 = np.asarray(to_host(y), np.float64)  # to_host: a mesh of several processes
+        w64 = None if weights is None else np.asarray(to_host(weights), np.float64)
         self.floor = loss_floor(y64, self.dtype, w64)
         self.domain = domain
         # (lo, hi), each (M,) float64: the box the proof of domain="box" covers
-        self.box = data_box(np.asarray(XT, np.float64).T, w64) if domain == "box" else None
+        self.box = (data_box(np.asarray(to_host(XT), np.float64).T, w64) if domain == "box"
+                    else None)
         self._proofs: dict[bytes, bool] = {}  # in_domain's answers by tree
         self.all_rows = all_rows
         self._all_rows_checks: dict[bytes, tuple[float, bool]] = {}  # by tree
@@ -1225,10 +1227,10 @@ class DomeSearch:
         """The search's variables by decreasing ``|correlation|`` with the residual of
         ``tree`` on the (weighted) training rows; ties, and constant residuals, by column."""
         pool = [int(m) for m in np.flatnonzero(np.asarray(self.var_mask))]
-        X = np.asarray(self.XT, np.float64).T
-        w = np.asarray(self.weights, np.float64) if self.weights is not None else None
+        X = np.asarray(to_host(self.XT), np.float64).T
+        w = np.asarray(to_host(self.weights), np.float64) if self.weights is not None else None
         with np.errstate(all="ignore"):
-            r = np.asarray(self.y, np.float64) - tree.evaluate(X)
+            r = np.asarray(to_host(self.y), np.float64) - tree.evaluate(X)
             cols = X[:, pool]
             wt = np.ones(X.shape[0]) if w is None else w
             wt = wt / np.sum(wt)
