@@ -228,3 +228,31 @@ def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch)
         assert _full_sample_arrays(hlo, 208) == [], name
         if name in ("_analyse", "search_all"):
             assert re.search(r"f64\[16,52\]", hlo), name  # the semantics, 52 rows each
+
+
+def test_sample_chunks_take_each_devices_own_samples(mesh):
+    """``sample_chunk``: without a mesh chunk i is the contiguous samples; over 4 devices it
+    is the i-th part of every device's own samples, computed without moving a sample
+    between devices (a dynamic slice of the split axis would gather it whole)."""
+    from jax import lax
+
+    from jaxsr._sharding import sample_chunk, sample_mesh
+
+    z = np.arange(3 * 64, dtype=np.float64).reshape(3, 64)  # 16 samples per device
+
+    def chunks(z):  # (4 chunks, 3, 16)
+        return lax.map(lambda i: sample_chunk(z, i, 4, axis=1), jnp.arange(4))
+
+    one = np.asarray(jax.jit(chunks)(jnp.asarray(z)))
+    np.testing.assert_array_equal(one, z.reshape(3, 4, 16).transpose(1, 0, 2))
+    with sample_mesh(mesh):
+        zs = jax.device_put(z, NamedSharding(mesh, P(None, "samples")))
+        f = jax.jit(chunks)
+        many = np.asarray(f(zs))
+        hlo = f.lower(zs).compile().as_text()
+    # chunk i: samples 4i .. 4i+3 of each device's block of 16
+    cols = (16 * np.arange(4)[:, None] + np.arange(4)[None, :]).reshape(-1)
+    for i in range(4):
+        np.testing.assert_array_equal(many[i], z[:, cols + 4 * i])
+    np.testing.assert_array_equal(np.sort(many.transpose(1, 0, 2).reshape(3, -1)), z)
+    assert "all-gather" not in hlo and "all-to-all" not in hlo
