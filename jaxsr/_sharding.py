@@ -97,7 +97,8 @@ def place(a: np.ndarray, mesh, spec) -> jax.Array:
     """The host array ``a`` (the full array, the same in every process) as a global array
     of ``NamedSharding(mesh, spec)``: ``jax.device_put`` when this process addresses every
     device of the mesh, else ``jax.make_array_from_callback`` (this process fills only
-    its own devices' shards)."""
+    its own devices' shards; ``jax.device_put`` would first check that the array is the
+    same in every process, an all-gather of the whole array)."""
     from jax.sharding import NamedSharding
 
     sharding = NamedSharding(mesh, spec)

@@ -36,11 +36,13 @@ def main(port: int, n_processes: int, process_id: int, out: str) -> None:
     from jax.sharding import Mesh
 
     from jaxsr import SymbolicRegressor
+    from jaxsr._config import precision
 
     mesh = Mesh(np.array(jax.devices()), ("samples",))
     X, y = data()
     sr = SymbolicRegressor(mesh=mesh, **PARAMS).fit(X, y)
-    XT = sr._device_data(X, y, None, np.float64)[0]  # the placement the fit used
+    with precision(np.float64):  # the placement the fit used
+        XT = sr._device_data(X, y, None, np.float64)[0]
     try:
         SymbolicRegressor(mesh=mesh, max_time=5.0, **PARAMS).fit(X, y)
         refused = ""

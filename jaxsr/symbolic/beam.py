@@ -215,9 +215,9 @@ def search_many(engine: DomeSearch, exprs, mses, specs) -> list[list[Candidate]]
     trees += [trees[-1]] * (nb - len(trees))
     masks += [np.zeros_like(masks[-1])] * (nb - len(masks))
     mn, mh = engine.limits()
-    res = jax.device_get(_search_batch(_stack(trees), engine.XT, engine.y, engine.weights,
-                                       to_device(np.stack(masks)), engine.var_mask, mn, mh,
-                                       n_slots=engine.n_slots))
+    res = device_get(_search_batch(_stack(trees), engine.XT, engine.y, engine.weights,
+                                   to_device(np.stack(masks)), engine.var_mask, mn, mh,
+                                   n_slots=engine.n_slots))
     for i, (e, m) in enumerate(zip(exprs, mses, strict=True)):
         _load(engine, e, m)
         found = engine.collect(jax.tree_util.tree_map(lambda a, i=i: a[i], res), specs)

@@ -46,7 +46,7 @@ import numpy as np
 from jax import lax
 
 from .._config import program, to_device
-from .._sharding import to_host
+from .._sharding import device_get, to_host
 from .constant import optimal_constant
 from .domain import DOMAINS, data_box, prove_box
 from .equations import (
@@ -819,7 +819,7 @@ class DomeSearch:
         else:
             res = search_all(tree, sem, eqs, S, self.XT, to_device(masks), self.var_mask,
                              mn, mh)
-        return jax.device_get(res), masks
+        return device_get(res), masks
 
     def limits(self):
         """``(max_nodes, max_height)`` as the int32 scalars :func:`search_all` takes."""

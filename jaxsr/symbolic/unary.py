@@ -121,6 +121,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._config import program, to_device
+from .._sharding import device_get
 from .equations import equation_mse, is_forbidden
 from .expression import (
     ADD,
@@ -585,7 +586,7 @@ class UnarySearch:
         out = []
         mask = self.mask(engine, masks)
         if mask.any():
-            red = np.asarray(jax.device_get(unary_moves(tree, sem, eqs, S, to_device(mask),
+            red = np.asarray(device_get(unary_moves(tree, sem, eqs, S, to_device(mask),
                                                         self.codes)))
             js, us = np.nonzero(red > thr)
             out += [(float(red[j, u]), int(j), u, Candidate(float(red[j, u]), "unary", int(j),
@@ -593,7 +594,7 @@ class UnarySearch:
                     for j, u in zip(js, us, strict=True)]
         smask = self.scaled_mask(engine, masks) if self.scaled else None
         if smask is not None and smask.any():
-            red, k = jax.device_get(scaled_unary_moves(tree, sem, eqs, S, to_device(smask),
+            red, k = device_get(scaled_unary_moves(tree, sem, eqs, S, to_device(smask),
                                                        self.forms))
             red, k = np.asarray(red), np.asarray(k)
             nu = len(self.codes)
