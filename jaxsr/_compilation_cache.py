@@ -9,8 +9,8 @@ new process loads them (about 0.1 s each) instead of compiling again.
 Scope: only jaxsr's own programs, called at the top level on one device; JAX's global
 configuration (``jax_compilation_cache_dir``) and the user's own jitted functions are left
 alone. A call inside another trace (the user's ``jit`` / ``vmap``), with arrays placed on
-several devices or on a device other than the default one, goes through plain
-``jax.jit`` as before.
+several devices or on a device other than the default one, or inside a mesh context
+(``jax.set_mesh``), goes through plain ``jax.jit`` as before.
 
 How an executable is found:
 
@@ -618,6 +618,10 @@ class CachedProgram:
         """``(key, values, dynamic)`` of a call (its signature as ``jax.jit``'s cache keys
         it, every argument in order, the non-static ones), or ``NotImplemented``."""
         if self._names is None:
+            return NotImplemented
+        # inside a mesh context (``jax.set_mesh``: a sharded fit) the traced program holds
+        # sharding constraints over that mesh, which this key does not record
+        if not jax.sharding.get_abstract_mesh().empty:
             return NotImplemented
         n_args = len(args)
         if not kwargs and n_args <= len(self._names) and all(
