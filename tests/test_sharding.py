@@ -256,3 +256,25 @@ def test_sample_chunks_take_each_devices_own_samples(mesh):
         np.testing.assert_array_equal(many[i], z[:, cols + 4 * i])
     np.testing.assert_array_equal(np.sort(many.transpose(1, 0, 2).reshape(3, -1)), z)
     assert "all-gather" not in hlo and "all-to-all" not in hlo
+
+
+def test_a_mesh_of_explicit_axes_is_used_with_auto_axes():
+    """``jax.make_mesh`` gives ``Explicit`` axes (every sharded ``jnp`` operation would need
+    an ``out_sharding``): the estimator uses the same devices and names as ``Auto`` axes,
+    and a 2-D mesh splits the samples over both axes."""
+    from jax.sharding import AxisType
+
+    from jaxsr import SymbolicRegressor
+
+    if len(jax.devices("cpu")) < 4:
+        pytest.skip("needs 4 CPU devices")
+    given = jax.make_mesh((2, 2), ("a", "b"), axis_types=(AxisType.Explicit,) * 2)
+    mesh, axes = SymbolicRegressor(mesh=given)._sample_mesh()
+    assert mesh.axis_types == (AxisType.Auto, AxisType.Auto) and axes == ("a", "b")
+    assert mesh.axis_names == given.axis_names
+    assert np.array_equal(mesh.devices, given.devices)
+    X, y = datasets.make_newton_gravitation(64, seed=0)
+    with jax.enable_x64(True):
+        XT = SymbolicRegressor(mesh=given)._device_data(X, y, None, np.float64)[0]
+    assert XT.sharding.spec == P(None, ("a", "b"))
+    assert {s.data.shape for s in XT.addressable_shards} == {(3, 16)}
