@@ -5,17 +5,16 @@ N_PROCESSES PROCESS_ID OUT.json``: the process simulates 2 CPU devices, joins th
 coordinator on ``127.0.0.1:PORT`` (CPU collectives: gloo), builds the global 1-D mesh
 over every process's devices, fits ``y = x1 * x2 + x3`` (every process holds the full
 data) and writes its model and what it saw of the placement as JSON.
+
+Importing this module (the test reads :data:`PARAMS` and :func:`data`) neither imports
+JAX nor changes the environment; only running it as a script does.
 """
 
 import json
 import os
 import sys
 
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
-os.environ["JAX_PLATFORMS"] = "cpu"
-
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 # the paper's greedy search (strategy 3), with the estimator's other defaults (the
 # domain proof on the box, backward elimination, BIC selection)
@@ -29,6 +28,10 @@ def data():
 
 
 def main(port: int, n_processes: int, process_id: int, out: str) -> None:
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    import jax
+
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}",
                                num_processes=n_processes, process_id=process_id,

@@ -19,7 +19,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import distributed_fit  # noqa: E402
+import distributed_fit  # noqa: E402  (PARAMS and data(); importing it starts no JAX)
 
 
 def _free_port() -> int:
