@@ -925,8 +925,8 @@ class DomeSearch:
         padded = [t.padded(cap, self.dtype) for t in trees]
         padded += [padded[-1]] * (max(MAX_TRIES, len(padded)) - len(padded))
         stacked = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *padded)
-        return jax.device_get(_checks(stacked, self.XT, self.y, self.weights,
-                                      vmap=jax.default_backend() != "cpu"))
+        return device_get(_checks(stacked, self.XT, self.y, self.weights,
+                                  vmap=jax.default_backend() != "cpu"))
 
     def try_apply(self, cands: list[Candidate]):
         """Apply the first candidate that :meth:`accepts`; return a record or None."""
