@@ -714,7 +714,9 @@ class DomeSearch:
         if got is None:
             if len(self._all_rows_checks) >= PROOF_CACHE:
                 self._all_rows_checks.clear()
-            cap = max(self.capacity, capacity_bucket(expr.n_nodes))
+            # the tree's own bucket, not the search's: the semantics of every row,
+            # (cap, N), are most of the cost, and the search's capacity is max_nodes'
+            cap = capacity_bucket(expr.n_nodes)
             mse, ok = jax.device_get(_check(expr.padded(cap, self.dtype), *self.all_rows))
             got = self._all_rows_checks[key] = (float(mse), bool(ok))
         return got
