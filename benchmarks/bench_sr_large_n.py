@@ -8,7 +8,7 @@ subprocess (its peak resident memory, ``ru_maxrss``, is its own) under the same 
 budget (``--max-time``, default 120 s):
 
 * ``default``: ``SymbolicRegressor(max_time=T)``, whose ``search_sample="auto"`` searches
-  on 20,000 rows of a larger fit;
+  on 10,000 rows of a larger fit;
 * ``exact``: the same with ``search_sample=None``: the paper's search on every row;
 * ``sample=K`` (``--tools sample=5000 ...``): the defaults with ``search_sample=K``, to
   choose the default size;

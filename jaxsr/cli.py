@@ -1072,7 +1072,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--search-sample", type=_sample, default=argparse.SUPPRESS,
                    metavar="ROWS", help="with more training rows than this, the search "
                    "runs on this many rows (stratified on the target) and every change it "
-                   "keeps is checked on all rows ('auto': 20000; 'none': the exact search "
+                   "keeps is checked on all rows ('auto': 10000; 'none': the exact search "
                    f"on every row) (default: {est})")
     p.add_argument("--backward-elimination", action=argparse.BooleanOptionalAction,
                    default=None, help="after the search, delete nodes while the BIC falls "

@@ -532,10 +532,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         target (plus each feature's extreme rows), while every change it keeps must pass
         the acceptance rule on all rows too, and the front, the selection and ``mse_`` use
         all rows (``history_`` reports the sample's MSE). ``"auto"`` (default):
-        :data:`~jaxsr.symbolic.sampling.DEFAULT_ROWS` (20,000) rows; an int: that many;
-        ``None``: the paper's exact search on every row. On ``y = x1*x2/x3 + x4 - x5**2``
-        at N = 1e6 (``benchmarks/results/sr_large_n.txt``) the default fit costs about
-        what it costs at N = 2e4, where the exact search runs out of time and memory.
+        :data:`~jaxsr.symbolic.sampling.DEFAULT_ROWS` (10,000) rows, the size that did
+        best of 5,000 to 50,000 on ``benchmarks/bench_sr_large_n.py`` (results in
+        ``benchmarks/results/sr_large_n.txt``); an int: that many; ``None``: the paper's
+        exact search on every row, whose cost and memory grow with N.
 
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.

@@ -31,7 +31,7 @@ __all__ = ["DEFAULT_ROWS", "SEED", "search_rows", "sample_size"]
 SEED = 0
 """Seed of the generator that picks a row in each stratum (:func:`search_rows`)."""
 
-DEFAULT_ROWS = 20_000
+DEFAULT_ROWS = 10_000
 """Rows of the search sample under ``search_sample="auto"``: fits of more rows search on a
 sample of this size. Measured with ``benchmarks/bench_sr_large_n.py`` (results in
 ``benchmarks/results/sr_large_n.txt``)."""
