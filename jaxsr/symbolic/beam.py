@@ -191,17 +191,18 @@ def _use_batch() -> bool:
     return BATCH_TREES if BATCH_TREES is not None else jax.default_backend() != "cpu"
 
 
-def search_many(engine: DomeSearch, exprs, mses, specs) -> list[list[Candidate]]:
-    """The successful candidates of ``specs`` for each tree of ``exprs`` (best first, as
-    :meth:`DomeSearch.candidates`). With :data:`BATCH_TREES` the trees, padded to one
-    capacity bucket and the batch to a power of two, are searched by one vmapped call of
-    the existing kernels (analysis + :func:`~jaxsr.symbolic.search_all`); otherwise one
-    call per tree. ``engine`` is left holding the last tree."""
+def search_many(engine: DomeSearch, exprs, mses, specs,
+                k: int | None = None) -> list[list[Candidate]]:
+    """The ``k`` best successful candidates of ``specs`` for each tree of ``exprs`` (best
+    first, as :meth:`DomeSearch.candidates`; ``None``: all). With :data:`BATCH_TREES` the
+    trees, padded to one capacity bucket and the batch to a power of two, are searched by
+    one vmapped call of the existing kernels (analysis + :func:`~jaxsr.symbolic.search_all`);
+    otherwise one call per tree. ``engine`` is left holding the last tree."""
     out = []
     if not _use_batch() or len(exprs) == 1:
         for e, m in zip(exprs, mses, strict=True):
             _load(engine, e, m)
-            out.append(engine.candidates(specs))
+            out.append(engine.candidates(specs, k))
         return out
     for e in exprs:
         engine._fit_capacity(e)
@@ -215,12 +216,12 @@ def search_many(engine: DomeSearch, exprs, mses, specs) -> list[list[Candidate]]
     trees += [trees[-1]] * (nb - len(trees))
     masks += [np.zeros_like(masks[-1])] * (nb - len(masks))
     mn, mh = engine.limits()
-    res = device_get(_search_batch(_stack(trees), engine.XT, engine.y, engine.weights,
-                                   to_device(np.stack(masks)), engine.var_mask, mn, mh,
-                                   n_slots=engine.n_slots))
+    res = _search_batch(_stack(trees), engine.XT, engine.y, engine.weights,
+                        to_device(np.stack(masks)), engine.var_mask, mn, mh,
+                        n_slots=engine.n_slots)
     for i, (e, m) in enumerate(zip(exprs, mses, strict=True)):
         _load(engine, e, m)
-        found = engine.collect(jax.tree_util.tree_map(lambda a, i=i: a[i], res), specs)
+        found = engine.best_of(jax.tree_util.tree_map(lambda a, i=i: a[i], res), k)
         if engine.unary_search is not None:  # the move p -> u(p) (unary.py), per tree
             found = engine.unary_search.merge(engine, found, masks[i], engine.analyse())
         out.append(found)
@@ -366,7 +367,7 @@ def beam_step(engine: DomeSearch, state: BeamState, strategy: int, width: int):
             break
         members = [state.members[i] for i in pending]
         cands = search_many(engine, [m.expression for m in members],
-                            [m.mse for m in members], specs)
+                            [m.mse for m in members], specs, width + MAX_TRIES - 1)
         still = []
         for rank, m, cs in zip(pending, members, cands, strict=True):
             got = _children(engine, m, cs, width)

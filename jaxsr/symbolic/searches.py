@@ -73,6 +73,7 @@ __all__ = [
     "best_candidate",
     "search_all",
     "search_lean",
+    "top_candidates",
     "SearchResults",
     "variable_features",
     "chunk_rows",
@@ -678,3 +679,34 @@ def best_candidate(reduction) -> tuple[int, ...] | None:
         return None
     flat = int(np.argmax(np.where(np.isfinite(r), r, -np.inf)))
     return tuple(int(i) for i in np.unravel_index(flat, r.shape))
+
+
+@program(static_argnames=("k",))
+def top_candidates(res: SearchResults, threshold, k: int):
+    """The ``k`` best candidates of the searches' results ``res`` of one tree, chosen on
+    the device (a masked top-k): reductions at or below ``threshold`` (and ``-inf``, not a
+    candidate; NaN) are masked out, the rest ordered by reduction, ties by the order of
+    the searches (constant, variable, constant-variable, constant-expression), then by
+    the flat index within a search (node, variable, operator): the paper's order of
+    section 2.8 and the deterministic argmax of :func:`best_candidate`.
+
+    Args:
+      res: :class:`SearchResults` of a tree of capacity ``C`` over ``M`` variables.
+      threshold: float scalar, the smallest reduction that is not a candidate.
+      k: static int, ``1 <= k <= C * (1 + M + 4 M + 2)`` (the number of entries).
+
+    Returns:
+      ``(reduction (k,), index (k,) int32, constant (k,))``: best first; ``index`` into the
+      searches' flattened results concatenated in the order above; ``reduction`` is
+      ``-inf`` past the last candidate; ``constant`` is the candidate's constant (NaN for
+      the variable search, which has none).
+    """
+    red = jnp.concatenate([res.constant, res.variable.ravel(),
+                           res.constant_variable.ravel(), res.constant_expression.ravel()])
+    const = jnp.concatenate([res.constant_k, jnp.full(res.variable.size, jnp.nan,
+                                                      res.constant_k.dtype),
+                             res.constant_variable_k.ravel(),
+                             res.constant_expression_k.ravel()])
+    red = jnp.where(red > threshold, red, -jnp.inf)
+    value, index = lax.top_k(red, k)
+    return value, index, const[index]

@@ -58,7 +58,7 @@ from .equations import (
 )
 from .expression import ADD, CONST, DIV, MUL, SQRT, SUB, VAR, Expression, capacity_bucket
 from .front import ROUNDING_ULPS, loss_floor
-from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all, search_lean
+from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all, search_lean, top_candidates
 from .semantics import combine, node_semantics, tree_mse
 
 __all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "ROUNDING_ULPS", "LEAN_BYTES", "slot_bucket",
@@ -563,6 +563,33 @@ class Candidate:
     constant: float = float("nan")
 
 
+def decode_candidates(value, index, const, cap: int, m: int) -> list[Candidate]:
+    """The candidates of :func:`~jaxsr.symbolic.searches.top_candidates`' host arrays
+    (``value``, ``index``, ``const``) for a tree of capacity ``cap`` over ``m`` variables,
+    up to the first masked (``-inf``) entry."""
+    ends = np.cumsum([cap, cap * m, cap * m * 4, cap * 2])
+    out = []
+    for v, i, c in zip(value, index, const, strict=True):
+        if not v > -np.inf:
+            break
+        i = int(i)
+        if i < ends[0]:
+            out.append(Candidate(float(v), "constant", i, constant=float(c)))
+        elif i < ends[1]:
+            j, var = divmod(i - ends[0], m)
+            out.append(Candidate(float(v), "variable", int(j), variable=int(var)))
+        elif i < ends[2]:
+            j, rest = divmod(i - ends[1], m * 4)
+            var, o = divmod(rest, 4)
+            out.append(Candidate(float(v), "constant-variable", int(j), int(var),
+                                 CV_OPS[o], float(c)))
+        else:
+            j, o = divmod(i - ends[2], 2)
+            out.append(Candidate(float(v), "constant-expression", int(j), op=CE_OPS[o],
+                                 constant=float(c)))
+    return out
+
+
 class DomeSearch:
     """Host-side driver of one fit (not part of the public API).
 
@@ -796,21 +823,21 @@ class DomeSearch:
         return bool(ok) and mse < ref - self.threshold(ref)
 
     # ---------------------------------------------------------------- searches
-    def candidates(self, specs) -> list[Candidate]:
+    def candidates(self, specs, k: int | None = None) -> list[Candidate]:
         """Run the searches ``specs`` (list of ``(search name, node mask)``; a mask is a
         name of :meth:`masks` or a bool array over the nodes of the current tree) and
-        return the successful candidates, best first (deterministic order). Masks are
-        built here, at the capacity of the analysis they are used with."""
-        res, masks = self.results(specs)
-        found = self.collect(res, specs)
+        return the successful candidates, best first (deterministic order): the ``k``
+        best (``None``: all), chosen on the device (:meth:`best_of`). Masks are built
+        here, at the capacity of the analysis they are used with."""
+        res, masks = self.search(specs)
+        found = self.best_of(res, k)
         if self.unary_search is not None:  # p -> u(p), where k op p is searched
             found = self.unary_search.merge(self, found, masks, self.analyse())
         return found
 
-    def results(self, specs):
-        """The searches ``specs`` (see :meth:`candidates`) on the current tree, unfiltered:
-        ``(SearchResults`` on the host ``, (4, cap)`` node masks``)``; every candidate's
-        MSE reduction, including those that raise the MSE (negative)."""
+    def search(self, specs):
+        """The searches ``specs`` (see :meth:`candidates`) on the current tree:
+        ``(SearchResults`` on the device ``, (4, cap)`` node masks``)``."""
         tree, sem, eqs, S = self.analyse()
         cap = tree.op.shape[0]
         mn, mh = self.limits()
@@ -821,6 +848,13 @@ class DomeSearch:
         else:
             res = search_all(tree, sem, eqs, S, self.XT, to_device(masks), self.var_mask,
                              mn, mh)
+        return res, masks
+
+    def results(self, specs):
+        """The searches ``specs`` (see :meth:`candidates`) on the current tree, unfiltered:
+        ``(SearchResults`` on the host ``, (4, cap)`` node masks``)``; every candidate's
+        MSE reduction, including those that raise the MSE (negative)."""
+        res, masks = self.search(specs)
         return device_get(res), masks
 
     def limits(self):
@@ -842,40 +876,19 @@ class DomeSearch:
             masks[SEARCH_NAMES.index(name), : mask.shape[0]] = mask[:cap]
         return masks
 
-    def collect(self, res, specs) -> list[Candidate]:
-        """The successful candidates of ``specs`` in the host copy ``res`` of the current
-        tree's :class:`~jaxsr.symbolic.SearchResults`, best first (deterministic order)."""
-        thr = self.threshold()
-        found: list[tuple] = []
-        for name, _ in specs:
-            order = SEARCH_NAMES.index(name)
-            if name == "constant":
-                red, k = res.constant, res.constant_k
-                for j in np.flatnonzero(red > thr):
-                    found.append((red[j], order, j, Candidate(float(red[j]), name, int(j),
-                                                              constant=float(k[j]))))
-            elif name == "variable":
-                red = res.variable
-                for flat in np.flatnonzero(red.ravel() > thr):
-                    j, m = np.unravel_index(flat, red.shape)
-                    found.append((red[j, m], order, flat,
-                                  Candidate(float(red[j, m]), name, int(j), variable=int(m))))
-            elif name == "constant-variable":
-                red, k = res.constant_variable, res.constant_variable_k
-                for flat in np.flatnonzero(red.ravel() > thr):
-                    j, m, o = np.unravel_index(flat, red.shape)
-                    found.append((red[j, m, o], order, flat,
-                                  Candidate(float(red[j, m, o]), name, int(j), int(m),
-                                            CV_OPS[o], float(k[j, m, o]))))
-            else:
-                red, k = res.constant_expression, res.constant_expression_k
-                for flat in np.flatnonzero(red.ravel() > thr):
-                    j, o = np.unravel_index(flat, red.shape)
-                    found.append((red[j, o], order, flat,
-                                  Candidate(float(red[j, o]), name, int(j), op=CE_OPS[o],
-                                            constant=float(k[j, o]))))
-        found.sort(key=lambda t: (-t[0], t[1], t[2]))
-        return [t[3] for t in found]
+    def best_of(self, res, k: int | None = None, threshold: float | None = None
+                ) -> list[Candidate]:
+        """The successful candidates of the current tree's searches ``res``
+        (:class:`~jaxsr.symbolic.SearchResults` on the device), best first: those whose
+        reduction exceeds ``threshold`` (default :meth:`threshold`), the ``k`` best
+        (``None``: all), chosen on the device (:func:`~jaxsr.symbolic.searches.
+        top_candidates`, the paper's order) and read in one transfer."""
+        thr = self.threshold() if threshold is None else threshold
+        cap, m = res.variable.shape
+        n = cap * (1 + 5 * m + 2)
+        k = n if k is None else max(1, min(int(k), n))
+        value, index, const = device_get(top_candidates(res, to_device(thr), k=k))
+        return decode_candidates(value, index, const, cap, m)
 
     def subtree_of(self, c: Candidate) -> Expression:
         if c.search == "constant":
@@ -947,7 +960,7 @@ class DomeSearch:
         }
 
     def search_and_apply(self, specs):
-        return self.try_apply(self.candidates(specs))
+        return self.try_apply(self.candidates(specs, MAX_TRIES))
 
     def timed_out(self) -> bool:
         return self.stop or (self.deadline is not None and time.perf_counter() > self.deadline)

@@ -213,3 +213,36 @@ def test_search_all_in_one_call_equals_the_four_searches(problem):
             np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
             fin = np.isfinite(np.asarray(a))
             np.testing.assert_allclose(np.asarray(a)[fin], np.asarray(b)[fin], rtol=1e-10)
+
+
+def test_top_candidates_is_the_papers_order_on_the_host():
+    """The device's masked top-k against a plain numpy order of every entry: reduction
+    descending, then the search (constant, variable, constant-variable,
+    constant-expression), then the flat index; ties, ``-inf``, NaN and the threshold."""
+    from jaxsr.symbolic.searches import SearchResults, top_candidates
+
+    rng = np.random.default_rng(5)
+    cap, m = 8, 3
+    shapes = {"constant": (cap,), "variable": (cap, m), "constant_variable": (cap, m, 4),
+              "constant_expression": (cap, 2)}
+    parts = {}
+    for name, shape in shapes.items():
+        r = rng.choice([0.5, 1.0, 2.0, -1.0, -np.inf, np.nan], size=shape)  # many ties
+        parts[name] = r
+        if name != "variable":
+            parts[name + "_k"] = rng.normal(size=shape)
+    res = SearchResults(**{k: jnp.asarray(v) for k, v in parts.items()})
+    red = np.concatenate([parts[n].ravel() for n in shapes])
+    const = np.concatenate([parts["constant_k"], np.full(cap * m, np.nan),
+                            parts["constant_variable_k"].ravel(),
+                            parts["constant_expression_k"].ravel()])
+    for thr in (0.0, 0.75, -5.0):
+        ok = np.flatnonzero(red > thr)
+        want = ok[np.lexsort((ok, -red[ok]))]  # stable: the lower index first on ties
+        for k in (1, 5, red.size):
+            value, index, c = (np.asarray(a) for a in top_candidates(res, thr, k=k))
+            n = min(k, want.size)
+            np.testing.assert_array_equal(index[:n], want[:n])
+            np.testing.assert_array_equal(value[:n], red[want[:n]])
+            np.testing.assert_array_equal(c[:n], const[want[:n]])
+            assert np.all(value[n:] == -np.inf)
