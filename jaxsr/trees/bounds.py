@@ -50,7 +50,17 @@ __all__ = [
     "kmeans_bound",
 ]
 
-from .stats import N_STATS, STAT_C, STAT_E, STAT_N, STAT_Q, STAT_S, STAT_W, sse  # noqa: E402
+from .losses import (  # noqa: E402
+    N_STATS,
+    STAT_C,
+    STAT_E,
+    STAT_N,
+    STAT_Q,
+    STAT_S,
+    STAT_W,
+    objective,
+    sse,
+)
 
 
 def leaf_statistics(class_features, class_stats, mask):
@@ -98,7 +108,7 @@ def leaf_cost(stats, regularization, normalizer, min_samples_leaf=1):
     """
     xp = np if isinstance(stats, np.ndarray) else jnp
     ok = stats[..., STAT_N] >= max(1, min_samples_leaf)
-    return xp.where(ok, squared_loss(stats) / normalizer + regularization, xp.inf)
+    return xp.where(ok, objective(squared_loss(stats), normalizer, regularization), xp.inf)
 
 
 def equivalent_points_bound(stats, regularization, normalizer, lookahead=True, *,
@@ -119,7 +129,7 @@ def equivalent_points_bound(stats, regularization, normalizer, lookahead=True, *
     """
     if leaves is None:
         leaves = 2 if lookahead else 1
-    return stats[..., STAT_E] / normalizer + float(leaves) * regularization
+    return objective(stats[..., STAT_E], normalizer, regularization, float(leaves))
 
 
 def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
@@ -145,7 +155,7 @@ def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
     K = losses.shape[0]
     if K >= min_leaves:
         C = np.arange(min_leaves, K + 1)
-        return float(np.min(losses[min_leaves - 1:] / normalizer + regularization * C))
+        return float(np.min(objective(losses[min_leaves - 1:], normalizer, regularization, C)))
     gain = losses[-2] - losses[-1] if K >= 2 else 0.0
     lo = max(float(losses[-1] - (min_leaves - K) * gain), 0.0)
-    return lo / normalizer + regularization * min_leaves
+    return objective(lo, normalizer, regularization, min_leaves)

@@ -28,9 +28,10 @@ import os
 import numba
 import numpy as np
 
+from . import losses
+
 __all__ = ["subtree_splits", "kmeans_losses"]
 
-_TINY = np.finfo(np.float64).tiny
 
 # The compiled code of these files is one program: the solver loop
 # (:mod:`~jaxsr.trees.compiled_solver`) has the kernels of this module compiled into it and
@@ -40,7 +41,7 @@ _TINY = np.finfo(np.float64).tiny
 # leaves old cache files behind) the cached solver loop would go on running the old
 # kernels. Every compiled function of these files is keyed on all three instead
 # (:func:`_install_cache_locators`).
-_CACHE_SOURCES = ("compiled.py", "compiled_solver.py", "solver.py")
+_CACHE_SOURCES = ("compiled.py", "compiled_solver.py", "solver.py", "losses.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -128,11 +129,11 @@ def _can_cache() -> bool:
 _NB = dict(cache=_can_cache(), nogil=True, fastmath=False, error_model="numpy")
 
 
-@numba.njit(inline="always", **_NB)
-def _sse(w, s, q):
-    """:func:`jaxsr.trees.stats.sse` of one set (``max(Q - S^2 / W, 0)``)."""
-    v = q - s * s / max(w, _TINY)
-    return v if v > 0.0 else 0.0
+# the formulas of :mod:`jaxsr.trees.losses`, compiled inline into every kernel below
+_sse = numba.njit(inline="always", **_NB)(losses.sse_one)
+_objective = numba.njit(inline="always", **_NB)(losses.objective)
+_centre = numba.njit(inline="always", **_NB)(losses.centre)
+_recentred = numba.njit(inline="always", **_NB)(losses.recentred)
 
 
 @numba.njit(**_NB)
@@ -508,7 +509,7 @@ def support_kmeans_losses(sel, W, mean, E, max_clusters, stop_gain, use_stop, ou
     """:func:`kmeans_losses` of a support's classes ``sel`` (sorted by mean), re-centred.
 
     The class statistics are re-centred on the support's own weighted mean ``mu``
-    (:func:`jaxsr.trees.stats.recentre`: ``S = W (m - mu)``, ``Q = E + W (m - mu)^2``), so
+    (:func:`jaxsr.trees.losses.recentre`: ``S = W (m - mu)``, ``Q = E + W (m - mu)^2``), so
     every loss rounds relative to the support's spread. ``out[0]`` is the loss of one
     cluster, i.e. of a leaf on the support.
 
@@ -526,16 +527,14 @@ def support_kmeans_losses(sel, W, mean, E, max_clusters, stop_gain, use_stop, ou
     for t in range(n):
         Wt += W[sel[t]]
         St += W[sel[t]] * mean[sel[t]]
-    mu = St / Wt if Wt > 0.0 else 0.0
+    mu = _centre(Wt, St)
     w = np.empty(n)
     s = np.empty(n)
     q = np.empty(n)
     for t in range(n):
         u = sel[t]
-        dm = mean[u] - mu
         w[t] = W[u]
-        s[t] = W[u] * dm
-        q[t] = E[u] + W[u] * dm * dm
+        s[t], q[t] = _recentred(W[u], mean[u], E[u], mu)
     return kmeans_losses(w, s, q, max_clusters, stop_gain, use_stop, out)
 
 
@@ -550,12 +549,11 @@ def support_leaf_loss(mask, W, mean, E):
         if mask[u]:
             Wt += W[u]
             St += W[u] * mean[u]
-    mu = St / Wt if Wt > 0.0 else 0.0
+    mu = _centre(Wt, St)
     loss = 0.0
     for u in range(mask.shape[0]):
         if mask[u]:
-            dm = mean[u] - mu
-            loss += E[u] + W[u] * dm * dm
+            loss += _recentred(W[u], mean[u], E[u], mu)[1]
     return loss
 
 
@@ -658,17 +656,15 @@ def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
     for t in range(n):
         Wt += W[idx[t]]
         St += W[idx[t]] * mean[idx[t]]
-    mu = St / Wt if Wt > 0.0 else 0.0
+    mu = _centre(Wt, St)
     Xs = np.empty((n, k), dtype=np.uint8)
     st = np.empty((n, 4))
     for t in range(n):
         u = idx[t]
         for q in range(k):
             Xs[t, q] = X[u, keep[q]]
-        dm = mean[u] - mu
         st[t, 0] = W[u]
-        st[t, 1] = W[u] * dm
-        st[t, 2] = E[u] + W[u] * dm * dm
+        st[t, 1], st[t, 2] = _recentred(W[u], mean[u], E[u], mu)
         st[t, 3] = N[u]
     split = np.empty(k)
     leaf = subtree_splits(Xs, st, levels, lamn, m1, split)
@@ -691,12 +687,11 @@ def kmeans_bound(losses, k, lam, norm, min_leaves):
     if k >= min_leaves:
         best = np.inf
         for c in range(min_leaves, k + 1):
-            v = losses[c - 1] / norm + lam * c
-            best = min(best, v)
+            best = min(best, _objective(losses[c - 1], norm, lam, c))
         return best
     gain = losses[k - 2] - losses[k - 1] if k >= 2 else 0.0
     lo = max(losses[k - 1] - (min_leaves - k) * gain, 0.0)
-    return lo / norm + lam * min_leaves
+    return _objective(lo, norm, lam, min_leaves)
 
 
 @numba.njit(**_NB)
@@ -731,19 +726,18 @@ def support_bounds(mask, korder, W, mean, E, N, d, lam, norm, m1, look, kl, equi
             Et += E[u]
             Nt += N[u]
             C += 1
-    mu = St / Wt if Wt > 0.0 else 0.0
+    mu = _centre(Wt, St)
     leaf = 0.0
     for u in range(U):
         if mask[u]:
-            dm = mean[u] - mu
-            leaf += E[u] + W[u] * dm * dm
-    ep = Et / norm if equiv else 0.0
-    b = ep + look * lam
+            leaf += _recentred(W[u], mean[u], E[u], mu)[1]
+    eq = Et if equiv else 0.0  # the equivalent points loss (Theorem 3.3)
+    b = _objective(eq, norm, lam, look)
     cmax = min(C, int(np.floor(Nt / m1)))
     if d - 1 < 40:
         cmax = min(cmax, 1 << (d - 1))
     kdeep = kl + 2
-    deep = np.inf if cmax < kdeep else ep + lam * kdeep
+    deep = np.inf if cmax < kdeep else _objective(eq, norm, lam, kdeep)
     if not use_kmeans or d <= kl:
         return leaf, b, deep
     if cmax < look:

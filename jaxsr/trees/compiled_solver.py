@@ -34,6 +34,9 @@ import numpy as np
 from . import solver
 from .compiled import (
     _NB,
+    _centre,
+    _objective,
+    _recentred,
     _sse,
     feature_lists,
     support_bounds,
@@ -279,9 +282,7 @@ def _deff(P, d, C, Nn, E, leaf):
 @numba.njit(**_NB)
 def _cheap(P, E):
     """Equivalent points bound of the trees that split (``_cheap_split_bound``)."""
-    if P.iprm[1]:
-        return E / P.prm[1] + P.prm[3] * P.prm[0]
-    return P.prm[3] * P.prm[0]
+    return _objective(E if P.iprm[1] else 0.0, P.prm[1], P.prm[0], P.prm[3])
 
 
 @numba.njit(**_NB)
@@ -368,7 +369,7 @@ def _entry(P, memo, ctr, slot, w, mask, d):
     loss, sb, deep = support_bounds(mask, P.korder, P.cls[0], P.cls[1], P.cls[2], P.cls[3],
                                     d, lam, norm, P.prm[2], P.prm[3], kl, P.iprm[1] != 0,
                                     P.iprm[2] != 0)
-    leaf = loss / norm + lam
+    leaf = _objective(loss, norm, lam)
     if P.iprm[2] and d > max(kl, 1):
         ctr[C_KMEANS] += 1
     if d <= 1 or _reaches(sb, leaf):
@@ -408,7 +409,7 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
         if mask[u]:
             Wt += P.cls[0][u]
             St += P.cls[0][u] * P.cls[1][u]
-    mu = St / Wt if Wt > 0.0 else 0.0
+    mu = _centre(Wt, St)
     a = fr.st[L, 0]
     for g in range(M):
         for c in range(6):
@@ -418,9 +419,7 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
         if not mask[u]:
             continue
         w = P.cls[0][u]
-        dm = P.cls[1][u] - mu
-        s = w * dm
-        q = P.cls[2][u] + w * dm * dm
+        s, q = _recentred(w, P.cls[1][u], P.cls[2][u], mu)
         eu = P.cls[2][u]
         nu = P.cls[3][u]
         tot[0] += w
@@ -458,8 +457,8 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
         return False
     d = memo.i[e, M_LEV]
     for i in range(nk):
-        lt = max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]) / norm + lam
-        lf = max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]) / norm + lam
+        lt = _objective(max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]), norm, lam)
+        lf = _objective(max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]), norm, lam)
         fr.kf[L, K_LEAFT, i] = lt
         fr.kf[L, K_LEAFF, i] = lf
         dt = _deff(P, d - 1, a[i, 5], a[i, 4], a[i, 3], lt)
@@ -579,8 +578,8 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
                 c, f = _kernel(P, fr.cmask, lev)
                 ctr[C_KERNEL] += 1
             else:
-                c = support_leaf_loss(fr.cmask, P.cls[0], P.cls[1], P.cls[2]) / P.prm[1] \
-                    + P.prm[0]
+                c = _objective(support_leaf_loss(fr.cmask, P.cls[0], P.cls[1], P.cls[2]),
+                               P.prm[1], P.prm[0])
                 f = _nl(-1)
             if not _reaches(c, cap):  # the optimum: every deeper tree reaches the cap
                 memo.f[e, M_LB] = c

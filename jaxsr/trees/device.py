@@ -29,15 +29,16 @@ import numpy as np
 
 from .._config import program, to_device
 from .kmeans import kmeans_lower_bound
+from .losses import recentred
 from .subtrees import optimal_subtree_cost
 
 __all__ = ["DeviceBatcher"]
 
 def _recentred_subtrees(X, W, mean, E, N, centre, masks, lam, norm, levels, m1):
     """Exact subtrees of a batch of supports, with the class statistics re-centred on
-    ``centre`` (the expanded parent's mean; :func:`jaxsr.trees.stats.recentre`)."""
-    d = mean - centre
-    st4 = jnp.stack([W, W * d, E + W * d * d, N], axis=1)
+    ``centre`` (the expanded parent's mean; :func:`jaxsr.trees.losses.recentre`)."""
+    S, Q = recentred(W, mean, E, centre)
+    st4 = jnp.stack([W, S, Q, N], axis=1)
     return jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
         X, st4, masks, lam, norm, levels, m1)
 

@@ -439,7 +439,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         """Objective of ``tree_`` from its own predictions, and the certificate.
 
         The loss is recomputed in the search's internal units (targets centred and scaled
-        by powers of two, :mod:`jaxsr.trees.stats`), so it neither overflows near the
+        by powers of two, :mod:`jaxsr.trees.losses`), so it neither overflows near the
         float maximum nor loses a small signal on a large offset.
 
         Raises:

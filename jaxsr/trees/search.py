@@ -90,22 +90,25 @@ from . import solver
 from . import warmup as _warmup
 from .bounds import equivalent_points_bound, kmeans_bound
 from .kmeans import kmeans_losses_np, kmedians_losses_np
-from .solver import RTOL as _RTOL
-from .solver import Entry, Expansion, Status
-from .solver import reaches as _reaches
-from .stats import (
+from .losses import (
     STAT_C,
     STAT_E,
     STAT_N,
     STAT_Q,
     STAT_S,
     STAT_W,
+    absolute_class_losses,
+    absolute_losses,
     class_statistics,
+    objective,
     recentre,
     scale_targets,
     sse,
     stats_loss,
 )
+from .solver import RTOL as _RTOL
+from .solver import Entry, Expansion, Status
+from .solver import reaches as _reaches
 from .subtrees import best_subtree_np, distinct_splits
 from .tree import Tree
 from .warmup import load_native_kernels, native_kernels_cached
@@ -241,21 +244,6 @@ def _least_split(c, node_loss):
     return f, float(c[f])
 
 
-def _wmad_columns(ys, Wm):
-    """Weighted absolute deviation around the weighted median, per column.
-
-    ``ys`` ``(n,)`` sorted ascending, ``Wm`` ``(n, B)`` weights (0 = not in the set).
-    Returns ``(loss (B,), median (B,))``.
-    """
-    if ys.shape[0] == 0:
-        return np.zeros(Wm.shape[1]), np.zeros(Wm.shape[1])
-    cw = np.cumsum(Wm, axis=0)
-    tot = cw[-1]
-    k = np.argmax(cw >= 0.5 * tot[None, :], axis=0)
-    med = ys[k]
-    return np.sum(Wm * np.abs(ys[:, None] - med[None, :]), axis=0), med
-
-
 class OptimalTreeSearch:
     """The search state for one fit (see the module docstring).
 
@@ -316,7 +304,7 @@ class OptimalTreeSearch:
         w = np.asarray(w, dtype=np.float64)
         self.n, self.M = X.shape
         # internal targets in [-1, 1], weights / max weight (exact powers of two; see
-        # jaxsr.trees.stats): every loss below is in internal units
+        # jaxsr.trees.losses): every loss below is in internal units
         t, wi, self.scale = scale_targets(y, w)
         self.y, self.w = t, wi
         self.y_raw = y
@@ -341,13 +329,7 @@ class OptimalTreeSearch:
         if self.l1:
             order = np.argsort(t, kind="stable")
             self.ys, self.ws, self.cls_s = t[order], wi[order], inv[order]
-            E = np.zeros(U)
-            grp = np.argsort(self.cls_s, kind="stable")  # by class, y-sorted inside
-            bounds_ = np.searchsorted(self.cls_s[grp], np.arange(U + 1))
-            for u in range(U):
-                sl = grp[bounds_[u]:bounds_[u + 1]]
-                E[u] = _wmad_columns(self.ys[sl], self.ws[sl][:, None])[0][0]
-            st[:, STAT_E] = E
+            st[:, STAT_E] = absolute_class_losses(self.ys, self.ws, self.cls_s, U)
             self.Xsamp = self.Xc_bool[self.cls_s]  # (n, M) in y order
         self.stats = st
         self._Wc = np.ascontiguousarray(st[:, STAT_W])
@@ -360,7 +342,7 @@ class OptimalTreeSearch:
         if self.scale.constant:
             total_loss = 0.0
         elif self.l1:
-            total_loss = float(_wmad_columns(self.ys, self.ws[:, None])[0][0])
+            total_loss = float(absolute_losses(self.ys, self.ws[:, None])[0][0])
         else:
             total_loss = float(stats_loss(st.sum(0)))
         self.total_loss = total_loss
@@ -428,11 +410,11 @@ class OptimalTreeSearch:
     # ------------------------------------------------------------------ leaf costs
     def _leaf_l1(self, mask):
         sm = mask[self.cls_s]
-        return float(_wmad_columns(self.ys[sm], self.ws[sm][:, None])[0][0])
+        return float(absolute_losses(self.ys[sm], self.ws[sm][:, None])[0][0])
 
     def _sub_stats(self, idx):
         """Class statistics of a support's classes ``idx``; for squared loss re-centred on
-        the support's own mean (:func:`~jaxsr.trees.stats.recentre`: the losses of its
+        the support's own mean (:func:`~jaxsr.trees.losses.recentre`: the losses of its
         subsets then round relative to its own spread)."""
         st = self.stats[idx]
         return st if self.l1 else recentre(st, self.cls_mean[idx])
@@ -447,7 +429,7 @@ class OptimalTreeSearch:
             loss = support_leaf_loss(mask, self._Wc, self.cls_mean, self._Ec)
         else:
             loss = float(stats_loss(self._sub_stats(np.flatnonzero(mask)).sum(0)))
-        return loss / self.norm + self.lam
+        return objective(loss, self.norm, self.lam)
 
     def _deff(self, d, st, leaf):
         """Levels that can matter (vectorised over leading axes of ``st``)."""
@@ -600,7 +582,7 @@ class OptimalTreeSearch:
                 mask, self.korder, self._Wc, self.cls_mean, self._Ec, self._Nc, int(d),
                 self.lam, self.norm, float(self.m1), float(self.look), int(self.kl),
                 self.equiv, self.use_kmeans)
-            leaf = loss / self.norm + self.lam
+            leaf = objective(loss, self.norm, self.lam)
             bounds = (float(sb), float(deep))
             if self.use_kmeans and d > max(self.kl, 1):
                 self.n_kmeans += 1
@@ -738,11 +720,12 @@ class OptimalTreeSearch:
         if self.l1:
             sm = mask[self.cls_s]
             ys, ws, Xn = self.ys[sm], self.ws[sm], self.Xsamp[sm][:, F]
-            lt = _wmad_columns(ys, ws[:, None] * Xn)[0]
-            lf = _wmad_columns(ys, ws[:, None] * ~Xn)[0]
+            lt = absolute_losses(ys, ws[:, None] * Xn)[0]
+            lf = absolute_losses(ys, ws[:, None] * ~Xn)[0]
         else:
             lt, lf = stats_loss(a), stats_loss(comp)
-        return F, a, comp, lt / self.norm + self.lam, lf / self.norm + self.lam
+        return (F, a, comp, objective(lt, self.norm, self.lam),
+                objective(lf, self.norm, self.lam))
 
     def _device(self):
         """The :class:`~jaxsr.trees.device.DeviceBatcher` (``backend="jax"``), made at the
@@ -801,7 +784,7 @@ class OptimalTreeSearch:
         K = max(min(kmax, _DEVICE_KMEANS_MAX_CLUSTERS), self.look)
         kb, done = self.dev.kmeans_bounds(bm, K, self.look, self.deadline)
         if kmax > K:  # trees with more than K leaves: loss >= E, leaves >= K + 1
-            kb = np.minimum(kb, st[:, STAT_E] / self.norm + self.lam * (K + 1))
+            kb = np.minimum(kb, objective(st[:, STAT_E], self.norm, self.lam, K + 1))
         self.n_kmeans += done
         for j, k in enumerate(sel_k[:done]):
             leaf = sel_leaf[j]
@@ -1085,7 +1068,8 @@ class OptimalTreeSearch:
             tot = raw.sum(0)
             st = recentre(raw, self.cls_mean[idx])[:, _ST4]  # W, S, Q, N about its mean
             stot = st.sum(0)
-            leaf = float(max(sse(stot[0], stot[1], stot[2]), tot[STAT_E])) / self.norm + self.lam
+            leaf = objective(float(max(sse(stot[0], stot[1], stot[2]), tot[STAT_E])), self.norm,
+                             self.lam)
         lev = int(self._deff(lev, tot, leaf))
         if lev <= 1:
             return leaf, lev, -1, 0.0
@@ -1097,10 +1081,10 @@ class OptimalTreeSearch:
             ok = (cnt >= self.m1) & (ys.size - cnt >= self.m1)
             if not ok.any():
                 return leaf, lev, -1, 0.0
-            c = (_wmad_columns(ys, ws[:, None] * Xn)[0]
-                 + _wmad_columns(ys, ws[:, None] * ~Xn)[0])
+            c = (absolute_losses(ys, ws[:, None] * Xn)[0]
+                 + absolute_losses(ys, ws[:, None] * ~Xn)[0])
             f, c = _least_split(np.where(ok, c, np.inf), (leaf - self.lam) * self.norm)
-            c = c / self.norm + self.lam
+            c = objective(c, self.norm, self.lam)
         elif st is None:
             # the compiled one-split kernel with no leaf penalty: the split of least
             # children's loss, or -1 when none decreases the loss
@@ -1108,7 +1092,7 @@ class OptimalTreeSearch:
 
             c, f = support_subtree(m, self._Xu8, self._Wc, self.cls_mean, self._Ec,
                                    self._Nc, 1, 0.0, float(self.m1))
-            f, c = int(f), float(c) / self.norm + self.lam
+            f, c = int(f), objective(float(c), self.norm, self.lam)
             if f < 0:
                 return leaf, lev, -1, 0.0
         else:
@@ -1119,7 +1103,7 @@ class OptimalTreeSearch:
                 return leaf, lev, -1, 0.0
             c = np.where(ok, sse(a[0], a[1], a[2]) + sse(comp[0], comp[1], comp[2]), np.inf)
             f, c = _least_split(c, (leaf - self.lam) * self.norm)
-            c = c / self.norm + self.lam
+            c = objective(c, self.norm, self.lam)
         return (leaf, lev, f, leaf - c) if solver.improves(c, leaf) else (leaf, lev, -1, 0.0)
 
     def _greedy(self, mask, d, polish=False):

@@ -823,7 +823,7 @@ def test_compiled_leaf_and_bounds_equal_the_numpy_ones():
     subproblem in one call) equals the numpy path (_leaf_cost, _split_bound) on random
     supports, depths, bound subsets and leaf sizes."""
     from jaxsr.trees.compiled import support_bounds
-    from jaxsr.trees.stats import STAT_E
+    from jaxsr.trees.losses import STAT_E
 
     rng = np.random.default_rng(5)
     X, y, w = _problem(61, n=80, M=9, weights=True)
