@@ -1,7 +1,10 @@
 """The branch-and-bound solver of :mod:`jaxsr.trees.solver`, compiled (numba), host backend.
 
 The same search, step for step, as :func:`jaxsr.trees.solver.step` driving
-:meth:`jaxsr.trees.search.OptimalTreeSearch.visit` (squared loss, compiled host kernels),
+:meth:`jaxsr.trees.search.OptimalTreeSearch.visit` (squared and absolute loss, compiled host
+kernels: :func:`~jaxsr.trees.compiled.support_bounds` or
+:func:`~jaxsr.trees.compiled.absolute_support_bounds` for a new subproblem's bounds, the
+children's losses from their sums or :func:`~jaxsr.trees.compiled.absolute_split_losses`),
 with the per-subproblem bookkeeping in compiled code instead of Python objects:
 
 * the memo is an open-addressing hash table over the bit-packed supports (``uint64``
@@ -38,12 +41,15 @@ from .compiled import (
     _objective,
     _recentred,
     _sse,
+    absolute_split_losses,
+    absolute_support_bounds,
     feature_lists,
     support_bounds,
     support_leaf_loss,
     support_splits,
     support_subtree,
 )
+from .kmeans import KMEDIANS_MAX_VALUES
 from .solver import Entry, Status
 
 __all__ = ["Problem", "Memo", "Frames", "CompiledState", "init", "step", "terminate",
@@ -79,7 +85,10 @@ class Problem(NamedTuple):
     (first ``nones[u]``). colw: ``(M, nw)`` uint64 packed feature columns. cls: ``(4, U)``
     float64 class weight, mean target, internal loss, sample count. korder: ``(U,)``
     int64 classes by mean. prm: ``[lambda, normaliser, min_samples_leaf, lookahead
-    leaves]``. iprm: ``[exact_levels, equivalent, kmeans, hierarchical]``.
+    leaves, most distinct targets of a k-medians bound]``. iprm: ``[exact_levels,
+    equivalent, kmeans, hierarchical, absolute loss]``. ys, ws: ``(n,)`` float64 the
+    internal targets sorted ascending and their weights, cls_s: ``(n,)`` int64 their
+    classes (absolute loss; empty for squared loss).
     """
 
     X: np.ndarray
@@ -90,6 +99,9 @@ class Problem(NamedTuple):
     korder: np.ndarray
     prm: np.ndarray
     iprm: np.ndarray
+    ys: np.ndarray
+    ws: np.ndarray
+    cls_s: np.ndarray
 
 
 class Memo(NamedTuple):
@@ -366,12 +378,18 @@ def _entry(P, memo, ctr, slot, w, mask, d):
     """``OptimalTreeSearch._entry``: a new subproblem's memo entry (its bounds)."""
     lam, norm = P.prm[0], P.prm[1]
     kl = P.iprm[0]
-    loss, sb, deep = support_bounds(mask, P.korder, P.cls[0], P.cls[1], P.cls[2], P.cls[3],
-                                    d, lam, norm, P.prm[2], P.prm[3], kl, P.iprm[1] != 0,
-                                    P.iprm[2] != 0)
+    if P.iprm[4]:
+        loss, sb, deep, nkm = absolute_support_bounds(
+            mask, P.ys, P.ws, P.cls_s, P.cls[2], P.cls[3], d, lam, norm, P.prm[2], P.prm[3],
+            P.iprm[1] != 0, P.iprm[2] != 0, P.prm[4])
+        ctr[C_KMEANS] += nkm
+    else:
+        loss, sb, deep = support_bounds(mask, P.korder, P.cls[0], P.cls[1], P.cls[2],
+                                        P.cls[3], d, lam, norm, P.prm[2], P.prm[3], kl,
+                                        P.iprm[1] != 0, P.iprm[2] != 0)
+        if P.iprm[2] and d > max(kl, 1):
+            ctr[C_KMEANS] += 1
     leaf = _objective(loss, norm, lam)
-    if P.iprm[2] and d > max(kl, 1):
-        ctr[C_KMEANS] += 1
     if d <= 1 or _reaches(sb, leaf):
         return _insert(memo, ctr, slot, w, d, leaf, leaf, _nl(-1), _nl(1), _nl(-1),
                        np.inf)
@@ -456,9 +474,18 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
         memo.f[e, M_DEEP] = np.inf
         return False
     d = memo.i[e, M_LEV]
+    l1 = P.iprm[4] != 0
+    if l1:  # the children's losses, written into the leaf rows first
+        absolute_split_losses(mask, P.ys, P.ws, P.cls_s, P.X, fr.ki[L, K_F], nk,
+                              fr.kf[L, K_LEAFT], fr.kf[L, K_LEAFF])
     for i in range(nk):
-        lt = _objective(max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]), norm, lam)
-        lf = _objective(max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]), norm, lam)
+        if l1:
+            lt = _objective(fr.kf[L, K_LEAFT, i], norm, lam)
+            lf = _objective(fr.kf[L, K_LEAFF, i], norm, lam)
+        else:
+            lt = _objective(max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]), norm, lam)
+            lf = _objective(max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]), norm,
+                            lam)
         fr.kf[L, K_LEAFT, i] = lt
         fr.kf[L, K_LEAFF, i] = lf
         dt = _deff(P, d - 1, a[i, 5], a[i, 4], a[i, 3], lt)
@@ -964,14 +991,21 @@ def problem_of(search) -> Problem:
     """The constant arrays of an :class:`~jaxsr.trees.search.OptimalTreeSearch`."""
     X = search._Xu8
     ones, nones = feature_lists(X)
+    if search.l1:
+        ys, ws = search.ys, search.ws
+        cls_s = np.ascontiguousarray(search.cls_s, dtype=np.int64)
+    else:
+        ys, ws, cls_s = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
     return Problem(X=X, ones=ones, nones=nones,
                    colw=_pack(np.ascontiguousarray(search.XcT)),
                    cls=np.stack([search._Wc, search.cls_mean, search._Ec, search._Nc]),
                    korder=search.korder.astype(np.int64),
                    prm=np.array([search.lam, search.norm, float(search.m1),
-                                 float(search.look)]),
+                                 float(search.look), float(KMEDIANS_MAX_VALUES)]),
                    iprm=np.array([search.kl, int(search.equiv), int(search.use_kmeans),
-                                  int(search.hier)], dtype=np.int64))
+                                  int(search.hier), int(search.l1)], dtype=np.int64),
+                   ys=np.ascontiguousarray(ys, dtype=np.float64),
+                   ws=np.ascontiguousarray(ws, dtype=np.float64), cls_s=cls_s)
 
 
 def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> CompiledState:

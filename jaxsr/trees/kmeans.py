@@ -416,6 +416,7 @@ def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None,
 
 
 _KMEANS_TABLE_FIRST = 160  # below this the table is built first (cheaper than any row)
+KMEDIANS_MAX_VALUES = 20000  # the search skips a k-medians bound over more distinct targets
 
 
 def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):

@@ -392,7 +392,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             time_left = (None if self.time_limit is None else
                          max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
             native = None
-            if time_left is not None and self.loss == "squared_error":
+            if time_left is not None:
                 # the one-time load of the compiled kernels counts in the time limit: done
                 # here when the budget affords it, else the numpy kernels are used (both
                 # backends: the "jax" one runs host kernels between its device calls)

@@ -89,7 +89,7 @@ from .. import _progress
 from . import solver
 from . import warmup as _warmup
 from .bounds import equivalent_points_bound, kmeans_bound
-from .kmeans import kmeans_losses_np, kmedians_losses_np
+from .kmeans import KMEDIANS_MAX_VALUES, kmeans_losses_np, kmedians_losses_np
 from .losses import (
     STAT_C,
     STAT_E,
@@ -120,14 +120,13 @@ ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")
 _BIG_DEPTH = 1 << 30
 _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
-_KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
 _ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
 _NODE_VALUE_ELEMENTS = 1 << 22  # (nodes x samples) per chunk of _node_values (32 MiB)
 _UNTRIED = -2  # Entry.klev: the shallow-kernel upper bound is still to be computed
 _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 # the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.75 s CPU once per
 # process (import and load) and are then 5-20x faster than numpy per subproblem: a search
-# (squared loss) uses them unless it is one kernel call; so does every search once they
+# (either loss) uses them unless it is one kernel call; so does every search once they
 # are loaded. Which kernels a fit gets, their cache and their one-time compilation (in a
 # background process on a fresh install): :mod:`jaxsr.trees.warmup`.
 _NATIVE_LOADED = _warmup._NATIVE_LOADED
@@ -159,7 +158,7 @@ def _leaf_budget(eq, lam, cap):
 
 def native_for_time_limit(seconds_left):
     """:func:`jaxsr.trees.warmup.kernels_for_fit` (the ``native`` argument of a
-    squared-loss host search that must end within ``seconds_left``)."""
+    host search that must end within ``seconds_left``)."""
     return _warmup.kernels_for_fit(seconds_left)
 
 
@@ -268,10 +267,10 @@ class OptimalTreeSearch:
         the tree returned under a limit is never worse than it.
       native: host kernels (shallow subtrees, k-means, leaf losses, distinct splits)
         compiled by numba (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None
-        (squared loss: compiled unless the whole search is one shallow-kernel call and
-        they are not loaded yet: loading costs ~0.75 s once per process). The optimum is
-        the same. With the compiled kernels (squared loss, host backend) the solver loop
-        itself runs compiled too (:mod:`jaxsr.trees.compiled_solver`, the same steps as
+        (compiled unless the whole search is one shallow-kernel call and they are not
+        loaded yet: loading costs ~0.75 s once per process). The optimum is the same.
+        With the compiled kernels (either loss, host backend) the solver loop itself runs
+        compiled too (:mod:`jaxsr.trees.compiled_solver`, the same steps as
         :mod:`jaxsr.trees.solver` with the memo as a hash table over packed supports).
       mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
         the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
@@ -297,8 +296,7 @@ class OptimalTreeSearch:
         self.progress = bool(progress)
         self.greedy = bool(greedy)
         self._native_mode = native
-        self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0]
-                                           and loss != "absolute_error")
+        self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0])
         X = np.asarray(X, dtype=bool)
         y = np.asarray(y, dtype=np.float64)
         w = np.asarray(w, dtype=np.float64)
@@ -491,7 +489,7 @@ class OptimalTreeSearch:
             brk = np.flatnonzero(np.diff(vals) > 0) + 1
             starts = np.concatenate([[0], brk])
             vals, wts = vals[starts], np.add.reduceat(wts, starts)
-            if vals.size > _KMEDIANS_MAX_VALUES:
+            if vals.size > KMEDIANS_MAX_VALUES:
                 return b, deep
             losses = kmedians_losses_np(vals, wts, cmax, stop)
         elif self._native():
@@ -864,7 +862,7 @@ class OptimalTreeSearch:
         leaf = self._leaf_cost(mask, tot)
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
-        if self._native_mode is None and not self.l1 and d > self.kl + 1:
+        if self._native_mode is None and d > self.kl + 1:
             # a search, not one kernel call: the compiled kernels when they are loaded or
             # cached (loaded now), else numpy while a background process compiles them
             self._native_on = _warmup.kernels_for_fit(None) is None
@@ -900,7 +898,7 @@ class OptimalTreeSearch:
             limit = None if self.deadline is None else self.deadline - t0
             next_line = t0 + 1.0  # verbose: a line a second
             next_post = t0 + 0.5  # progress: the bounds twice a second
-            if self._native() and not self.l1 and not self._jax:
+            if self._native() and not self._jax:
                 # the same solver, compiled (:mod:`jaxsr.trees.compiled_solver`)
                 from . import compiled_solver as cs
 
@@ -917,8 +915,8 @@ class OptimalTreeSearch:
             # limit starts again on them (the compiled loop is 6-15x faster, so a long
             # first fit ends about as soon as after compiling in the fit; the optimum is
             # the same; a limited search keeps its progress instead)
-            switch = (mod is None and self._native_mode is None and not self.l1
-                      and not self._jax and self.deadline is None and max_steps is None
+            switch = (mod is None and self._native_mode is None and not self._jax
+                      and self.deadline is None and max_steps is None
                       and d > self.kl + 1 and _warmup.compiling())
             next_poll = t0 + _SWITCH_POLL_SECONDS
             restart = False

@@ -308,7 +308,7 @@ def _background_main(lock: str) -> None:
 
 
 def kernels_for_fit(seconds_left=None):
-    """The ``native`` argument of a squared-loss host search that is about to run,
+    """The ``native`` argument of a host search (either loss) that is about to run,
     the compiled kernels' load counted in ``seconds_left`` (None: no limit).
 
     * loaded in this process: compiled;

@@ -132,6 +132,26 @@ def test_optimal_objective_equals_exhaustive_enumeration(seed, depth, loss, weig
 
 
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+def test_both_engines_equal_exhaustive_enumeration(loss):
+    """The compiled engine (native=True) and the Python loop on the numpy kernels
+    (native=False) each certify the brute-force optimum, for both losses, with and
+    without weights and min_samples_leaf, at fixed depth budgets and without one."""
+    for seed, depth, weights, msl in ((40, 3, False, 1), (41, 4, True, 2), (42, 4, True, 1),
+                                      (43, None, True, 1)):
+        X, y, w = _problem(seed, n=30 if depth is None else None, M=5, weights=weights)
+        for lam in ((0.005, 0.02) if depth is None else (0.0, 0.01)):
+            ref = (memo_oracle(X, y, w, lam, None, loss, msl) if depth is None
+                   else exhaustive(X, y, w, lam, depth, loss, msl))
+            for native in (False, True):
+                r = OptimalTreeSearch(X, y, w, loss=loss, regularization=lam,
+                                      depth_budget=depth, min_samples_leaf=msl,
+                                      native=native).run()
+                assert r.objective == pytest.approx(ref, rel=1e-9, abs=1e-12), (seed, native)
+                assert r.lower_bound == pytest.approx(ref, rel=1e-9, abs=1e-12)
+                assert r.status.value == "optimal"
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
 def test_raw_mean_loss_objective(loss):
     """normalize=False is the paper's objective: mean loss + lambda * leaves."""
     X, y, w = _problem(11, M=5)
@@ -548,9 +568,10 @@ def test_jax_backend_runs_every_bound_subset_depth_and_loss(loss):
 # ------------------------------------------------------------------ the explicit solver
 
 
-def _tree_objective(tree, X, y, w, lam, norm_y):
+def _tree_objective(tree, X, y, w, lam, norm_y, loss="squared_error"):
     r = y - tree.predict(X)
-    return float(np.dot(w, r * r) / norm_y + lam * tree.n_leaves)
+    loss_y = np.dot(w, r * r) if loss == "squared_error" else np.dot(w, np.abs(r))
+    return float(loss_y / norm_y + lam * tree.n_leaves)
 
 
 def test_solver_stops_at_max_steps_with_a_valid_certificate():
@@ -857,26 +878,29 @@ def test_compiled_solver_equals_the_python_solver(monkeypatch):
 
     monkeypatch.setattr(compiled_solver, "_MEMO_CAP", 4)
     monkeypatch.setattr(compiled_solver, "_MAX_FRAMES", 1)
+    cases = [("squared_error", lam, depth, el)
+             for lam, depth, el in ((0.002, 6, 0), (0.004, None, 2), (0.01, 5, 3))]
+    cases += [("absolute_error", lam, depth, 0) for lam, depth in ((0.002, 6), (0.01, None))]
     for seed in range(3):
         X, y, w = _problem(700 + seed, n=50, M=6, weights=seed % 2 == 1)
-        sst = float(np.dot(w, (y - np.dot(w, y) / w.sum()) ** 2))
-        for lam, depth, el in ((0.002, 6, 0), (0.004, None, 2), (0.01, 5, 3)):
-            kw = dict(regularization=lam, depth_budget=depth, exact_levels=el)
+        for loss, lam, depth, el in cases:
+            kw = dict(loss=loss, regularization=lam, depth_budget=depth, exact_levels=el)
             ref = OptimalTreeSearch(X, y, w, native=False, **kw).run()
             r = OptimalTreeSearch(X, y, w, native=True, **kw).run()
             assert isinstance(r.status, solver.Status) and r.status is ref.status
             assert r.objective == pytest.approx(ref.objective, rel=1e-10), (seed, lam)
             assert r.lower_bound == pytest.approx(ref.lower_bound, rel=1e-10), (seed, lam)
-            assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(r.objective,
-                                                                               rel=1e-9)
+            norm = _norm(y, w, loss, True)
+            assert _tree_objective(r.tree, X, y, w, lam, norm, loss) == pytest.approx(
+                r.objective, rel=1e-9)
             assert r.n_subproblems > 4  # the memo grew
             k = max(1, ref.steps // 3)
             s = OptimalTreeSearch(X, y, w, native=True, **kw).run(max_steps=k)
             assert s.status is solver.Status.NODE_LIMIT and s.steps <= k + 1
             assert s.lower_bound <= ref.objective * (1 + 1e-12)
             assert ref.objective <= s.objective * (1 + 1e-12)
-            assert _tree_objective(s.tree, X, y, w, lam, sst) == pytest.approx(s.objective,
-                                                                               rel=1e-9)
+            assert _tree_objective(s.tree, X, y, w, lam, norm, loss) == pytest.approx(
+                s.objective, rel=1e-9)
 
 
 def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum(monkeypatch):
