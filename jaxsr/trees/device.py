@@ -107,7 +107,7 @@ class DeviceBatcher:
         # the batched k-means builds a U x U table per child: worth it on an accelerator,
         # slower on CPU than the host's O(U log U) rows (insurance, lambda 0.01, no depth
         # limit: 3.6 s host vs 31 s batched), but backend="jax" runs the same code on
-        # every platform (the "auto" backend picks the host path on CPU)
+        # every platform (the "auto" backend picks the host engine on every platform)
         self.batch_kmeans = bool(batch_kmeans)
         put = self._place
         with jax.enable_x64(True):
