@@ -588,6 +588,32 @@ def support_kmeans_losses(sel, W, mean, E, max_clusters, stop_gain, use_stop, ou
 
 
 @numba.njit(**_NB)
+def support_totals(mask, E, N):
+    """``(sum E, sum N, classes)`` of a ``(U,)`` bool support: its equivalence loss, its
+    samples and its number of classes (float, float, int)."""
+    Et = 0.0
+    Nt = 0.0
+    C = 0
+    for u in range(mask.shape[0]):
+        if mask[u]:
+            Et += E[u]
+            Nt += N[u]
+            C += 1
+    return Et, Nt, C
+
+
+@numba.njit(**_NB)
+def support_in_order(mask, korder, sel):
+    """``sel[:C]`` the classes of a support in the order ``korder`` (by mean)."""
+    t = 0
+    for i in range(korder.shape[0]):
+        u = korder[i]
+        if mask[u]:
+            sel[t] = u
+            t += 1
+
+
+@numba.njit(**_NB)
 def support_leaf_loss(mask, W, mean, E):
     """Squared loss of one leaf on the classes of a ``(U,)`` bool support ``mask``,
     around the support's own weighted mean (the same number as :func:`_sse` of the
@@ -711,6 +737,29 @@ def absolute_split_losses(mask, ys, ws, cls_s, X, F, nk, lossT, lossF):
 
 
 @numba.njit(**_NB)
+def distinct_targets(mask, ys, ws, cls_s, vals, wts):
+    """The distinct targets of a support's samples and their summed weights.
+
+    Args:
+      mask, ys, ws, cls_s: as in :func:`absolute_leaf_loss`. vals, wts: ``(>= n,)``
+        float64 out: ``vals[:k]`` increasing, ``wts[:k]`` the weight of each.
+
+    Returns:
+      int ``k``.
+    """
+    k = 0
+    for i in range(ys.shape[0]):
+        if mask[cls_s[i]]:
+            if k == 0 or ys[i] > vals[k - 1]:
+                vals[k] = ys[i]
+                wts[k] = ws[i]
+                k += 1
+            else:
+                wts[k - 1] += ws[i]
+    return k
+
+
+@numba.njit(**_NB)
 def absolute_support_bounds(mask, ys, ws, cls_s, E, N, d, lam, norm, m1, look, equiv,
                             use_kmeans, max_values):
     """Leaf loss and lower bounds of a new subproblem, absolute loss (the search's
@@ -731,15 +780,7 @@ def absolute_support_bounds(mask, ys, ws, cls_s, E, N, d, lam, norm, m1, look, e
       ``b`` a bound of every tree that splits, ``deep`` of every tree with at least 2
       leaves (objective units), ``n_kmedians`` 1 when the k-medians bound was computed.
     """
-    U = mask.shape[0]
-    Et = 0.0
-    Nt = 0.0
-    C = 0
-    for u in range(U):
-        if mask[u]:
-            Et += E[u]
-            Nt += N[u]
-            C += 1
+    Et, Nt, C = support_totals(mask, E, N)
     leaf = absolute_leaf_loss(mask, ys, ws, cls_s)
     eq = Et if equiv else 0.0  # the equivalent points loss (Theorem 3.3)
     b = _objective(eq, norm, lam, look)
@@ -751,18 +792,9 @@ def absolute_support_bounds(mask, ys, ws, cls_s, E, N, d, lam, norm, m1, look, e
         return leaf, b, deep, 0
     if cmax < look:
         return leaf, np.inf, np.inf, 0
-    n = ys.shape[0]
-    vals = np.empty(n)
-    wts = np.empty(n)
-    k = 0
-    for i in range(n):
-        if mask[cls_s[i]]:
-            if k == 0 or ys[i] > vals[k - 1]:
-                vals[k] = ys[i]
-                wts[k] = ws[i]
-                k += 1
-            else:
-                wts[k - 1] += ws[i]
+    vals = np.empty(ys.shape[0])
+    wts = np.empty(ys.shape[0])
+    k = distinct_targets(mask, ys, ws, cls_s, vals, wts)
     if k == 0 or k > max_values:
         return leaf, b, deep, 0
     out = np.empty(max(1, min(cmax, k)))
@@ -899,7 +931,7 @@ def kmeans_bound(losses, k, lam, norm, min_leaves):
     """:func:`jaxsr.trees.bounds.kmeans_bound` of ``losses[:k]`` (the same arithmetic)."""
     if k >= min_leaves:
         best = np.inf
-        for c in range(min_leaves, k + 1):
+        for c in range(int(min_leaves), k + 1):
             best = min(best, _objective(losses[c - 1], norm, lam, c))
         return best
     gain = losses[k - 2] - losses[k - 1] if k >= 2 else 0.0
@@ -926,24 +958,8 @@ def support_bounds(mask, korder, W, mean, E, N, d, lam, norm, m1, look, kl, equi
       ``kl + 2`` leaves (objective units: the equivalent points bound, Theorem 3.3, and
       the k-Means bound, Theorem 3.5, with the early stop of Theorem 3.7).
     """
-    U = mask.shape[0]
-    Wt = 0.0
-    St = 0.0
-    Et = 0.0
-    Nt = 0.0
-    C = 0
-    for u in range(U):
-        if mask[u]:
-            Wt += W[u]
-            St += W[u] * mean[u]
-            Et += E[u]
-            Nt += N[u]
-            C += 1
-    mu = _centre(Wt, St)
-    leaf = 0.0
-    for u in range(U):
-        if mask[u]:
-            leaf += _recentred(W[u], mean[u], E[u], mu)[1]
+    Et, Nt, C = support_totals(mask, E, N)
+    leaf = support_leaf_loss(mask, W, mean, E)
     eq = Et if equiv else 0.0  # the equivalent points loss (Theorem 3.3)
     b = _objective(eq, norm, lam, look)
     cmax = min(C, int(np.floor(Nt / m1)))
@@ -956,12 +972,7 @@ def support_bounds(mask, korder, W, mean, E, N, d, lam, norm, m1, look, kl, equi
     if cmax < look:
         return leaf, np.inf, np.inf
     sel = np.empty(C, dtype=np.int64)
-    t = 0
-    for i in range(U):
-        u = korder[i]
-        if mask[u]:
-            sel[t] = u
-            t += 1
+    support_in_order(mask, korder, sel)
     out = np.empty(max(1, min(cmax, C)))
     k = support_kmeans_losses(sel, W, mean, E, cmax, lam * norm, True, out)
     if kl > 0 and cmax >= kdeep:

@@ -52,8 +52,8 @@ from .compiled import (
 from .kmeans import KMEDIANS_MAX_VALUES
 from .solver import Entry, Status
 
-__all__ = ["Problem", "Memo", "Frames", "CompiledState", "init", "step", "terminate",
-           "CompiledMemo"]
+__all__ = ["Problem", "Memo", "Frames", "CompiledState", "Engine", "COMPILED", "init",
+           "step", "terminate", "CompiledMemo"]
 
 NEXT, TRUE, FALSE = solver.NEXT, solver.TRUE, solver.FALSE
 RTOL = solver.RTOL
@@ -145,11 +145,25 @@ class Frames(NamedTuple):
     cwords: np.ndarray
 
 
+class Engine(NamedTuple):
+    """The functions of the engine that the Python layer calls: compiled (:data:`COMPILED`)
+    or their Python source with numpy kernels (:func:`jaxsr.trees.interpreted.engine`)."""
+
+    run_chunk: object
+    insert: object
+    lookup: object
+    rebuild_table: object
+    feature_lists: object
+    chunk: int  # subproblem visits per :func:`step`
+
+
 class CompiledState(NamedTuple):
     """The solver state at the Python boundary (arrays are updated in place by
     :func:`step`). ``root_key``, ``root_lb``, ``status``, ``steps``, ``t0`` as in
-    :class:`~jaxsr.trees.solver.SolverState`."""
+    :class:`~jaxsr.trees.solver.SolverState`; ``engine`` the :class:`Engine` that runs it
+    (the arrays are the same for both, so a search can change engine between steps)."""
 
+    engine: Engine
     problem: Problem
     memo: Memo
     frames: Frames
@@ -336,16 +350,22 @@ def _kernel_work(M, n, levels):
 
 
 @numba.njit(**_NB)
+def _count(mask):
+    """Number of classes of a ``(U,)`` bool support."""
+    n = 0
+    for u in range(mask.shape[0]):
+        if mask[u]:
+            n += 1
+    return n
+
+
+@numba.njit(**_NB)
 def _affordable(P, fst, mask, levels):
     """A kernel call on ``mask`` is predicted to end before the deadline (as of the last
     clock read; always without a time limit)."""
     if not fst[F_DEADLINE] < np.inf:
         return True
-    n = 0
-    for u in range(mask.shape[0]):
-        if mask[u]:
-            n += 1
-    work = _kernel_work(P.X.shape[1], n, levels)
+    work = _kernel_work(P.X.shape[1], _count(mask), levels)
     return fst[F_RATE] * work < fst[F_DEADLINE] - fst[F_NOW]
 
 
@@ -409,30 +429,23 @@ def _entry(P, memo, ctr, slot, w, mask, d):
 
 
 @numba.njit(**_NB)
-def _expansion(P, memo, ctr, fst, fr, L, e, cap):
-    """``OptimalTreeSearch._expansion`` into level ``L`` (its support is ``fr.cmask``).
-
-    Returns True when level ``L`` now holds an expansion, False when the subproblem has
-    no admissible split (its leaf is then optimal)."""
-    lam, norm, m1 = P.prm[0], P.prm[1], P.prm[2]
+def split_sums(P, mask, a, tot):
+    """The six statistics of a support, ``tot`` ``(6,)``, and of its part with feature
+    ``g`` set, ``a[g]`` ``(M, 6)``: weight, ``S`` and ``Q`` re-centred on the support's own
+    mean (:func:`jaxsr.trees.losses.recentred`), equivalence loss, samples, classes."""
     U, M = P.X.shape
-    nw = fr.cwords.shape[0]
-    for j in range(nw):
-        fr.words[L, j] = fr.cwords[j]
-    mask = fr.mask[L]
     Wt = 0.0
     St = 0.0
     for u in range(U):
-        mask[u] = fr.cmask[u]
         if mask[u]:
             Wt += P.cls[0][u]
             St += P.cls[0][u] * P.cls[1][u]
     mu = _centre(Wt, St)
-    a = fr.st[L, 0]
     for g in range(M):
         for c in range(6):
             a[g, c] = 0.0
-    tot = np.zeros(6)
+    for c in range(6):
+        tot[c] = 0.0
     for u in range(U):
         if not mask[u]:
             continue
@@ -454,6 +467,22 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
             a[g, 3] += eu
             a[g, 4] += nu
             a[g, 5] += 1.0
+
+
+@numba.njit(**_NB)
+def _expansion(P, memo, ctr, fst, fr, L, e, cap):
+    """``OptimalTreeSearch._expansion`` into level ``L`` (its support is ``fr.cmask``).
+
+    Returns True when level ``L`` now holds an expansion, False when the subproblem has
+    no admissible split (its leaf is then optimal)."""
+    m1 = P.prm[2]
+    nw = fr.cwords.shape[0]
+    fr.words[L, :] = fr.cwords
+    mask = fr.mask[L]
+    mask[:] = fr.cmask
+    a = fr.st[L, 0]
+    tot = np.zeros(6)
+    split_sums(P, mask, a, tot)
     keep = fr.aux[1]
     k = support_splits(mask, P.X, keep)
     nk = 0
@@ -473,27 +502,10 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
         memo.i[e, M_KLEV] = -1
         memo.f[e, M_DEEP] = np.inf
         return False
-    d = memo.i[e, M_LEV]
-    l1 = P.iprm[4] != 0
-    if l1:  # the children's losses, written into the leaf rows first
+    if P.iprm[4]:  # the children's losses, written into the leaf rows first
         absolute_split_losses(mask, P.ys, P.ws, P.cls_s, P.X, fr.ki[L, K_F], nk,
                               fr.kf[L, K_LEAFT], fr.kf[L, K_LEAFF])
-    for i in range(nk):
-        if l1:
-            lt = _objective(fr.kf[L, K_LEAFT, i], norm, lam)
-            lf = _objective(fr.kf[L, K_LEAFF, i], norm, lam)
-        else:
-            lt = _objective(max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]), norm, lam)
-            lf = _objective(max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]), norm,
-                            lam)
-        fr.kf[L, K_LEAFT, i] = lt
-        fr.kf[L, K_LEAFF, i] = lf
-        dt = _deff(P, d - 1, a[i, 5], a[i, 4], a[i, 3], lt)
-        df = _deff(P, d - 1, comp[i, 5], comp[i, 4], comp[i, 3], lf)
-        fr.ki[L, K_DT, i] = dt
-        fr.ki[L, K_DF, i] = df
-        fr.kf[L, K_LBT, i] = min(lt, _cheap(P, a[i, 3])) if dt > 1 else lt
-        fr.kf[L, K_LBF, i] = min(lf, _cheap(P, comp[i, 3])) if df > 1 else lf
+    split_leaves(P, fr, L, nk, memo.i[e, M_LEV])
     fr.si[L, S_NK] = nk
     fr.si[L, S_EID] = e
     fr.sf[L, S_CAP] = cap
@@ -543,6 +555,34 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
         key[i] = np.floor(fr.kf[L, K_LBSUM, i] / qq)
     _argsort_stable(key, fr.ki[L, K_ORDER], fr.aux[1])
     return True
+
+
+@numba.njit(**_NB)
+def split_leaves(P, fr, L, nk, d):
+    """For the ``nk`` splits of the subproblem of level ``L`` (``d`` levels), from their
+    children's statistics (absolute loss: the children's losses already in the leaf rows):
+    the children's leaf costs, the levels that can matter to them (:func:`_deff`) and
+    their cheap lower bounds (the leaf, or at most the equivalent points bound of the trees
+    that split)."""
+    lam, norm = P.prm[0], P.prm[1]
+    a = fr.st[L, 0]
+    comp = fr.st[L, 1]
+    for i in range(nk):
+        if P.iprm[4]:
+            lt = _objective(fr.kf[L, K_LEAFT, i], norm, lam)
+            lf = _objective(fr.kf[L, K_LEAFF, i], norm, lam)
+        else:
+            lt = _objective(max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]), norm, lam)
+            lf = _objective(max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]), norm,
+                            lam)
+        fr.kf[L, K_LEAFT, i] = lt
+        fr.kf[L, K_LEAFF, i] = lf
+        dt = _deff(P, d - 1, a[i, 5], a[i, 4], a[i, 3], lt)
+        df = _deff(P, d - 1, comp[i, 5], comp[i, 4], comp[i, 3], lf)
+        fr.ki[L, K_DT, i] = dt
+        fr.ki[L, K_DF, i] = df
+        fr.kf[L, K_LBT, i] = min(lt, _cheap(P, a[i, 3])) if dt > 1 else lt
+        fr.kf[L, K_LBF, i] = min(lf, _cheap(P, comp[i, 3])) if df > 1 else lf
 
 
 @numba.njit(**_NB)
@@ -631,10 +671,7 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         return e, False
     if (memo.i[e, M_KLEV] == _UNTRIED and d > kl + 1
             and not _reaches(memo.f[e, M_LB], memo.f[e, M_DEEP])):
-        n = 0
-        for u in range(fr.cmask.shape[0]):
-            if fr.cmask[u]:
-                n += 1
+        n = _count(fr.cmask)
         M = P.X.shape[1]
         deadline = fst[F_DEADLINE]
         t_k = 0.0
@@ -914,11 +951,11 @@ def _new_memo(cap, nw):
                 table=np.full(tcap, -1, np.int64))
 
 
-def _grow_memo(memo, n, cap):
+def _grow_memo(memo, n, cap, engine):
     new = _new_memo(cap, memo.words.shape[1])
     for a, b in zip(new[:3], memo[:3], strict=True):
         a[:n] = b[:n]
-    rebuild_table(new, n)
+    engine.rebuild_table(new, n)
     return new
 
 
@@ -964,7 +1001,7 @@ class CompiledMemo:
 
     def _id(self, key):
         st = self._ref[0]
-        return lookup(st.memo, self._words(key[0]), int(key[1]))
+        return st.engine.lookup(st.memo, self._words(key[0]), int(key[1]))
 
     def get(self, key, default=None):
         e = self._id(key)
@@ -987,10 +1024,10 @@ class CompiledMemo:
         return int(self._ref[0].ctr[C_N])
 
 
-def problem_of(search) -> Problem:
+def problem_of(search, engine) -> Problem:
     """The constant arrays of an :class:`~jaxsr.trees.search.OptimalTreeSearch`."""
     X = search._Xu8
-    ones, nones = feature_lists(X)
+    ones, nones = engine.feature_lists(X)
     if search.l1:
         ys, ws = search.ys, search.ws
         cls_s = np.ascontiguousarray(search.cls_s, dtype=np.int64)
@@ -1008,12 +1045,15 @@ def problem_of(search) -> Problem:
                    ws=np.ascontiguousarray(ws, dtype=np.float64), cls_s=cls_s)
 
 
-def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> CompiledState:
+def init(search, root, entry, time_limit=None, max_steps=None, t0=None,
+         engine=None) -> CompiledState:
     """The compiled solver state of a search whose root ``(key, mask, d)`` has memo entry
-    ``entry`` (:func:`jaxsr.trees.solver.init`)."""
+    ``entry`` (:func:`jaxsr.trees.solver.init`), run by ``engine`` (default
+    :data:`COMPILED`)."""
     key, mask, d = root
+    engine = COMPILED if engine is None else engine
     t0 = time.perf_counter() if t0 is None else t0
-    P = problem_of(search)
+    P = problem_of(search, engine)
     U, M = P.X.shape
     nw = P.colw.shape[1]
     memo = _new_memo(max(_MEMO_CAP, 4 * M + 8), nw)
@@ -1026,7 +1066,7 @@ def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> Compi
     fst[F_BF] = solver.BEST_FIRST_AFTER
     fst[F_BFTRIES] = solver._BEST_FIRST_TRIES
     w = _pack(mask[None, :])[0]
-    ctr[C_ROOT] = insert(memo, ctr, w, int(d), float(entry.lb), float(entry.ub),
+    ctr[C_ROOT] = engine.insert(memo, ctr, w, int(d), float(entry.lb), float(entry.ub),
                          int(entry.feat), int(entry.solved), int(entry.klev),
                          float(entry.deep))
     fst[F_ROOTLB] = entry.lb
@@ -1038,14 +1078,18 @@ def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> Compi
         status = Status.TIME_LIMIT
     if status is not None:
         ctr[C_STATUS] = {Status.OPTIMAL: 1, Status.TIME_LIMIT: 2}[status]
-    return CompiledState(P, memo, frames, ctr, fst, key, float(entry.lb), status, 0, t0)
+    return CompiledState(engine, P, memo, frames, ctr, fst, key, float(entry.lb), status, 0,
+                         t0)
 
 
-def step(state, chunk=2048) -> CompiledState:
-    """Up to ``chunk`` subproblem visits of the compiled loop (growing the arrays as asked)."""
+def step(state, chunk=None) -> CompiledState:
+    """Up to ``chunk`` subproblem visits of the loop (default: the engine's), growing the
+    arrays as asked."""
     P, memo, fr, ctr, fst = state.problem, state.memo, state.frames, state.ctr, state.fst
+    engine = state.engine
+    chunk = engine.chunk if chunk is None else chunk
     while True:
-        run_chunk(P, memo, fr, ctr, fst, chunk)
+        engine.run_chunk(P, memo, fr, ctr, fst, chunk)
         if not ctr[C_GROW]:
             break
         n, M = int(ctr[C_N]), P.X.shape[1]
@@ -1053,7 +1097,8 @@ def step(state, chunk=2048) -> CompiledState:
             fr = _grow_frames(fr, 2 * fr.si.shape[0])
         D = fr.si.shape[0]
         if n + 2 * M + D + 8 > memo.f.shape[0]:
-            memo = _grow_memo(memo, n, max(2 * memo.f.shape[0], n + 4 * M + 2 * D + 16))
+            memo = _grow_memo(memo, n, max(2 * memo.f.shape[0], n + 4 * M + 2 * D + 16),
+                              engine)
     st = int(ctr[C_STATUS])
     return state._replace(memo=memo, frames=fr, root_lb=float(fst[F_ROOTLB]),
                           status=_STATUS.get(st), steps=int(ctr[C_STEPS]))
@@ -1082,3 +1127,8 @@ def live_lower_bound(state) -> float:
 def terminate(state) -> Status | None:
     """``None`` while the search goes on, else why it ended."""
     return state.status
+
+
+COMPILED = Engine(run_chunk=run_chunk, insert=insert, lookup=lookup,
+                  rebuild_table=rebuild_table, feature_lists=feature_lists, chunk=2048)
+"""The compiled engine (numba)."""

@@ -88,7 +88,7 @@ import numpy as np
 from .. import _progress
 from . import solver
 from . import warmup as _warmup
-from .bounds import equivalent_points_bound, kmeans_bound
+from .bounds import equivalent_points_bound, kmeans_bound, useful_levels
 from .kmeans import KMEDIANS_MAX_VALUES, kmeans_losses_np, kmedians_losses_np
 from .losses import (
     STAT_C,
@@ -265,13 +265,13 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.device`).
       greedy: start from the greedy CART tree (pruned at ``lambda``) as the incumbent:
         the tree returned under a limit is never worse than it.
-      native: host kernels (shallow subtrees, k-means, leaf losses, distinct splits)
-        compiled by numba (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None
-        (compiled unless the whole search is one shallow-kernel call and they are not
-        loaded yet: loading costs ~0.75 s once per process). The optimum is the same.
-        With the compiled kernels (either loss, host backend) the solver loop itself runs
-        compiled too (:mod:`jaxsr.trees.compiled_solver`, the same steps as
-        :mod:`jaxsr.trees.solver` with the memo as a hash table over packed supports).
+      native: the host engine (:mod:`jaxsr.trees.compiled_solver`: the search loop and its
+        kernels) compiled by numba: True, False (its Python source on the numpy kernels,
+        :mod:`jaxsr.trees.interpreted`), or None (compiled unless the whole search is one
+        shallow-kernel call and they are not loaded yet: loading costs ~0.75 s once per
+        process; on a fresh install the Python source until a background process has
+        compiled them, :mod:`jaxsr.trees.warmup`). The optimum is the same. The greedy
+        incumbent and the tree extraction use the same choice of kernels.
       mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
         the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
       progress: report steps, bounds, gap and subproblems to the open
@@ -430,14 +430,8 @@ class OptimalTreeSearch:
         return objective(loss, self.norm, self.lam)
 
     def _deff(self, d, st, leaf):
-        """Levels that can matter (vectorised over leading axes of ``st``)."""
-        r = np.minimum(st[..., STAT_C], np.floor(st[..., STAT_N] / self.m1))
-        r = np.minimum(r, d)
-        if self.lam > 0:
-            gap = leaf - (st[..., STAT_E] / self.norm if self.equiv else 0.0)
-            h = np.floor(gap / self.lam * (1 + 1e-9) + 1e-9)
-            r = np.minimum(r, h)
-        return np.maximum(r, 1).astype(np.int64)
+        """Levels that can matter (:func:`~jaxsr.trees.bounds.useful_levels`)."""
+        return useful_levels(d, st, leaf, self.lam, self.norm, self.m1, self.equiv)
 
     def _cheap_split_bound(self, st):
         """Equivalent points bound of the trees that split (Theorem 3.3; bounds.py)."""
@@ -898,11 +892,19 @@ class OptimalTreeSearch:
             limit = None if self.deadline is None else self.deadline - t0
             next_line = t0 + 1.0  # verbose: a line a second
             next_post = t0 + 0.5  # progress: the bounds twice a second
-            if self._native() and not self._jax:
-                # the same solver, compiled (:mod:`jaxsr.trees.compiled_solver`)
+            if not self._jax:
+                # the engine (:mod:`jaxsr.trees.compiled_solver`): compiled, or, while the
+                # compiled kernels are not built, its Python source on the numpy kernels
+                # (:mod:`jaxsr.trees.interpreted`)
                 from . import compiled_solver as cs
 
-                ref = [cs.init(self, (key, mask, d), e, limit, max_steps, t0)]
+                if self._native():
+                    engine = cs.COMPILED
+                else:
+                    from .interpreted import engine as interpreted_engine
+
+                    engine = interpreted_engine()
+                ref = [cs.init(self, (key, mask, d), e, limit, max_steps, t0, engine)]
                 self.memo = cs.CompiledMemo(self, ref)
                 mod = cs
             else:
@@ -910,22 +912,27 @@ class OptimalTreeSearch:
                 ref = [solver.init(self, (key, mask, tot, leaf), limit, max_steps, t0)]
                 mod = None
             state = ref[0]
-            # a fresh install: the search runs the numpy kernels while a background process
-            # compiles the compiled ones; once they are in the cache, a search without a
-            # limit starts again on them (the compiled loop is 6-15x faster, so a long
-            # first fit ends about as soon as after compiling in the fit; the optimum is
-            # the same; a limited search keeps its progress instead)
-            switch = (mod is None and self._native_mode is None and not self._jax
-                      and self.deadline is None and max_steps is None
-                      and d > self.kl + 1 and _warmup.compiling())
+            # a fresh install: the engine runs as Python on the numpy kernels while a
+            # background process compiles it; once numba's cache holds it, the search goes
+            # on compiled from where it is (the same arrays: nothing is recomputed; the
+            # compiled loop is 6-15x faster), when the time left affords the load
+            switch = (mod is not None and state.engine is not cs.COMPILED
+                      and self._native_mode is None and _warmup.compiling())
             next_poll = t0 + _SWITCH_POLL_SECONDS
-            restart = False
             while state.status is None:
                 if switch and time.perf_counter() >= next_poll:
                     next_poll = time.perf_counter() + _SWITCH_POLL_SECONDS
                     if _warmup.compiled_ready():
-                        restart = True
-                        break
+                        switch = False
+                        left = (None if self.deadline is None
+                                else self.deadline - time.perf_counter())
+                        if _warmup.kernels_for_fit(left) is None:
+                            self._native_on = True
+                            state = ref[0] = state._replace(engine=cs.COMPILED)
+                            _progress.write(
+                                "jaxsr: the compiled tree kernels are ready; the search "
+                                f"goes on compiled (after {time.perf_counter() - t0:.1f} s "
+                                "on the numpy kernels)")
                 steps = state.steps
                 state = ref[0] = (mod.step(state) if mod is not None
                                   else solver.step(self, state))
@@ -943,18 +950,10 @@ class OptimalTreeSearch:
             if mod is not None:
                 self.n_kernel += int(state.ctr[cs.C_KERNEL])
                 self.n_kmeans += int(state.ctr[cs.C_KMEANS])
-            if not restart:
-                e = self.memo[key]
-                tree = self._build(mask, d)
+            e = self.memo[key]
+            tree = self._build(mask, d)
         finally:
             blas.__exit__(None, None, None)
-        if restart:
-            _progress.write("jaxsr: the compiled tree kernels are ready; the search "
-                            f"restarts on them (after {time.perf_counter() - t0:.1f} s on "
-                            "the numpy kernels)")
-            self.memo, self._by_support = {}, {}
-            self.n_kernel = self.n_kmeans = 0
-            return self.run(max_steps)  # kernels_for_fit loads them from the cache
         if self.verbose or self.progress:
             self._report(state, final=True)
         self.status = state.status

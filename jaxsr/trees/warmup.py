@@ -10,17 +10,17 @@ later process loads them in about a second. A fit chooses its kernels with
 
 * the compiled kernels when they are loaded in this process, or on the cache (then loaded
   now, about a second, counted in a ``time_limit``);
-* otherwise (a fresh install or an upgrade) the numpy kernels -- the same search and the
-  same certified optimum, slower per subproblem -- while one detached background process
+* otherwise (a fresh install or an upgrade) the same engine run as Python on the numpy
+  kernels (:mod:`jaxsr.trees.interpreted`) -- the same search and the same certified
+  optimum, slower per subproblem -- while one detached background process
   compiles every kernel into numba's cache, at low priority, announced by one line on
   stderr. The fit neither waits for it nor is slowed by it beyond sharing the CPU (the
   compiler runs in its own process, so it holds none of this process's GIL); the process
   survives the interpreter's exit, so a short script still leaves a complete cache, and
   the next fit (in this process or a later one) loads the compiled kernels. A search
-  without a limit that is still running when the cache is complete starts again on them
-  (:meth:`jaxsr.trees.search.OptimalTreeSearch.run`; the compiled loop is 6-15x faster:
-  seoul-bike at depth budget 7, lambda 0.001 took 110 s on the numpy kernels alone, 54 s
-  with the restart, 49 s compiling inside the fit as before, on two loaded cores).
+  that is still running when the cache is complete goes on compiled from where it is
+  (:meth:`jaxsr.trees.search.OptimalTreeSearch.run`: the two engines share their arrays;
+  the compiled one is 6-15x faster), when its time limit affords the load.
 
 ``JAXSR_BACKGROUND_COMPILE=0`` (also ``false``, ``no``, ``off``) turns the background
 process off: the kernels are then compiled inside the first fit that needs them (announced

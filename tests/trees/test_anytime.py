@@ -242,11 +242,12 @@ def test_polished_greedy_incumbent_is_exact_and_not_worse(native):
     assert res.objective < g * (1 - 1e-6)
 
 
-@pytest.mark.parametrize("native", [False, True])
-def test_live_lower_bound_is_valid_and_tightens(monkeypatch, native):
-    """solver.live_lower_bound (bottom up through the frontier stack; the compiled
-    solver's twin on its arrays) after every step: never below the root's recorded bound,
-    never above the optimum, and at the end the certified optimum."""
+@pytest.mark.parametrize("engine", ["interpreted", "compiled", "python"])
+def test_live_lower_bound_is_valid_and_tightens(monkeypatch, engine):
+    """The live lower bound (bottom up through the frontier: compiled_solver's on the
+    engine's arrays, compiled or interpreted; solver's on the Python loop of
+    backend="jax") after every step: never below the root's recorded bound, never above
+    the optimum, and at the end the certified optimum."""
     from jaxsr.trees import compiled_solver as cs
     from jaxsr.trees import solver
     from jaxsr.trees.search import load_native_kernels
@@ -258,8 +259,9 @@ def test_live_lower_bound_is_valid_and_tightens(monkeypatch, native):
     opt = OptimalTreeSearch(Xb, y, np.ones(y.size), native=False, **kw).run()
     assert opt.status is solver.Status.OPTIMAL
     lbs = []
-    if native:
-        load_native_kernels()
+    if engine != "python":
+        if engine == "compiled":
+            load_native_kernels()
         step = cs.step
 
         def rec(state, chunk=2048):
@@ -279,7 +281,8 @@ def test_live_lower_bound_is_valid_and_tightens(monkeypatch, native):
             return st
 
         monkeypatch.setattr(solver, "step", rec)
-    res = OptimalTreeSearch(Xb, y, np.ones(y.size), native=native, **kw).run()
+    res = OptimalTreeSearch(Xb, y, np.ones(y.size), native=engine == "compiled",
+                            backend="jax" if engine == "python" else "numpy", **kw).run()
     assert res.objective == pytest.approx(opt.objective, rel=1e-9)
     assert len(lbs) > 5
     for live, rec_lb in lbs:

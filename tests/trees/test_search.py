@@ -869,11 +869,12 @@ def test_compiled_leaf_and_bounds_equal_the_numpy_ones():
                 assert deep == pytest.approx(deep0, rel=1e-10), (bounds, d)
 
 
-def test_compiled_solver_equals_the_python_solver(monkeypatch):
-    """The compiled solver loop (:mod:`jaxsr.trees.compiled_solver`: memo hash table,
-    frontier arrays) gives the Python loop's (numpy kernels) optimum and certificate, also
-    when its memo and frontier start tiny and must grow, under max_steps and with the
-    best-first root; the tree rebuilt from its memo has the reported objective."""
+def test_compiled_engine_equals_the_interpreted_engine(monkeypatch):
+    """The compiled engine (:mod:`jaxsr.trees.compiled_solver`: memo hash table, frontier
+    arrays) gives the optimum and certificate of its Python source on the numpy kernels
+    (native=False, :mod:`jaxsr.trees.interpreted`), for both losses, also when its memo and
+    frontier start tiny and must grow, and under max_steps; the tree rebuilt from its memo
+    has the reported objective."""
     from jaxsr.trees import compiled_solver, solver
 
     monkeypatch.setattr(compiled_solver, "_MEMO_CAP", 4)
@@ -907,19 +908,21 @@ def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum(monkeypatc
     """Under a cap only trees with at most ``lmax`` leaves can win (each leaf costs lambda
     on top of the equivalent points loss), so a kernel with ``lmax - 1`` levels decides the
     subproblem (search._leaf_budget): on rows with repeated feature vectors (classes with
-    internal loss, where the budget is tight) the Python and the compiled solver keep the
-    exact optimum and certificate for every kernel depth, and the rule is used."""
-    from jaxsr.trees import search as search_mod
+    internal loss, where the budget is tight) the engine, compiled and as Python on the
+    numpy kernels, keeps the exact optimum and certificate for every kernel depth, and the
+    rule is used."""
+    from jaxsr.trees.interpreted import engine
 
     used = [0]
-    orig = search_mod._leaf_budget
+    glob = engine().run_chunk.__wrapped__.__globals__  # the engine's Python source
+    orig = glob["_leaf_budget"]
 
-    def counting(eq, lam, cap):
-        L = orig(eq, lam, cap)
+    def counting(P, E, cap):
+        L = orig(P, E, cap)
         used[0] += L - 1 <= 3
         return L
 
-    monkeypatch.setattr(search_mod, "_leaf_budget", counting)
+    monkeypatch.setitem(glob, "_leaf_budget", counting)
     for seed in range(3):
         rng = np.random.default_rng(900 + seed)
         base = rng.integers(0, 2, size=(10, 5))
