@@ -213,9 +213,15 @@ def _hash(w):
 @numba.njit(**_NB)
 def _find_slot(memo, w):
     """The table slot of support ``w``: its chain, or the empty slot where it goes."""
+    return _probe(memo, w, _hash(w))
+
+
+@numba.njit(**_NB)
+def _probe(memo, w, h):
+    """:func:`_find_slot` of support ``w`` whose hash is ``h``."""
     table = memo.table
     msk = np.uint64(table.shape[0] - 1)
-    s = np.int64(_hash(w) & msk)
+    s = np.int64(h & msk)
     nw = w.shape[0]
     while True:
         e = table[s]
@@ -475,8 +481,6 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
 
     Returns True when level ``L`` now holds an expansion, False when the subproblem has
     no admissible split (its leaf is then optimal)."""
-    m1 = P.prm[2]
-    nw = fr.cwords.shape[0]
     fr.words[L, :] = fr.cwords
     mask = fr.mask[L]
     mask[:] = fr.cmask
@@ -485,16 +489,7 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
     split_sums(P, mask, a, tot)
     keep = fr.aux[1]
     k = support_splits(mask, P.X, keep)
-    nk = 0
-    comp = fr.st[L, 1]
-    for q in range(k):
-        f = keep[q]
-        if a[f, 4] >= m1 and tot[4] - a[f, 4] >= m1:
-            fr.ki[L, K_F, nk] = f
-            for c in range(6):
-                a[nk, c] = a[f, c]
-                comp[nk, c] = tot[c] - a[f, c]
-            nk += 1
+    nk = admissible_splits(fr, L, tot, keep, k, P.prm[2])
     if nk == 0:
         memo.f[e, M_LB] = memo.f[e, M_UB]
         memo.i[e, M_FEAT] = -1
@@ -531,6 +526,36 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
                 s = _find_slot(memo, fr.cwords)
                 if _lookup(memo, s, dd) < 0:
                     _entry(P, memo, ctr, s, fr.cwords, fr.cmask, dd)
+    memo_bounds(P, memo, fr, L, nk)
+    order_splits(fr, L, nk, memo.f[e, M_UB])
+    return True
+
+
+@numba.njit(**_NB)
+def admissible_splits(fr, L, tot, keep, k, m1):
+    """Keep, of the splits ``keep[:k]`` of level ``L``, those whose children both hold at
+    least ``m1`` samples: their features into ``ki[L, K_F]`` and their children's
+    statistics into the first rows of ``st[L, 0]`` (from the per-feature sums there) and
+    ``st[L, 1]`` (``tot`` minus them). Returns their number."""
+    a = fr.st[L, 0]
+    comp = fr.st[L, 1]
+    nk = 0
+    for q in range(k):
+        f = keep[q]
+        if a[f, 4] >= m1 and tot[4] - a[f, 4] >= m1:
+            fr.ki[L, K_F, nk] = f
+            for c in range(6):
+                a[nk, c] = a[f, c]
+                comp[nk, c] = tot[c] - a[f, c]
+            nk += 1
+    return nk
+
+
+@numba.njit(**_NB)
+def memo_bounds(P, memo, fr, L, nk):
+    """Raise the children's lower bounds of the ``nk`` splits of level ``L`` to their memo
+    entries' (children with more than one level that the memo holds)."""
+    nw = fr.cwords.shape[0]
     for i in range(nk):
         for side in (1, 0):
             dd = fr.ki[L, K_DT, i] if side == 1 else fr.ki[L, K_DF, i]
@@ -548,13 +573,19 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
                     fr.kf[L, K_LBT, i] = max(fr.kf[L, K_LBT, i], memo.f[ce, M_LB])
                 else:
                     fr.kf[L, K_LBF, i] = max(fr.kf[L, K_LBF, i], memo.f[ce, M_LB])
+
+
+@numba.njit(**_NB)
+def order_splits(fr, L, nk, ub):
+    """The bound sums of the ``nk`` splits of level ``L`` and the order in which they are
+    tried: by bound sum, sums equal up to rounding (``1e-10`` of the leaf ``ub``) in feature
+    order, so near-ties do not depend on the rounding."""
     key = np.empty(nk)
-    qq = max(1e-10 * memo.f[e, M_UB], 1e-300)
+    qq = max(1e-10 * ub, 1e-300)
     for i in range(nk):
         fr.kf[L, K_LBSUM, i] = fr.kf[L, K_LBT, i] + fr.kf[L, K_LBF, i]
         key[i] = np.floor(fr.kf[L, K_LBSUM, i] / qq)
     _argsort_stable(key, fr.ki[L, K_ORDER], fr.aux[1])
-    return True
 
 
 @numba.njit(**_NB)

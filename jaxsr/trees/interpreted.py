@@ -15,18 +15,19 @@ features or samples):
 * ``support_splits``: :func:`jaxsr.trees.subtrees.distinct_splits`;
 * ``split_leaves``: :func:`jaxsr.trees.losses.objective`,
   :func:`jaxsr.trees.bounds.useful_levels` over all splits at once;
-* ``split_sums``, ``support_leaf_loss``, ``support_totals``, ``support_in_order``,
-  ``distinct_targets``, ``feature_lists``, ``_child``, ``_count``, ``_argsort_stable``:
-  matrix products, sums and sorts.
+* ``split_sums``, ``admissible_splits``, ``memo_bounds``, ``order_splits``,
+  ``support_leaf_loss``, ``support_totals``, ``support_in_order``, ``distinct_targets``,
+  ``feature_lists``, ``_child``, ``_count``, ``_argsort_stable``: matrix products, sums,
+  sorts, and the memo's hash of all children at once.
 
 The bookkeeping (memo hash table, frontier, bounds, best-first root, limits) is the
 compiled engine's own code, so both run the same search over the same arrays and a search
 can change engine between two steps (:class:`~jaxsr.trees.compiled_solver.Engine`):
 when the background compilation is done, the search goes on compiled, with nothing
-recomputed. Measured on diabetes, 4 quantile thresholds, one core: squared loss, lambda
-0.002, depth budget 6: 15 s (the Python loop of :mod:`jaxsr.trees.solver` on the numpy
-kernels: 17.6 s; compiled: 2.8 s); absolute loss, lambda 0.01, depth budget 5: 26 s
-(16.9 s; compiled: 2.5 s).
+recomputed. Measured on diabetes, 4 quantile thresholds, one shared core: squared loss,
+lambda 0.002, depth budget 6: 14.9 s (the Python loop of :mod:`jaxsr.trees.solver` on the
+numpy kernels: 15.3 s; compiled: 2.8 s); absolute loss, lambda 0.01, depth budget 5: 28.5 s
+(19.5 s; compiled: 2.5 s).
 """
 
 from __future__ import annotations
@@ -150,6 +151,49 @@ def _split_leaves(P, fr, L, nk, d):
     fr.kf[L, K.K_LBF, :nk] = np.where(df > 1, np.minimum(lf, cheapF), lf)
 
 
+def _admissible(fr, L, tot, keep, k, m1):
+    a, comp = fr.st[L, 0], fr.st[L, 1]
+    F = keep[:k]
+    F = F[(a[F, 4] >= m1) & (tot[4] - a[F, 4] >= m1)]
+    nk = F.size
+    rows = a[F]
+    a[:nk] = rows
+    comp[:nk] = tot[None, :] - rows
+    fr.ki[L, compiled_solver.K_F, :nk] = F
+    return nk
+
+
+_MIX = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def _memo_bounds(P, memo, fr, L, nk):
+    K = compiled_solver
+    F = fr.ki[L, K.K_F, :nk]
+    w = fr.words[L][None, :]
+    for words, dcol, lbcol in ((w & P.colw[F], K.K_DT, K.K_LBT),
+                               (w & ~P.colw[F], K.K_DF, K.K_LBF)):
+        dd = fr.ki[L, dcol, :nk]
+        idx = np.flatnonzero(dd > 1)
+        h = np.full(idx.size, 0x9E3779B97F4A7C15, dtype=np.uint64)
+        for j in range(words.shape[1]):  # compiled_solver._hash of every child at once
+            h ^= words[idx, j]
+            h *= _MIX
+            h ^= h >> np.uint64(31)
+        for t, i in enumerate(idx):
+            ce = K._lookup.py_func(memo, K._probe.py_func(memo, words[i], h[t]), dd[i])
+            if ce >= 0:
+                fr.kf[L, lbcol, i] = max(fr.kf[L, lbcol, i], memo.f[ce, K.M_LB])
+
+
+def _order(fr, L, nk, ub):
+    K = compiled_solver
+    s = fr.kf[L, K.K_LBT, :nk] + fr.kf[L, K.K_LBF, :nk]
+    fr.kf[L, K.K_LBSUM, :nk] = s
+    with np.errstate(over="ignore", invalid="ignore"):
+        key = np.floor(s / max(1e-10 * ub, 1e-300))
+    fr.ki[L, K.K_ORDER, :nk] = np.argsort(key, kind="stable")
+
+
 def _argsort(key, out, tmp):
     out[:key.shape[0]] = np.argsort(key, kind="stable")
 
@@ -184,6 +228,9 @@ _TWINS = {
     compiled_solver._child: _child,
     compiled_solver._argsort_stable: _argsort,
     compiled_solver.split_leaves: _split_leaves,
+    compiled_solver.admissible_splits: _admissible,
+    compiled_solver.memo_bounds: _memo_bounds,
+    compiled_solver.order_splits: _order,
     compiled_solver._count: np.count_nonzero,
     compiled.support_totals: _totals,
     compiled.support_in_order: _in_order,
