@@ -253,7 +253,7 @@ def start_background_compile() -> bool:
     threading.Thread(target=p.wait, name="jaxsr-kernel-compile", daemon=True).start()
     _STATE["announced"] = True
     _announce("compiling the fast tree kernels once, in a background process (numba, "
-              "about 30 s of CPU); until then fits run the numpy kernels (same optimum, "
+              "under a minute of CPU); until then fits run the numpy kernels (same optimum, "
               f"slower on large problems). {ENV_BACKGROUND_COMPILE}=0 turns this off.")
     return True
 
@@ -342,10 +342,10 @@ def kernels_for_fit(seconds_left=None):
         from . import compiled
 
         if cached is False:
-            _announce("compiling the fast tree kernels in this process (numba, about 30 s "
+            _announce("compiling the fast tree kernels in this process (numba, under a minute "
                       "once; later processes load them from its cache in about a second).")
         elif not compiled._NB["cache"]:
-            _announce("compiling the fast tree kernels in this process (numba, about 30 s; "
+            _announce("compiling the fast tree kernels in this process (numba, under a minute; "
                       "numba has no writable cache folder here, so every process compiles "
                       "them: set NUMBA_CACHE_DIR to a writable folder).")
         load_native_kernels()
