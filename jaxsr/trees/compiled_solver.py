@@ -1,29 +1,29 @@
-"""The branch-and-bound solver of :mod:`jaxsr.trees.solver`, compiled (numba), host backend.
+"""The search: one branch and bound over subproblems (OSRT section 4), squared and absolute
+loss, compiled by numba (or run as Python on the numpy kernels, :mod:`jaxsr.trees.interpreted`).
 
-The same search, step for step, as :func:`jaxsr.trees.solver.step` driving
-:meth:`jaxsr.trees.search.OptimalTreeSearch.visit` (squared and absolute loss, compiled host
-kernels: :func:`~jaxsr.trees.compiled.support_bounds` or
-:func:`~jaxsr.trees.compiled.absolute_support_bounds` for a new subproblem's bounds, the
-children's losses from their sums or :func:`~jaxsr.trees.compiled.absolute_split_losses`),
-with the per-subproblem bookkeeping in compiled code instead of Python objects:
+A subproblem is a support over the equivalence classes and the levels a subtree on it may
+use (:mod:`jaxsr.trees.search` describes the bounds and reformulations); the search is
+depth first in the style of GOSDT / MurTree, with the state in named arrays:
 
 * the memo is an open-addressing hash table over the bit-packed supports (``uint64``
   words), each slot the head of a chain of the entries of that support with different
-  levels (so the lower bounds of a support with more levels are found at once, as
-  ``_by_support`` does); entries are rows of arrays (:class:`Memo`, the fields of
-  :class:`~jaxsr.trees.solver.Entry`);
-* the frontier stack is preallocated per level (:class:`Frames`, the fields of
-  :class:`~jaxsr.trees.solver.Expansion`); a child's support is its parent's words and'ed
-  with the column of its split, not a stored mask;
-* bounds, incumbents, the best-first root and the unwinding after a limit are the same
-  code paths as :mod:`jaxsr.trees.solver`, in the same order, so the search visits the
-  same subproblems and returns the same optimum (up to the rounding of sums: the order of
-  floating-point additions differs from numpy's).
+  levels (so the lower bounds of a support with more levels are found at once); entries
+  are rows of arrays (:class:`Memo`, the fields of :class:`~jaxsr.trees.solver.Entry`);
+* the frontier stack is preallocated per level (:class:`Frames`: per frame the children
+  of every split, their bounds, the order in which the splits are tried and the split
+  being worked on); a child's support is its parent's words and'ed with the column of its
+  split, not a stored mask;
+* a new subproblem's leaf and bounds come from :func:`~jaxsr.trees.compiled.support_bounds`
+  (squared loss) or :func:`~jaxsr.trees.compiled.absolute_support_bounds`, the children of
+  its splits from :func:`split_sums`, :func:`split_leaves` (and
+  :func:`~jaxsr.trees.compiled.absolute_split_losses`), the exact shallow subtrees from
+  :func:`~jaxsr.trees.compiled.support_subtree`.
 
 The Python layer (:func:`init`, :func:`step`, :func:`terminate`) builds the arrays, runs
-the compiled loop for up to ``chunk`` subproblem visits per :func:`step`, grows the arrays
-when the loop asks for room, and reads the status. The time limit is checked inside the
-loop (a clock read before each split, as in Python).
+the loop for up to ``chunk`` subproblem visits per :func:`step`, grows the arrays when
+the loop asks for room, hands the children of an expansion to the device when the loop
+asks for it (``backend="jax"``), and reads the status (:class:`~jaxsr.trees.solver.Status`).
+The time limit is checked inside the loop (a clock read before each split).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ RTOL = solver.RTOL
 _UNTRIED = -2
 # ctr (int64 counters)
 C_N, C_STEPS, C_KERNEL, C_KMEANS, C_STATUS, C_STOPPED, C_TOP, C_GROW, C_STARTED, \
-    C_MAXSTEPS, C_ROOT, C_TRIES, C_TICK = range(13)
+    C_MAXSTEPS, C_ROOT, C_TRIES, C_TICK, C_DEVICE = range(14)
 # fst (float64 state)
 F_ROOTLB, F_RATE, F_DEADLINE, F_T0, F_BF, F_BFTRIES, F_NOW = range(7)
 _TICKS = 16  # the limit check reads the clock (object mode, ~2-5 us) every 16th time
@@ -86,9 +86,10 @@ class Problem(NamedTuple):
     float64 class weight, mean target, internal loss, sample count. korder: ``(U,)``
     int64 classes by mean. prm: ``[lambda, normaliser, min_samples_leaf, lookahead
     leaves, most distinct targets of a k-medians bound]``. iprm: ``[exact_levels,
-    equivalent, kmeans, hierarchical, absolute loss]``. ys, ws: ``(n,)`` float64 the
-    internal targets sorted ascending and their weights, cls_s: ``(n,)`` int64 their
-    classes (absolute loss; empty for squared loss).
+    equivalent, kmeans, hierarchical, absolute loss, device]`` (device: an expansion with
+    at least 3 levels returns to Python for the device to evaluate its children).
+    ys, ws: ``(n,)`` float64 the internal targets sorted ascending and their weights,
+    cls_s: ``(n,)`` int64 their classes (absolute loss; empty for squared loss).
     """
 
     X: np.ndarray
@@ -123,7 +124,7 @@ class Memo(NamedTuple):
 
 class Frames(NamedTuple):
     """The frontier stack, one row per level (``D`` rows; the top is ``ctr[C_TOP]``): the
-    fields of :class:`~jaxsr.trees.solver.Expansion`.
+    fields of a frontier frame.
 
     words, mask: ``(D, nw)`` / ``(D, U)`` the support. si: ``(D, 6)`` int64 memo entry,
     number of splits ``k``, pos, phase, cur, completed. sf: ``(D, 3)`` cap, bound, t_ub.
@@ -154,14 +155,18 @@ class Engine(NamedTuple):
     lookup: object
     rebuild_table: object
     feature_lists: object
+    finish_expansion: object
     chunk: int  # subproblem visits per :func:`step`
 
 
 class CompiledState(NamedTuple):
     """The solver state at the Python boundary (arrays are updated in place by
     :func:`step`). ``root_key``, ``root_lb``, ``status``, ``steps``, ``t0`` as in
-    :class:`~jaxsr.trees.solver.SolverState`; ``engine`` the :class:`Engine` that runs it
-    (the arrays are the same for both, so a search can change engine between steps)."""
+    :class:`~jaxsr.trees.search.SearchResult`; ``engine`` the :class:`Engine` that runs it
+    (the arrays are the same for both, so a search can change engine between steps);
+    ``device``: None, or ``device(state, L)`` evaluates the children of the expansion of
+    level ``L`` on the device, writes their memo entries through ``state.pending`` and
+    returns whether it evaluated all of them."""
 
     engine: Engine
     problem: Problem
@@ -174,6 +179,8 @@ class CompiledState(NamedTuple):
     status: Status | None
     steps: int
     t0: float
+    device: object = None
+    pending: list | None = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -300,7 +307,8 @@ def insert(memo, ctr, w, lev, lb, ub, feat, solved, klev, deep):
 
 @numba.njit(**_NB)
 def _deff(P, d, C, Nn, E, leaf):
-    """``OptimalTreeSearch._deff`` of one set (same arithmetic)."""
+    """The levels that can matter to one set (:func:`jaxsr.trees.bounds.useful_levels`,
+    the same arithmetic)."""
     lam, norm, m1 = P.prm[0], P.prm[1], P.prm[2]
     r = min(C, np.floor(Nn / m1))
     r = min(r, float(d))
@@ -401,7 +409,9 @@ def _child(P, fr, t, i, side):
 
 @numba.njit(**_NB)
 def _entry(P, memo, ctr, slot, w, mask, d):
-    """``OptimalTreeSearch._entry``: a new subproblem's memo entry (its bounds)."""
+    """A new subproblem's memo entry: its leaf and bounds; solved when a bound reaches the
+    leaf. The same support with more levels has an optimum no larger (any tree with ``d``
+    levels also has fewer than ``d'``), so its lower bound holds here."""
     lam, norm = P.prm[0], P.prm[1]
     kl = P.iprm[0]
     if P.iprm[4]:
@@ -477,7 +487,9 @@ def split_sums(P, mask, a, tot):
 
 @numba.njit(**_NB)
 def _expansion(P, memo, ctr, fst, fr, L, e, cap):
-    """``OptimalTreeSearch._expansion`` into level ``L`` (its support is ``fr.cmask``).
+    """Expand the subproblem of entry ``e`` into level ``L`` (its support is ``fr.cmask``):
+    the children of every admissible distinct split, their leaf costs, levels and bounds,
+    and the order of the splits (by bound sum; :func:`finish_expansion`).
 
     Returns True when level ``L`` now holds an expansion, False when the subproblem has
     no admissible split (its leaf is then optimal)."""
@@ -510,11 +522,28 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
     fr.sf[L, S_TUB] = np.inf
     fr.si[L, S_COMPLETED] = 1
     fr.si[L, S_CUR] = -1
-    deadline = fst[F_DEADLINE]
     if L == 0:
         for i in range(nk):
             fr.aux[0, i] = 0
-        # anytime: the bounds of every root child at once (k-means included)
+    if P.iprm[5] and memo.i[e, M_LEV] >= 3:
+        # the children's bounds or exact subtrees on the device: the loop returns to
+        # Python (C_DEVICE), which calls finish_expansion once they are in the memo
+        ctr[C_DEVICE] = 1
+        return True
+    finish_expansion(P, memo, ctr, fst, fr, L, True)
+    return True
+
+
+@numba.njit(**_NB)
+def finish_expansion(P, memo, ctr, fst, fr, L, root_bounds):
+    """The end of an expansion of level ``L``: with ``root_bounds`` at the root, the memo
+    entries (bounds, k-Means included) of every child at once (anytime: the root's lower
+    bound is the least bound sum over all its splits from the start); then the children's
+    lower bounds from the memo and the order of the splits."""
+    nk = fr.si[L, S_NK]
+    e = fr.si[L, S_EID]
+    deadline = fst[F_DEADLINE]
+    if L == 0 and root_bounds:
         for i in range(nk):
             if deadline < np.inf and _clock() > deadline:
                 break
@@ -528,7 +557,6 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
                     _entry(P, memo, ctr, s, fr.cwords, fr.cmask, dd)
     memo_bounds(P, memo, fr, L, nk)
     order_splits(fr, L, nk, memo.f[e, M_UB])
-    return True
 
 
 @numba.njit(**_NB)
@@ -651,7 +679,7 @@ def _argsort_stable(key, out, tmp):
 
 @numba.njit(**_NB)
 def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
-    """``OptimalTreeSearch.visit`` of the child in ``fr.cmask``/``fr.cwords`` with ``d``
+    """Visit the child in ``fr.cmask``/``fr.cwords`` with ``d``
     levels. Returns ``(entry id, pushed)``: pushed means level ``L`` holds its expansion."""
     kl = P.iprm[0]
     slot = _find_slot(memo, fr.cwords)
@@ -774,7 +802,15 @@ def _limit(ctr, fst):
 
 @numba.njit(**_NB)
 def _best_first_split(fr, ub, tries_max):
-    """:func:`jaxsr.trees.solver._best_first_split` at the root (level 0)."""
+    """The root split of least bound sum and the cap it is solved against (level 0).
+
+    Its children are solved only against ``cap = min(ub, max(next least bound sum, its sum
+    + half the gap))``: the split either proves its bound sum reaches the cap (and the next
+    least split is taken) or is solved exactly, so the root's lower bound rises while the
+    search goes. After ``tries_max`` capped attempts a split is solved against the
+    incumbent (so the loop ends). Every cap only decides what is proven, never what is
+    pruned: the optimum is unchanged. Returns ``(i, bound)``, ``i = -1`` when every split
+    reaches the incumbent."""
     nk = fr.si[0, S_NK]
     i = -1
     best = np.inf
@@ -800,7 +836,7 @@ def _best_first_split(fr, ub, tries_max):
 
 @numba.njit(**_NB)
 def run_chunk(P, memo, fr, ctr, fst, max_visits):
-    """Run :func:`jaxsr.trees.solver.step` until the search ends, ``max_visits`` more
+    """Run the search until it ends, ``max_visits`` more
     subproblem visits were made, or the arrays need room (``ctr[C_GROW]`` set: the caller
     grows them and calls again; the loop resumes where it stopped)."""
     hier = P.iprm[3] != 0
@@ -825,6 +861,8 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
             ctr[C_TOP] = -1
             return
         ctr[C_TOP] = 0
+        if ctr[C_DEVICE]:
+            return
     t = ctr[C_TOP]
     start = ctr[C_STEPS]
     c_lb = 0.0
@@ -907,6 +945,9 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
                                 fr.kf[t, K_LEAFT, i], fr.st[t, 0, i, 3], capc, stopped)
             if pushed:
                 t += 1
+                if ctr[C_DEVICE]:
+                    ctr[C_TOP] = t
+                    return
                 continue
             c_lb, c_ub = memo.f[ce, M_LB], memo.f[ce, M_UB]
             c_solved = memo.i[ce, M_SOLVED] != 0
@@ -939,6 +980,9 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
                                 fr.kf[t, K_LEAFF, i], fr.st[t, 1, i, 3], capc, stopped)
             if pushed:
                 t += 1
+                if ctr[C_DEVICE]:
+                    ctr[C_TOP] = t
+                    return
                 continue
             c_lb, c_ub = memo.f[ce, M_LB], memo.f[ce, M_UB]
             c_solved = memo.i[ce, M_SOLVED] != 0
@@ -1051,6 +1095,10 @@ class CompiledMemo:
     def __contains__(self, key):
         return self._id(key) >= 0
 
+    def __setitem__(self, key, entry):
+        """Queue a new entry (the device's); :func:`step` inserts it into the memo."""
+        self._ref[0].pending.append((self._words(key[0]), int(key[1]), entry))
+
     def __len__(self):
         return int(self._ref[0].ctr[C_N])
 
@@ -1071,15 +1119,17 @@ def problem_of(search, engine) -> Problem:
                    prm=np.array([search.lam, search.norm, float(search.m1),
                                  float(search.look), float(KMEDIANS_MAX_VALUES)]),
                    iprm=np.array([search.kl, int(search.equiv), int(search.use_kmeans),
-                                  int(search.hier), int(search.l1)], dtype=np.int64),
+                                  int(search.hier), int(search.l1), int(search._jax)],
+                                 dtype=np.int64),
                    ys=np.ascontiguousarray(ys, dtype=np.float64),
                    ws=np.ascontiguousarray(ws, dtype=np.float64), cls_s=cls_s)
 
 
 def init(search, root, entry, time_limit=None, max_steps=None, t0=None,
-         engine=None) -> CompiledState:
+         engine=None, device=None) -> CompiledState:
     """The compiled solver state of a search whose root ``(key, mask, d)`` has memo entry
-    ``entry`` (:func:`jaxsr.trees.solver.init`), run by ``engine`` (default
+    ``entry`` (solved at once when its bounds meet; a deadline already past stops before
+    anything is expanded), run by ``engine`` (default
     :data:`COMPILED`)."""
     key, mask, d = root
     engine = COMPILED if engine is None else engine
@@ -1088,7 +1138,7 @@ def init(search, root, entry, time_limit=None, max_steps=None, t0=None,
     U, M = P.X.shape
     nw = P.colw.shape[1]
     memo = _new_memo(max(_MEMO_CAP, 4 * M + 8), nw)
-    ctr = np.zeros(13, dtype=np.int64)
+    ctr = np.zeros(14, dtype=np.int64)
     ctr[C_MAXSTEPS] = -1 if max_steps is None else int(max_steps)
     fst = np.zeros(7)
     fst[F_RATE] = search._kernel_rate
@@ -1110,7 +1160,7 @@ def init(search, root, entry, time_limit=None, max_steps=None, t0=None,
     if status is not None:
         ctr[C_STATUS] = {Status.OPTIMAL: 1, Status.TIME_LIMIT: 2}[status]
     return CompiledState(engine, P, memo, frames, ctr, fst, key, float(entry.lb), status, 0,
-                         t0)
+                         t0, device, [])
 
 
 def step(state, chunk=None) -> CompiledState:
@@ -1121,6 +1171,20 @@ def step(state, chunk=None) -> CompiledState:
     chunk = engine.chunk if chunk is None else chunk
     while True:
         engine.run_chunk(P, memo, fr, ctr, fst, chunk)
+        if ctr[C_DEVICE]:
+            ctr[C_DEVICE] = 0
+            L = int(ctr[C_TOP])
+            done = state.device(state._replace(memo=memo, frames=fr), L)
+            n, new = int(ctr[C_N]), state.pending
+            if n + len(new) + 2 * P.X.shape[1] + fr.si.shape[0] + 8 > memo.f.shape[0]:
+                memo = _grow_memo(memo, n, 2 * (n + len(new)) + 4 * P.X.shape[1]
+                                  + 2 * fr.si.shape[0] + 16, engine)
+            for w, lev, en in new:
+                engine.insert(memo, ctr, w, lev, en.lb, en.ub, en.feat, int(en.solved),
+                              en.klev, en.deep)
+            new.clear()
+            engine.finish_expansion(P, memo, ctr, fst, fr, L, not done)
+            continue
         if not ctr[C_GROW]:
             break
         n, M = int(ctr[C_N]), P.X.shape[1]
@@ -1136,8 +1200,16 @@ def step(state, chunk=None) -> CompiledState:
 
 
 def live_lower_bound(state) -> float:
-    """:func:`jaxsr.trees.solver.live_lower_bound` on the compiled frontier (its arrays,
-    read here in Python: for progress lines)."""
+    """The root's proven lower bound now, bottom up through the frontier (its arrays,
+    read here in Python: for progress lines).
+
+    Validity: every children's bound of a frame is a lower bound of every tree on that
+    child (they only ever rise to the max of valid bounds, whatever cap a child was solved
+    against), so the least bound sum over a subproblem's splits bounds every tree that
+    splits, and with its best tree found (``ub``, at most its leaf) ``max(lb, min(ub,
+    least bound sum))`` bounds every tree on it. The top frame's bound is valid for the
+    child its parent awaits, so it replaces that child's bound in the parent's sum, and so
+    on down to the root (the same arithmetic as the unwinding after a limit)."""
     fr, memo = state.frames, state.memo
     below = None
     for t in range(int(state.ctr[C_TOP]), -1, -1):
@@ -1161,5 +1233,6 @@ def terminate(state) -> Status | None:
 
 
 COMPILED = Engine(run_chunk=run_chunk, insert=insert, lookup=lookup,
-                  rebuild_table=rebuild_table, feature_lists=feature_lists, chunk=2048)
+                  rebuild_table=rebuild_table, feature_lists=feature_lists,
+                  finish_expansion=finish_expansion, chunk=2048)
 """The compiled engine (numba)."""

@@ -155,7 +155,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
         the predictions. The search's sums are always accumulated in float64 on the host,
         so the certificate is exact to about 1e-12.
-      max_steps: the most solver steps (subproblem visits, :mod:`jaxsr.trees.solver`);
+      max_steps: the most solver steps (subproblem visits, :mod:`jaxsr.trees.compiled_solver`);
         the search stops there (``status_ == "node_limit"``) and returns the best tree
         found with a valid lower bound, like ``time_limit`` but reproducible. ``None``: no
         limit.

@@ -57,7 +57,7 @@ Three reformulations keep the answer exact and shrink the space:
 Before the true child of a split is solved, the false child's memo entry (its k-Means
 bound) is created: the split is dropped when the two bounds reach the incumbent (or the
 cap), else the true child is solved against the cap its sibling's k-Means bound leaves,
-which is tighter than its cheap bound (:func:`jaxsr.trees.solver.step`). On the OSRT
+which is tighter than its cheap bound (:mod:`jaxsr.trees.compiled_solver`). On the OSRT
 datasets at depth budget 7 this cuts the solver's steps 2-4x (yacht lambda 0.001: 2387 ->
 636, enb-cool lambda 0.01: 3804 -> 865) and the exact kernel calls up to 4.5x.
 
@@ -65,7 +65,8 @@ The result carries the certificate: the root's lower bound and the objective of 
 returned. With a time limit the search stops, and the lower bound is still valid: it is
 the minimum over the root's splits of the (memoised or cheap) bounds of their children,
 raised bottom up through the frontier as the stack unwinds
-(:func:`jaxsr.trees.solver.live_lower_bound` gives the same bound during the search).
+(:func:`jaxsr.trees.compiled_solver.live_lower_bound` gives the same bound during the
+search).
 
 Anytime (a time limit): the incumbent is greedy CART, computed first
 (:meth:`OptimalTreeSearch._greedy`: best-first growth, one product of the support's
@@ -107,7 +108,7 @@ from .losses import (
     stats_loss,
 )
 from .solver import RTOL as _RTOL
-from .solver import Entry, Expansion, Status
+from .solver import Entry, Status
 from .solver import reaches as _reaches
 from .subtrees import best_subtree_np, distinct_splits
 from .tree import Tree
@@ -131,29 +132,6 @@ _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 # background process on a fresh install): :mod:`jaxsr.trees.warmup`.
 _NATIVE_LOADED = _warmup._NATIVE_LOADED
 _SWITCH_POLL_SECONDS = 1.0  # how often a search on the numpy kernels asks for them
-
-
-def _leaf_budget(eq, lam, cap):
-    """The most leaves of a tree that can cost less than ``cap`` (``lam > 0``).
-
-    A tree with ``L`` leaves costs at least ``eq + lam L`` (its loss is at least the
-    equivalent points loss ``eq`` of its support, Theorem 3.3; 0 without that bound), so
-    only trees with ``L <= lmax`` leaves -- the largest ``L`` with ``eq + lam L`` short of
-    the cap by :data:`~jaxsr.trees.solver.RTOL` -- can beat it, and a tree with more than
-    ``lmax - 1`` split levels has more than ``lmax`` leaves. So the best tree with
-    ``lmax - 1`` levels is the optimum of the subproblem when it costs less than the cap,
-    and otherwise every tree costs at least ``min(its cost, eq + lam (lmax + 1))``, which
-    reaches the cap. Returns 0 when not even a leaf can beat the cap, at most ``2^30``
-    (the same arithmetic as :func:`jaxsr.trees.compiled_solver._leaf_budget`)."""
-    x = (cap - eq) / lam
-    if not x < 2.0 ** 30:
-        return 1 << 30
-    L = int(max(np.floor(x), 0.0))
-    while L >= 1 and _reaches(eq + lam * L, cap):
-        L -= 1
-    while not _reaches(eq + lam * (L + 1), cap):
-        L += 1
-    return L
 
 
 def native_for_time_limit(seconds_left):
@@ -388,7 +366,6 @@ class OptimalTreeSearch:
         self._kernel_rate = 3e-8  # seconds per element operation of the kernel (updated)
         self._kmeans_rate = 0.0  # seconds per class of a k-means bound (the most seen)
         self.memo: dict = {}  # (packed support, levels) -> solver.Entry
-        self._by_support: dict = {}  # support -> [memo keys] (lower bounds shared)
         self.n_kernel = 0
         self.n_kmeans = 0
 
@@ -516,16 +493,14 @@ class OptimalTreeSearch:
 
     # ------------------------------------------------------------------ search
     def _live_bound(self, state, final=False):
-        """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.solver`)
+        """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.compiled_solver`)
         and its entry."""
         e = self.memo[state.root_key]
         if final or e.solved or state.status is not None:
             return e.lb, e
-        if hasattr(state, "frames"):  # the compiled solver's state
-            from .compiled_solver import live_lower_bound
+        from .compiled_solver import live_lower_bound
 
-            return live_lower_bound(state), e
-        return solver.live_lower_bound(self, state), e
+        return live_lower_bound(state), e
 
     def _report(self, state, final=False, line=True):
         """The bounds, gap and subproblems on the progress bar (``progress``) and, with
@@ -559,122 +534,6 @@ class OptimalTreeSearch:
             return True
         left = self.deadline - time.perf_counter()
         return self._kernel_rate * self._kernel_work(n_classes, levels) < left
-
-    def _entry(self, key, mask, tot, leaf) -> Entry:
-        """Create the memo entry of a new subproblem (its bounds; no expansion)."""
-        memo = self.memo
-        d = key[1]
-        bounds = None
-        if not self.l1 and self._native():
-            # leaf and bounds in one compiled call (:func:`~jaxsr.trees.compiled.
-            # support_bounds`: the same quantities as _leaf_cost and _split_bound)
-            from .compiled import support_bounds
-
-            loss, sb, deep = support_bounds(
-                mask, self.korder, self._Wc, self.cls_mean, self._Ec, self._Nc, int(d),
-                self.lam, self.norm, float(self.m1), float(self.look), int(self.kl),
-                self.equiv, self.use_kmeans)
-            leaf = objective(loss, self.norm, self.lam)
-            bounds = (float(sb), float(deep))
-            if self.use_kmeans and d > max(self.kl, 1):
-                self.n_kmeans += 1
-        elif not self.l1:  # the parent's sums round relative to the parent's spread
-            leaf = self._leaf_cost(mask)
-        e = self._new_entry(mask, tot, leaf, d, bounds)
-        if not e.solved:
-            # the same support with more levels has an optimum no larger than this one
-            # (any tree with d levels also has fewer than d' levels), so its lower bound
-            # holds here
-            sib = self._by_support.setdefault(key[0], [])
-            for k2 in sib:
-                e2 = memo[k2]
-                if k2[1] > d and e2.lb > e.lb:
-                    e = e._replace(lb=min(e2.lb, e.ub))
-            sib.append(key)
-            if _reaches(e.lb, e.ub):
-                e = e._replace(lb=e.ub, solved=True)
-        memo[key] = e
-        return e
-
-    def peek(self, key, mask, tot, leaf) -> Entry:
-        """The memo entry of a subproblem, created with its bounds if it is new (for
-        :func:`jaxsr.trees.solver.step`: a sibling's bound before a split is solved)."""
-        e = self.memo.get(key)
-        return self._entry(key, mask, tot, leaf) if e is None else e
-
-    def visit(self, key, mask, tot, leaf, cap, is_root=False, stopped=False):
-        """Look a subproblem up (creating its memo entry) and decide what it needs.
-
-        Returns ``(entry, None)`` when it needs no expansion now -- solved, its lower
-        bound reaches ``cap``, solved at once by the shallow kernel, or the search is
-        ``stopped`` -- else ``(None, expansion)`` (:class:`~jaxsr.trees.solver.Expansion`).
-        """
-        memo = self.memo
-        e = memo.get(key)
-        d = key[1]
-        if e is None and stopped:
-            # the search is unwinding after a limit: the leaf and the cheap bound, no
-            # k-means, so a stop is not followed by a burst of bounds
-            lb = min(float(leaf), float(self._cheap_split_bound(tot)))
-            e = memo[key] = Entry(lb, float(leaf), -1, False, -1, np.inf)
-            return e, None
-        if e is None:
-            e = self._entry(key, mask, tot, leaf)
-        if e.solved or _reaches(e.lb, cap) or stopped:
-            return e, None
-        if self.kl and not self.l1 and np.isfinite(cap) and self.lam > 0:
-            # only trees with at most lmax leaves (at most lmax - 1 levels) can beat the
-            # cap: when that is fewer levels than d - 1 and the kernel covers them, the
-            # kernel decides at once (compiled_solver._leaf_budget)
-            eq = float(tot[STAT_E]) / self.norm if self.equiv else 0.0
-            lmax = _leaf_budget(eq, self.lam, cap)
-            lev = lmax - 1
-            if lev < d - 1 and lev <= self.kl and (
-                    lev < 1 or self._affordable(int(mask.sum()), lev)):
-                if lev >= 1:
-                    c, f = self._kernel(mask, lev)
-                    self.n_kernel += 1
-                else:
-                    c, f = self._leaf_cost(mask), -1
-                if not _reaches(c, cap):  # the optimum: every deeper tree reaches the cap
-                    klev = lev if lev >= 1 else -1  # the tree is rebuilt with lev levels
-                    e = memo[key] = Entry(c, c, f, True, klev, np.inf)
-                    return e, None
-                lbk = min(c, eq + self.lam * (lmax + 1))  # reaches the cap
-                e = memo[key] = e._replace(lb=max(e.lb, min(lbk, e.ub)))
-                return e, None
-        if self.kl and d <= self.kl + 1:
-            c, f = self._kernel(mask, d - 1)
-            self.n_kernel += 1
-            e = memo[key] = Entry(c, c, f, True, -1, np.inf)
-            return e, None
-        if e.klev == _UNTRIED and d > self.kl + 1 and not _reaches(e.lb, e.deep):
-            # upper bound: the exact best tree with at most kl split levels (kernel); the
-            # optimum is the better of that and the best tree with >= kl + 2 leaves, so
-            # min(kernel cost, deep bound) is a lower bound, and the kernel tree is optimal
-            # when the deep bound reaches it. Skipped when the deep bound does not exceed
-            # the lower bound already known: min(kernel cost, deep) could then neither
-            # raise the bound nor solve the subproblem (that needs kernel cost <= deep <=
-            # lb <= optimum), only offer a tree, which the expansion finds anyway
-            idx = np.flatnonzero(mask)
-            if not self._affordable(idx.size, self.kl):  # optional: skip near a deadline
-                e = memo[key] = e._replace(klev=-1)
-                return self._expansion(key, mask, cap, is_root)
-            t_k = time.perf_counter()
-            c, f = self._kernel(mask, self.kl, idx)
-            self._kernel_rate = max(self._kernel_rate, (time.perf_counter() - t_k)
-                                    / self._kernel_work(idx.size, self.kl))
-            self.n_kernel += 1
-            e = e._replace(klev=-1)
-            if c < e.ub:
-                e = e._replace(ub=c, feat=f, klev=self.kl)
-            e = e._replace(lb=max(e.lb, min(c, e.deep)))
-            if _reaches(e.lb, e.ub):
-                e = e._replace(lb=e.ub, solved=True)
-            memo[key] = e
-            if e.solved or _reaches(e.lb, cap):
-                return e, None
-        return self._expansion(key, mask, cap, is_root)
 
     def _kernel(self, mask, levels, idx=None):
         """Exact best tree with at most ``levels`` split levels on ``mask`` (squared loss):
@@ -737,6 +596,29 @@ class OptimalTreeSearch:
                     mean=self.cls_mean, E=self.stats[:, STAT_E], mesh=self._mesh)
         return self.dev
 
+    def _device_expansion(self, state, L):
+        """The device's part of the engine's expansion of level ``L``
+        (:mod:`jaxsr.trees.compiled_solver`, ``backend="jax"``): the children of its splits,
+        as :meth:`_device_children` takes them; their entries go to the memo. Returns
+        whether the device evaluated every new child."""
+        from . import compiled_solver as cs
+
+        fr = state.frames
+        nk = int(fr.si[L, cs.S_NK])
+        d = int(state.memo.i[int(fr.si[L, cs.S_EID]), cs.M_LEV])
+        F = fr.ki[L, cs.K_F, :nk]
+        mask = fr.mask[L].copy()
+        maskT = mask[None, :] & self.XcT[F]
+        maskF = mask[None, :] & ~self.XcT[F]
+        dT, dF = fr.ki[L, cs.K_DT, :nk].copy(), fr.ki[L, cs.K_DF, :nk].copy()
+        packT, packF = np.packbits(maskT, axis=1), np.packbits(maskF, axis=1)
+        keysT = [(packT[i].tobytes(), int(dT[i])) if dT[i] > 1 else None for i in range(nk)]
+        keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None for i in range(nk)]
+        return self._device_children(
+            mask, d, (maskT, maskF), (keysT, keysF),
+            (fr.st[L, 0, :nk].copy(), fr.st[L, 1, :nk].copy()),
+            (fr.kf[L, cs.K_LEAFT, :nk].copy(), fr.kf[L, cs.K_LEAFF, :nk].copy()), (dT, dF))
+
     def _device_children(self, mask, d, masks, keys, stats, leaves, deffs):
         """Evaluate all new children of a subproblem in batched device calls; False when
         the device is not used (see :meth:`_device`)."""
@@ -790,66 +672,10 @@ class OptimalTreeSearch:
                                 _UNTRIED if kd else -1, float(deep))
         return done == len(sel_k)
 
-    def _expansion(self, key, mask, cap, is_root):
-        """The children of every split of a subproblem, their bounds and their order."""
-        d = key[1]
-        memo = self.memo
-        F, a, comp, leafT, leafF = self._children(mask)
-        if F.size == 0:
-            e = memo[key]  # no admissible split: the leaf (its upper bound) is optimal
-            e = memo[key] = Entry(e.ub, e.ub, -1, True, -1, np.inf)
-            return e, None
-        dT = self._deff(d - 1, a, leafT)
-        dF = self._deff(d - 1, comp, leafF)
-        maskT = mask[None, :] & self.XcT[F]
-        maskF = mask[None, :] & ~self.XcT[F]
-        packT = np.packbits(maskT, axis=1)
-        packF = np.packbits(maskF, axis=1)
-        cheapT = np.minimum(leafT, self._cheap_split_bound(a))
-        cheapF = np.minimum(leafF, self._cheap_split_bound(comp))
-        lbT = np.where(dT > 1, cheapT, leafT)
-        lbF = np.where(dF > 1, cheapF, leafF)
-        keysT = [(packT[i].tobytes(), int(dT[i])) if dT[i] > 1 else None
-                 for i in range(F.size)]
-        keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None
-                 for i in range(F.size)]
-        if self._jax and d >= 3 and self._device_children(
-                mask, d, (maskT, maskF), (keysT, keysF), (a, comp), (leafT, leafF),
-                (dT, dF)):
-            pass
-        elif is_root:
-            # anytime: the bounds of every root child at once (k-means included), so the
-            # root's lower bound is the least bound sum over all its splits from the start
-            for i in range(F.size):
-                if self.deadline is not None and time.perf_counter() > self.deadline:
-                    break
-                for k, m, st, lf in ((keysT[i], maskT[i], a[i], leafT[i]),
-                                     (keysF[i], maskF[i], comp[i], leafF[i])):
-                    if k is not None and k not in memo:
-                        self._entry(k, m, st, lf)
-        for i in range(F.size):
-            if keysT[i] is not None:
-                ce = memo.get(keysT[i])
-                if ce is not None:
-                    lbT[i] = max(lbT[i], ce.lb)
-            if keysF[i] is not None:
-                ce = memo.get(keysF[i])
-                if ce is not None:
-                    lbF[i] = max(lbF[i], ce.lb)
-        lbsum = lbT + lbF
-        # splits in order of their bound sums; sums equal up to rounding (1e-10 of the
-        # leaf) keep feature order, so near-ties do not depend on the rounding
-        q = max(1e-10 * memo[key].ub, 1e-300)
-        with np.errstate(over="ignore", invalid="ignore"):
-            order = np.argsort(np.floor(lbsum / q), kind="stable")
-        return None, Expansion(key=key, mask=mask, cap=cap, is_root=is_root, F=F, a=a,
-                               comp=comp, leafT=leafT, leafF=leafF, dT=dT, dF=dF,
-                               maskT=maskT, maskF=maskF, keysT=keysT, keysF=keysF,
-                               lbT=lbT, lbF=lbF, lbsum=lbsum, order=order)
-
     # ------------------------------------------------------------------ driver
     def run(self, max_steps=None) -> SearchResult:
-        """Solve (:mod:`jaxsr.trees.solver`: init, step until terminate, build the tree)."""
+        """Solve (:mod:`jaxsr.trees.compiled_solver`: init, step until terminate; build the
+        tree)."""
         t0 = time.perf_counter()
         mask = np.ones(self.U, dtype=bool)
         tot = self.stats.sum(0)
@@ -892,32 +718,32 @@ class OptimalTreeSearch:
             limit = None if self.deadline is None else self.deadline - t0
             next_line = t0 + 1.0  # verbose: a line a second
             next_post = t0 + 0.5  # progress: the bounds twice a second
-            if not self._jax:
-                # the engine (:mod:`jaxsr.trees.compiled_solver`): compiled, or, while the
-                # compiled kernels are not built, its Python source on the numpy kernels
-                # (:mod:`jaxsr.trees.interpreted`)
-                from . import compiled_solver as cs
+            # the engine (:mod:`jaxsr.trees.compiled_solver`): compiled, or, while the
+            # compiled kernels are not built, its Python source on the numpy kernels
+            # (:mod:`jaxsr.trees.interpreted`); backend="jax": the device evaluates the
+            # children of every expansion with at least 3 levels
+            from . import compiled_solver as cs
 
-                if self._native():
-                    engine = cs.COMPILED
-                else:
-                    from .interpreted import engine as interpreted_engine
-
-                    engine = interpreted_engine()
-                ref = [cs.init(self, (key, mask, d), e, limit, max_steps, t0, engine)]
-                self.memo = cs.CompiledMemo(self, ref)
-                mod = cs
+            if self._native():
+                engine = cs.COMPILED
             else:
-                self.memo[key] = e
-                ref = [solver.init(self, (key, mask, tot, leaf), limit, max_steps, t0)]
-                mod = None
+                from .interpreted import engine as interpreted_engine
+
+                engine = interpreted_engine()
+            device = None
+            if self._jax:
+                def device(st, L):
+                    ref[0] = st  # the memo as the engine holds it now
+                    return self._device_expansion(st, L)
+            ref = [cs.init(self, (key, mask, d), e, limit, max_steps, t0, engine, device)]
+            self.memo = cs.CompiledMemo(self, ref)
             state = ref[0]
             # a fresh install: the engine runs as Python on the numpy kernels while a
             # background process compiles it; once numba's cache holds it, the search goes
             # on compiled from where it is (the same arrays: nothing is recomputed; the
             # compiled loop is 6-15x faster), when the time left affords the load
-            switch = (mod is not None and state.engine is not cs.COMPILED
-                      and self._native_mode is None and _warmup.compiling())
+            switch = (state.engine is not cs.COMPILED and self._native_mode is None
+                      and _warmup.compiling())
             next_poll = t0 + _SWITCH_POLL_SECONDS
             while state.status is None:
                 if switch and time.perf_counter() >= next_poll:
@@ -934,8 +760,7 @@ class OptimalTreeSearch:
                                 f"goes on compiled (after {time.perf_counter() - t0:.1f} s "
                                 "on the numpy kernels)")
                 steps = state.steps
-                state = ref[0] = (mod.step(state) if mod is not None
-                                  else solver.step(self, state))
+                state = ref[0] = cs.step(state)
                 if self.progress or self.verbose:
                     if self.progress:
                         _progress.update(max(state.steps - steps, 1))
@@ -947,9 +772,8 @@ class OptimalTreeSearch:
                         next_post = time.perf_counter() + 0.5
                         if line:
                             next_line = next_post + 0.5
-            if mod is not None:
-                self.n_kernel += int(state.ctr[cs.C_KERNEL])
-                self.n_kmeans += int(state.ctr[cs.C_KMEANS])
+            self.n_kernel += int(state.ctr[cs.C_KERNEL])
+            self.n_kmeans += int(state.ctr[cs.C_KMEANS])
             e = self.memo[key]
             tree = self._build(mask, d)
         finally:
