@@ -34,14 +34,14 @@ __all__ = ["subtree_splits", "kmeans_losses"]
 
 
 # The compiled code of these files is one program: the solver loop
-# (:mod:`~jaxsr.trees.compiled_solver`) has the kernels of this module compiled into it and
+# (:mod:`~jaxsr.trees.engine`) has the kernels of this module compiled into it and
 # the constants of :mod:`~jaxsr.trees.solver` frozen in. numba keys a cached function on
 # its own file's contents only ("changes in symbols defined in another file are not
 # recognized", numba's caching notes), so after an edit of this file (or an upgrade that
 # leaves old cache files behind) the cached solver loop would go on running the old
 # kernels. Every compiled function of these files is keyed on all three instead
 # (:func:`_install_cache_locators`).
-_CACHE_SOURCES = ("compiled.py", "compiled_solver.py", "solver.py", "losses.py")
+_CACHE_SOURCES = ("compiled.py", "engine.py", "solver.py", "losses.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 

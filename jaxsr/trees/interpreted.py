@@ -2,7 +2,7 @@
 
 A fresh install has no compiled kernels in numba's cache, and compiling them takes 40-50
 CPU seconds (:mod:`jaxsr.trees.warmup`). Meanwhile the search runs *the same engine*
-(:mod:`jaxsr.trees.compiled_solver`, :mod:`jaxsr.trees.compiled`): the Python source of
+(:mod:`jaxsr.trees.engine`, :mod:`jaxsr.trees.compiled`): the Python source of
 every compiled function, executed by the interpreter, with the data-parallel kernels bound
 to their numpy versions (one array operation where the compiled code loops over classes,
 features or samples):
@@ -22,7 +22,7 @@ features or samples):
 
 The bookkeeping (memo hash table, frontier, bounds, best-first root, limits) is the
 compiled engine's own code, so both run the same search over the same arrays and a search
-can change engine between two steps (:class:`~jaxsr.trees.compiled_solver.Engine`):
+can change engine between two steps (:class:`~jaxsr.trees.engine.Engine`):
 when the background compilation is done, the search goes on compiled, with nothing
 recomputed. Measured on diabetes, 4 quantile thresholds, one shared core: squared loss,
 lambda 0.002, depth budget 6: 14.9 s (a plain Python search on the same numpy kernels:
@@ -38,7 +38,8 @@ import types
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
-from . import compiled, compiled_solver
+from . import compiled
+from . import engine as E
 from .bounds import useful_levels
 from .kmeans import kmeans_losses_np, kmedians_losses_np
 from .losses import STAT_E, absolute_losses, centre, objective, recentred, stats_loss
@@ -121,7 +122,7 @@ def _leaf_loss(mask, W, mean, E):
 
 
 def _child(P, fr, t, i, side):
-    f = fr.ki[t, compiled_solver.K_F, i]
+    f = fr.ki[t, E.K_F, i]
     if side == 1:
         np.bitwise_and(fr.words[t], P.colw[f], out=fr.cwords)
         np.logical_and(fr.mask[t], P.X[:, f] != 0, out=fr.cmask)
@@ -134,7 +135,7 @@ def _split_leaves(P, fr, L, nk, d):
     lam, norm, m1, look = P.prm[0], P.prm[1], P.prm[2], P.prm[3]
     equiv = bool(P.iprm[1])
     a, comp = fr.st[L, 0, :nk], fr.st[L, 1, :nk]
-    K = compiled_solver
+    K = E
     if P.iprm[4]:
         lt = objective(fr.kf[L, K.K_LEAFT, :nk], norm, lam)
         lf = objective(fr.kf[L, K.K_LEAFF, :nk], norm, lam)
@@ -159,7 +160,7 @@ def _admissible(fr, L, tot, keep, k, m1):
     rows = a[F]
     a[:nk] = rows
     comp[:nk] = tot[None, :] - rows
-    fr.ki[L, compiled_solver.K_F, :nk] = F
+    fr.ki[L, E.K_F, :nk] = F
     return nk
 
 
@@ -167,7 +168,7 @@ _MIX = np.uint64(0xBF58476D1CE4E5B9)
 
 
 def _memo_bounds(P, memo, fr, L, nk):
-    K = compiled_solver
+    K = E
     F = fr.ki[L, K.K_F, :nk]
     w = fr.words[L][None, :]
     for words, dcol, lbcol in ((w & P.colw[F], K.K_DT, K.K_LBT),
@@ -175,7 +176,7 @@ def _memo_bounds(P, memo, fr, L, nk):
         dd = fr.ki[L, dcol, :nk]
         idx = np.flatnonzero(dd > 1)
         h = np.full(idx.size, 0x9E3779B97F4A7C15, dtype=np.uint64)
-        for j in range(words.shape[1]):  # compiled_solver._hash of every child at once
+        for j in range(words.shape[1]):  # engine._hash of every child at once
             h ^= words[idx, j]
             h *= _MIX
             h ^= h >> np.uint64(31)
@@ -186,7 +187,7 @@ def _memo_bounds(P, memo, fr, L, nk):
 
 
 def _order(fr, L, nk, ub):
-    K = compiled_solver
+    K = E
     s = fr.kf[L, K.K_LBT, :nk] + fr.kf[L, K.K_LBF, :nk]
     fr.kf[L, K.K_LBSUM, :nk] = s
     with np.errstate(over="ignore", invalid="ignore"):
@@ -224,14 +225,14 @@ _TWINS = {
     compiled.distinct_targets: _distinct_targets,
     compiled.support_splits: _splits,
     compiled.support_leaf_loss: _leaf_loss,
-    compiled_solver.split_sums: _split_sums,
-    compiled_solver._child: _child,
-    compiled_solver._argsort_stable: _argsort,
-    compiled_solver.split_leaves: _split_leaves,
-    compiled_solver.admissible_splits: _admissible,
-    compiled_solver.memo_bounds: _memo_bounds,
-    compiled_solver.order_splits: _order,
-    compiled_solver._count: np.count_nonzero,
+    E.split_sums: _split_sums,
+    E._child: _child,
+    E._argsort_stable: _argsort,
+    E.split_leaves: _split_leaves,
+    E.admissible_splits: _admissible,
+    E.memo_bounds: _memo_bounds,
+    E.order_splits: _order,
+    E._count: np.count_nonzero,
     compiled.support_totals: _totals,
     compiled.support_in_order: _in_order,
     compiled.feature_lists: _feature_lists,
@@ -239,12 +240,12 @@ _TWINS = {
 
 
 @functools.cache
-def engine() -> compiled_solver.Engine:
-    """The engine of :mod:`jaxsr.trees.compiled_solver` as Python functions (built once
+def engine() -> E.Engine:
+    """The engine of :mod:`jaxsr.trees.engine` as Python functions (built once
     per process; nothing is compiled): every numba function of the two modules becomes its
     Python source bound to Python globals, and the kernels of the table above their numpy
     versions."""
-    modules = (compiled, compiled_solver)
+    modules = (compiled, E)
     dispatchers = {v for m in modules for v in vars(m).values() if isinstance(v, Dispatcher)}
     glob = {m.__name__: dict(vars(m)) for m in modules}
     table = {}
@@ -259,14 +260,14 @@ def engine() -> compiled_solver.Engine:
             if isinstance(v, Dispatcher):
                 g[name] = table[v]
     # the time limit: a clock read at every check (a Python step is slow next to the read)
-    glob[compiled_solver.__name__]["_TICKS"] = 1
-    return compiled_solver.Engine(
-        run_chunk=_quiet(table[compiled_solver.run_chunk]),
-        insert=_quiet(table[compiled_solver.insert]),
-        lookup=_quiet(table[compiled_solver.lookup]),
-        rebuild_table=_quiet(table[compiled_solver.rebuild_table]),
+    glob[E.__name__]["_TICKS"] = 1
+    return E.Engine(
+        run_chunk=_quiet(table[E.run_chunk]),
+        insert=_quiet(table[E.insert]),
+        lookup=_quiet(table[E.lookup]),
+        rebuild_table=_quiet(table[E.rebuild_table]),
         feature_lists=table[compiled.feature_lists],
-        finish_expansion=_quiet(table[compiled_solver.finish_expansion]), chunk=_CHUNK)
+        finish_expansion=_quiet(table[E.finish_expansion]), chunk=_CHUNK)
 
 
 def _quiet(f):

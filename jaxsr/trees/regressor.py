@@ -133,7 +133,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks the
         largest that fits in memory. Deeper subproblems get the kernel's best shallow tree
         as an upper bound, certified optimal when no tree with more leaves can beat it.
-      backend: ``"numpy"``: the host engine, compiled (:mod:`jaxsr.trees.compiled_solver`;
+      backend: ``"numpy"``: the host engine, compiled (:mod:`jaxsr.trees.engine`;
         the numpy kernels until the compiled ones are built), one subproblem at a time,
         pruning between them; ``"jax"``: every expanded subproblem's children are
         evaluated in batched, jitted device calls (exact subtrees at the bottom, k-means
@@ -155,7 +155,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
         the predictions. The search's sums are always accumulated in float64 on the host,
         so the certificate is exact to about 1e-12.
-      max_steps: the most solver steps (subproblem visits, :mod:`jaxsr.trees.compiled_solver`);
+      max_steps: the most solver steps (subproblem visits, :mod:`jaxsr.trees.engine`);
         the search stops there (``status_ == "node_limit"``) and returns the best tree
         found with a valid lower bound, like ``time_limit`` but reproducible. ``None``: no
         limit.

@@ -57,7 +57,7 @@ Three reformulations keep the answer exact and shrink the space:
 Before the true child of a split is solved, the false child's memo entry (its k-Means
 bound) is created: the split is dropped when the two bounds reach the incumbent (or the
 cap), else the true child is solved against the cap its sibling's k-Means bound leaves,
-which is tighter than its cheap bound (:mod:`jaxsr.trees.compiled_solver`). On the OSRT
+which is tighter than its cheap bound (:mod:`jaxsr.trees.engine`). On the OSRT
 datasets at depth budget 7 this cuts the solver's steps 2-4x (yacht lambda 0.001: 2387 ->
 636, enb-cool lambda 0.01: 3804 -> 865) and the exact kernel calls up to 4.5x.
 
@@ -65,7 +65,7 @@ The result carries the certificate: the root's lower bound and the objective of 
 returned. With a time limit the search stops, and the lower bound is still valid: it is
 the minimum over the root's splits of the (memoised or cheap) bounds of their children,
 raised bottom up through the frontier as the stack unwinds
-(:func:`jaxsr.trees.compiled_solver.live_lower_bound` gives the same bound during the
+(:func:`jaxsr.trees.engine.live_lower_bound` gives the same bound during the
 search).
 
 Anytime (a time limit): the incumbent is greedy CART, computed first
@@ -243,7 +243,7 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.device`).
       greedy: start from the greedy CART tree (pruned at ``lambda``) as the incumbent:
         the tree returned under a limit is never worse than it.
-      native: the host engine (:mod:`jaxsr.trees.compiled_solver`: the search loop and its
+      native: the host engine (:mod:`jaxsr.trees.engine`: the search loop and its
         kernels) compiled by numba: True, False (its Python source on the numpy kernels,
         :mod:`jaxsr.trees.interpreted`), or None (compiled unless the whole search is one
         shallow-kernel call and they are not loaded yet: loading costs ~0.75 s once per
@@ -493,12 +493,12 @@ class OptimalTreeSearch:
 
     # ------------------------------------------------------------------ search
     def _live_bound(self, state, final=False):
-        """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.compiled_solver`)
+        """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.engine`)
         and its entry."""
         e = self.memo[state.root_key]
         if final or e.solved or state.status is not None:
             return e.lb, e
-        from .compiled_solver import live_lower_bound
+        from .engine import live_lower_bound
 
         return live_lower_bound(state), e
 
@@ -598,10 +598,10 @@ class OptimalTreeSearch:
 
     def _device_expansion(self, state, L):
         """The device's part of the engine's expansion of level ``L``
-        (:mod:`jaxsr.trees.compiled_solver`, ``backend="jax"``): the children of its splits,
+        (:mod:`jaxsr.trees.engine`, ``backend="jax"``): the children of its splits,
         as :meth:`_device_children` takes them; their entries go to the memo. Returns
         whether the device evaluated every new child."""
-        from . import compiled_solver as cs
+        from . import engine as cs
 
         fr = state.frames
         nk = int(fr.si[L, cs.S_NK])
@@ -674,7 +674,7 @@ class OptimalTreeSearch:
 
     # ------------------------------------------------------------------ driver
     def run(self, max_steps=None) -> SearchResult:
-        """Solve (:mod:`jaxsr.trees.compiled_solver`: init, step until terminate; build the
+        """Solve (:mod:`jaxsr.trees.engine`: init, step until terminate; build the
         tree)."""
         t0 = time.perf_counter()
         mask = np.ones(self.U, dtype=bool)
@@ -718,11 +718,11 @@ class OptimalTreeSearch:
             limit = None if self.deadline is None else self.deadline - t0
             next_line = t0 + 1.0  # verbose: a line a second
             next_post = t0 + 0.5  # progress: the bounds twice a second
-            # the engine (:mod:`jaxsr.trees.compiled_solver`): compiled, or, while the
+            # the engine (:mod:`jaxsr.trees.engine`): compiled, or, while the
             # compiled kernels are not built, its Python source on the numpy kernels
             # (:mod:`jaxsr.trees.interpreted`); backend="jax": the device evaluates the
             # children of every expansion with at least 3 levels
-            from . import compiled_solver as cs
+            from . import engine as cs
 
             if self._native():
                 engine = cs.COMPILED

@@ -1,7 +1,7 @@
 """The search's status, memo entries, rounding tolerance and constants.
 
 The branch and bound itself (OSRT section 4, in the depth-first style of GOSDT / MurTree)
-is one engine, :mod:`jaxsr.trees.compiled_solver` (named state, ``init`` / ``step`` /
+is one engine, :mod:`jaxsr.trees.engine` (named state, ``init`` / ``step`` /
 ``terminate``, :class:`Status`), compiled by numba or run as Python on the numpy kernels
 (:mod:`jaxsr.trees.interpreted`). This module holds what it shares with the Python layer:
 why a search ended (:class:`Status`), a memo entry as Python reads it (:class:`Entry`), the

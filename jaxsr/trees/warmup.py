@@ -2,7 +2,7 @@
 the background so that no fit waits in silence for the compiler.
 
 The host search runs its kernels and its solver loop compiled by numba
-(:mod:`jaxsr.trees.compiled`, :mod:`jaxsr.trees.compiled_solver`). Compiling them takes
+(:mod:`jaxsr.trees.compiled`, :mod:`jaxsr.trees.engine`). Compiling them takes
 about 25-50 CPU seconds, once: numba keeps them in its on-disk cache (``__pycache__`` next
 to the sources when writable, else ``NUMBA_CACHE_DIR`` or ``~/.cache/numba``), from which a
 later process loads them in about a second. A fit chooses its kernels with
@@ -64,13 +64,13 @@ _STATE: dict = {"process": None, "announced": False, "warned": False, "lock": No
 
 def _compiled_functions():
     """Every numba function a search calls (the cache is complete when each has an entry)."""
-    from . import compiled, compiled_solver
+    from . import compiled, engine
 
     return (compiled.support_subtree, compiled.support_bounds, compiled.support_leaf_loss,
             compiled.feature_lists, compiled.pack_rows,
             compiled.support_kmeans_losses, compiled.support_splits,
-            compiled_solver.run_chunk, compiled_solver.lookup, compiled_solver.insert,
-            compiled_solver.rebuild_table)
+            engine.run_chunk, engine.lookup, engine.insert,
+            engine.rebuild_table, engine.finish_expansion)
 
 
 def native_kernels_cached() -> bool | None:
@@ -101,17 +101,22 @@ def load_native_kernels() -> None:
     holds every one afterwards; later searches in the process use them with no load."""
     import numpy as np
 
-    from . import compiled_solver
+    from . import engine
     from .search import OptimalTreeSearch
 
     X = ((np.arange(16)[:, None] >> np.arange(4)) & 1).astype(bool)
     y = np.sin(np.arange(16.0))
     # lambda > 0: with 0 the first bound solves the root and the solver loop never runs
     # (nor gets compiled and cached)
-    OptimalTreeSearch(X, y, np.ones(16), regularization=0.01, depth_budget=6,
-                      native=True).run()
-    memo = compiled_solver._new_memo(4, 1)
-    compiled_solver.rebuild_table(memo, 0)  # used only when a memo grows
+    search = OptimalTreeSearch(X, y, np.ones(16), regularization=0.01, depth_budget=6,
+                               native=True)
+    search.run()
+    memo = engine._new_memo(4, 1)
+    engine.rebuild_table(memo, 0)  # used only when a memo grows
+    # called from Python only with backend="jax" (after the device's part of an
+    # expansion): on the finished search's root frame, its lower bounds and order again
+    st = search.memo._ref[0]
+    engine.finish_expansion(st.problem, st.memo, st.ctr, st.fst, st.frames, 0, False)
     _NATIVE_LOADED[0] = True
 
 

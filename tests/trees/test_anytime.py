@@ -248,7 +248,7 @@ def test_live_lower_bound_is_valid_and_tightens(monkeypatch, engine):
     compiled, as Python, or handing its expansions to the device) after every step: never
     below the root's recorded bound, never above the optimum, and at the end the certified
     optimum."""
-    from jaxsr.trees import compiled_solver as cs
+    from jaxsr.trees import engine as cs
     from jaxsr.trees import solver
     from jaxsr.trees.search import load_native_kernels
 

@@ -370,7 +370,7 @@ def test_auto_backend_on_an_accelerator_runs_the_host_engine(monkeypatch, loss):
     certified tree as on a CPU."""
     import jax
 
-    from jaxsr.trees import compiled_solver, device
+    from jaxsr.trees import device, engine
     from jaxsr.trees.warmup import load_native_kernels
 
     load_native_kernels()  # compiled now on a cold cache (not in a background process)
@@ -385,8 +385,8 @@ def test_auto_backend_on_an_accelerator_runs_the_host_engine(monkeypatch, loss):
 
     monkeypatch.setattr(device, "DeviceBatcher", no_device)
     steps = []
-    run = compiled_solver.step
-    monkeypatch.setattr(compiled_solver, "step",
+    run = engine.step
+    monkeypatch.setattr(engine, "step",
                         lambda state, *a, **k: steps.append(1) or run(state, *a, **k))
     m = OptimalTreeRegressor(**params)
     assert m._resolve_backend() == "numpy"

@@ -643,8 +643,8 @@ def test_unique_rows_equals_numpy_unique_along_rows():
 def test_compiled_packing_equals_numpy():
     """compiled.pack_rows is np.packbits(axis=1), compiled.feature_lists each row's set
     features in order, and the compiled memo's key conversion (CompiledMemo._words, from
-    np.packbits bytes) gives the words of compiled_solver._pack, for 1..1000 columns."""
-    from jaxsr.trees import compiled_solver as CS
+    np.packbits bytes) gives the words of engine._pack, for 1..1000 columns."""
+    from jaxsr.trees import engine as CS
     from jaxsr.trees.compiled import feature_lists, pack_rows
 
     rng = np.random.default_rng(5)
@@ -870,15 +870,15 @@ def test_compiled_leaf_and_bounds_equal_the_numpy_ones():
 
 
 def test_compiled_engine_equals_the_interpreted_engine(monkeypatch):
-    """The compiled engine (:mod:`jaxsr.trees.compiled_solver`: memo hash table, frontier
+    """The compiled engine (:mod:`jaxsr.trees.engine`: memo hash table, frontier
     arrays) gives the optimum and certificate of its Python source on the numpy kernels
     (native=False, :mod:`jaxsr.trees.interpreted`), for both losses, also when its memo and
     frontier start tiny and must grow, and under max_steps; the tree rebuilt from its memo
     has the reported objective."""
-    from jaxsr.trees import compiled_solver, solver
+    from jaxsr.trees import engine, solver
 
-    monkeypatch.setattr(compiled_solver, "_MEMO_CAP", 4)
-    monkeypatch.setattr(compiled_solver, "_MAX_FRAMES", 1)
+    monkeypatch.setattr(engine, "_MEMO_CAP", 4)
+    monkeypatch.setattr(engine, "_MAX_FRAMES", 1)
     cases = [("squared_error", lam, depth, el)
              for lam, depth, el in ((0.002, 6, 0), (0.004, None, 2), (0.01, 5, 3))]
     cases += [("absolute_error", lam, depth, 0) for lam, depth in ((0.002, 6), (0.01, None))]
