@@ -1130,7 +1130,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: the largest that fits in memory)")
     p.add_argument("--backend", choices=("auto", "numpy", "jax"), default=None,
                    help="search backend: host kernels (numpy) or batched device calls (jax); "
-                   f"auto: jax on an accelerator, numpy on a CPU. Same optimum (default: {est})")
+                   f"auto: numpy (jax only with --all-devices). Same optimum (default: {est})")
     p.add_argument("--all-devices", dest="mesh", action="store_const", const="all",
                    default=None, help="split the batched device calls over all local "
                    "devices (implies the jax backend)")

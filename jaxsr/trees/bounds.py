@@ -48,9 +48,20 @@ __all__ = [
     "leaf_cost",
     "equivalent_points_bound",
     "kmeans_bound",
+    "useful_levels",
 ]
 
-from .stats import N_STATS, STAT_C, STAT_E, STAT_N, STAT_Q, STAT_S, STAT_W, sse  # noqa: E402
+from .losses import (  # noqa: E402
+    N_STATS,
+    STAT_C,
+    STAT_E,
+    STAT_N,
+    STAT_Q,
+    STAT_S,
+    STAT_W,
+    objective,
+    sse,
+)
 
 
 def leaf_statistics(class_features, class_stats, mask):
@@ -98,7 +109,7 @@ def leaf_cost(stats, regularization, normalizer, min_samples_leaf=1):
     """
     xp = np if isinstance(stats, np.ndarray) else jnp
     ok = stats[..., STAT_N] >= max(1, min_samples_leaf)
-    return xp.where(ok, squared_loss(stats) / normalizer + regularization, xp.inf)
+    return xp.where(ok, objective(squared_loss(stats), normalizer, regularization), xp.inf)
 
 
 def equivalent_points_bound(stats, regularization, normalizer, lookahead=True, *,
@@ -119,7 +130,7 @@ def equivalent_points_bound(stats, regularization, normalizer, lookahead=True, *
     """
     if leaves is None:
         leaves = 2 if lookahead else 1
-    return stats[..., STAT_E] / normalizer + float(leaves) * regularization
+    return objective(stats[..., STAT_E], normalizer, regularization, float(leaves))
 
 
 def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
@@ -145,7 +156,32 @@ def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
     K = losses.shape[0]
     if K >= min_leaves:
         C = np.arange(min_leaves, K + 1)
-        return float(np.min(losses[min_leaves - 1:] / normalizer + regularization * C))
+        return float(np.min(objective(losses[min_leaves - 1:], normalizer, regularization, C)))
     gain = losses[-2] - losses[-1] if K >= 2 else 0.0
     lo = max(float(losses[-1] - (min_leaves - K) * gain), 0.0)
-    return lo / normalizer + regularization * min_leaves
+    return objective(lo, normalizer, regularization, min_leaves)
+
+
+def useful_levels(d, stats, leaf, regularization, normalizer, min_samples_leaf, equivalent):
+    """The levels a subtree on a support can use to any purpose (``>= 1``).
+
+    At most ``d``; at most the support's classes and ``samples / min_samples_leaf`` (the
+    most leaves it can have); and with ``lambda > 0`` at most the leaves ``h`` with
+    ``E / normaliser + lambda h`` still below the leaf cost (a tree with more leaves costs
+    more than the leaf, Theorem 3.3; ``E = 0`` without the equivalent points bound).
+
+    Args:
+      d: int, the levels allowed. stats: ``(..., 6)`` float statistics. leaf: ``(...)``
+        float leaf costs. regularization, normalizer: as in :func:`leaf_cost`.
+      min_samples_leaf: int >= 1. equivalent: use the equivalent points loss.
+
+    Returns:
+      ``(...)`` int64.
+    """
+    r = np.minimum(stats[..., STAT_C], np.floor(stats[..., STAT_N] / min_samples_leaf))
+    r = np.minimum(r, d)
+    if regularization > 0:
+        gap = leaf - (stats[..., STAT_E] / normalizer if equivalent else 0.0)
+        h = np.floor(gap / regularization * (1 + 1e-9) + 1e-9)
+        r = np.minimum(r, h)
+    return np.maximum(r, 1).astype(np.int64)

@@ -28,19 +28,20 @@ import os
 import numba
 import numpy as np
 
+from . import losses
+
 __all__ = ["subtree_splits", "kmeans_losses"]
 
-_TINY = np.finfo(np.float64).tiny
 
 # The compiled code of these files is one program: the solver loop
-# (:mod:`~jaxsr.trees.compiled_solver`) has the kernels of this module compiled into it and
+# (:mod:`~jaxsr.trees.engine`) has the kernels of this module compiled into it and
 # the constants of :mod:`~jaxsr.trees.solver` frozen in. numba keys a cached function on
 # its own file's contents only ("changes in symbols defined in another file are not
 # recognized", numba's caching notes), so after an edit of this file (or an upgrade that
 # leaves old cache files behind) the cached solver loop would go on running the old
 # kernels. Every compiled function of these files is keyed on all three instead
 # (:func:`_install_cache_locators`).
-_CACHE_SOURCES = ("compiled.py", "compiled_solver.py", "solver.py")
+_CACHE_SOURCES = ("compiled.py", "engine.py", "solver.py", "losses.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -128,11 +129,11 @@ def _can_cache() -> bool:
 _NB = dict(cache=_can_cache(), nogil=True, fastmath=False, error_model="numpy")
 
 
-@numba.njit(inline="always", **_NB)
-def _sse(w, s, q):
-    """:func:`jaxsr.trees.stats.sse` of one set (``max(Q - S^2 / W, 0)``)."""
-    v = q - s * s / max(w, _TINY)
-    return v if v > 0.0 else 0.0
+# the formulas of :mod:`jaxsr.trees.losses`, compiled inline into every kernel below
+_sse = numba.njit(inline="always", **_NB)(losses.sse_one)
+_objective = numba.njit(inline="always", **_NB)(losses.objective)
+_centre = numba.njit(inline="always", **_NB)(losses.centre)
+_recentred = numba.njit(inline="always", **_NB)(losses.recentred)
 
 
 @numba.njit(**_NB)
@@ -413,13 +414,35 @@ def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
 
 
 @numba.njit(inline="always", **_NB)
-def _cost(PW, PS, PQ, j, i):
-    """k-means cost of the sorted items ``j..i`` (:func:`_sse` of their sums)."""
-    return _sse(PW[i + 1] - PW[j], PS[i + 1] - PS[j], PQ[i + 1] - PQ[j])
+def _cost(A, B, C, j, i, medians):
+    """Cost of the sorted items ``j..i``.
+
+    k-means (``medians`` False): ``A, B, C`` are the prefix sums of ``W, S, Q`` and the
+    cost is :func:`_sse` of the items' sums. k-medians (``medians`` True): ``A, B`` are
+    the prefix sums of the weights ``w`` and of ``w v``, ``C`` the sorted values ``v``,
+    and the cost is ``sum w |v - median|`` around the first item ``m`` at which the
+    cumulative weight reaches half of the items' weight (the arithmetic of
+    :func:`jaxsr.trees.kmeans.kmedians_losses_np`).
+    """
+    if not medians:
+        return _sse(A[i + 1] - A[j], B[i + 1] - B[j], C[i + 1] - C[j])
+    half = A[j] + 0.5 * (A[i + 1] - A[j])
+    lo, hi = j, i
+    while lo < hi:  # the first m in [j, i] with A[m + 1] >= half (i when none)
+        mid = (lo + hi) // 2
+        if A[mid + 1] >= half:
+            hi = mid
+        else:
+            lo = mid + 1
+    vm = C[lo]
+    left = vm * (A[lo] - A[j]) - (B[lo] - B[j])
+    right = (B[i + 1] - B[lo + 1]) - vm * (A[i + 1] - A[lo + 1])
+    v = left + right
+    return v if v > 0.0 else 0.0
 
 
 @numba.njit(**_NB)
-def _dc_row(prev, PW, PS, PQ, n, D, opt, stack):
+def _dc_row(prev, A, B, C, medians, n, D, opt, stack):
     """``D[i] = min_{0 <= j <= i} prev[j] + cost(j, i)``, leftmost minimiser monotone in
     ``i`` (quadrangle inequality): divide and conquer with an explicit stack."""
     top = 0
@@ -434,7 +457,7 @@ def _dc_row(prev, PW, PS, PQ, n, D, opt, stack):
         best = np.inf
         bj = olo
         for j in range(olo, min(mid, ohi) + 1):
-            v = prev[j] + _cost(PW, PS, PQ, j, mid)
+            v = prev[j] + _cost(A, B, C, j, mid, medians)
             if v < best:
                 best = v
                 bj = j
@@ -447,33 +470,16 @@ def _dc_row(prev, PW, PS, PQ, n, D, opt, stack):
 
 
 @numba.njit(**_NB)
-def kmeans_losses(W, S, Q, max_clusters, stop_gain, use_stop, out):
-    """Constrained k-means losses ``D_k[n - 1]``, ``k = 1, 2, ...`` (items sorted by mean).
-
-    Args:
-      W, S, Q: ``(n,)`` float64 class statistics, sorted by mean ``S / W``.
-      max_clusters: most clusters. stop_gain, use_stop: stop after the first ``k`` whose
-        gain ``D_{k-1} - D_k`` is at most ``stop_gain`` (Theorem 3.7) when ``use_stop``.
-      out: ``(>= min(max_clusters, n),)`` float64, the losses written here.
-
-    Returns:
-      int, how many losses were written (at least 1).
-    """
-    n = W.shape[0]
+def _cluster_losses(A, B, C, medians, n, max_clusters, stop_gain, use_stop, out):
+    """The 1-D clustering DP of :func:`kmeans_losses` and :func:`kmedians_losses` on the
+    prefix arrays of :func:`_cost` (``n`` items)."""
     if n == 0:
         out[0] = 0.0
         return 1
-    PW = np.zeros(n + 1)
-    PS = np.zeros(n + 1)
-    PQ = np.zeros(n + 1)
-    for i in range(n):
-        PW[i + 1] = PW[i] + W[i]
-        PS[i + 1] = PS[i] + S[i]
-        PQ[i + 1] = PQ[i] + Q[i]
     kmax = min(max_clusters, n)
     D = np.empty(n)
     for i in range(n):
-        D[i] = _cost(PW, PS, PQ, 0, i)
+        D[i] = _cost(A, B, C, 0, i, medians)
     out[0] = D[n - 1]
     if kmax <= 1:
         return 1
@@ -490,7 +496,7 @@ def kmeans_losses(W, S, Q, max_clusters, stop_gain, use_stop, out):
             prev[i] = D[i - 1]
         last = np.inf
         for j in range(n):
-            v = prev[j] + _cost(PW, PS, PQ, j, n - 1)
+            v = prev[j] + _cost(A, B, C, j, n - 1, medians)
             if v < last:
                 last = v
         out[k] = last
@@ -499,8 +505,52 @@ def kmeans_losses(W, S, Q, max_clusters, stop_gain, use_stop, out):
             break
         if use_stop and out[k - 2] - out[k - 1] <= stop_gain:
             break
-        _dc_row(prev, PW, PS, PQ, n, D, opt, stack)
+        _dc_row(prev, A, B, C, medians, n, D, opt, stack)
     return k
+
+
+@numba.njit(**_NB)
+def kmeans_losses(W, S, Q, max_clusters, stop_gain, use_stop, out):
+    """Constrained k-means losses ``D_k[n - 1]``, ``k = 1, 2, ...`` (items sorted by mean).
+
+    Args:
+      W, S, Q: ``(n,)`` float64 class statistics, sorted by mean ``S / W``.
+      max_clusters: most clusters. stop_gain, use_stop: stop after the first ``k`` whose
+        gain ``D_{k-1} - D_k`` is at most ``stop_gain`` (Theorem 3.7) when ``use_stop``.
+      out: ``(>= min(max_clusters, n),)`` float64, the losses written here.
+
+    Returns:
+      int, how many losses were written (at least 1).
+    """
+    n = W.shape[0]
+    PW = np.zeros(n + 1)
+    PS = np.zeros(n + 1)
+    PQ = np.zeros(n + 1)
+    for i in range(n):
+        PW[i + 1] = PW[i] + W[i]
+        PS[i + 1] = PS[i] + S[i]
+        PQ[i + 1] = PQ[i] + Q[i]
+    return _cluster_losses(PW, PS, PQ, False, n, max_clusters, stop_gain, use_stop, out)
+
+
+@numba.njit(**_NB)
+def kmedians_losses(v, w, max_clusters, stop_gain, use_stop, out):
+    """Weighted 1-D k-medians losses, ``k = 1, 2, ...`` (the DP of :func:`kmeans_losses`).
+
+    Args:
+      v: ``(n,)`` float64 values, sorted ascending. w: ``(n,)`` float64 weights >= 0.
+      max_clusters, stop_gain, use_stop, out: as in :func:`kmeans_losses`.
+
+    Returns:
+      int, how many losses were written (at least 1).
+    """
+    n = v.shape[0]
+    PW = np.zeros(n + 1)
+    PV = np.zeros(n + 1)
+    for i in range(n):
+        PW[i + 1] = PW[i] + w[i]
+        PV[i + 1] = PV[i] + w[i] * v[i]
+    return _cluster_losses(PW, PV, v, True, n, max_clusters, stop_gain, use_stop, out)
 
 
 @numba.njit(**_NB)
@@ -508,7 +558,7 @@ def support_kmeans_losses(sel, W, mean, E, max_clusters, stop_gain, use_stop, ou
     """:func:`kmeans_losses` of a support's classes ``sel`` (sorted by mean), re-centred.
 
     The class statistics are re-centred on the support's own weighted mean ``mu``
-    (:func:`jaxsr.trees.stats.recentre`: ``S = W (m - mu)``, ``Q = E + W (m - mu)^2``), so
+    (:func:`jaxsr.trees.losses.recentre`: ``S = W (m - mu)``, ``Q = E + W (m - mu)^2``), so
     every loss rounds relative to the support's spread. ``out[0]`` is the loss of one
     cluster, i.e. of a leaf on the support.
 
@@ -526,17 +576,41 @@ def support_kmeans_losses(sel, W, mean, E, max_clusters, stop_gain, use_stop, ou
     for t in range(n):
         Wt += W[sel[t]]
         St += W[sel[t]] * mean[sel[t]]
-    mu = St / Wt if Wt > 0.0 else 0.0
+    mu = _centre(Wt, St)
     w = np.empty(n)
     s = np.empty(n)
     q = np.empty(n)
     for t in range(n):
         u = sel[t]
-        dm = mean[u] - mu
         w[t] = W[u]
-        s[t] = W[u] * dm
-        q[t] = E[u] + W[u] * dm * dm
+        s[t], q[t] = _recentred(W[u], mean[u], E[u], mu)
     return kmeans_losses(w, s, q, max_clusters, stop_gain, use_stop, out)
+
+
+@numba.njit(**_NB)
+def support_totals(mask, E, N):
+    """``(sum E, sum N, classes)`` of a ``(U,)`` bool support: its equivalence loss, its
+    samples and its number of classes (float, float, int)."""
+    Et = 0.0
+    Nt = 0.0
+    C = 0
+    for u in range(mask.shape[0]):
+        if mask[u]:
+            Et += E[u]
+            Nt += N[u]
+            C += 1
+    return Et, Nt, C
+
+
+@numba.njit(**_NB)
+def support_in_order(mask, korder, sel):
+    """``sel[:C]`` the classes of a support in the order ``korder`` (by mean)."""
+    t = 0
+    for i in range(korder.shape[0]):
+        u = korder[i]
+        if mask[u]:
+            sel[t] = u
+            t += 1
 
 
 @numba.njit(**_NB)
@@ -550,13 +624,182 @@ def support_leaf_loss(mask, W, mean, E):
         if mask[u]:
             Wt += W[u]
             St += W[u] * mean[u]
-    mu = St / Wt if Wt > 0.0 else 0.0
+    mu = _centre(Wt, St)
     loss = 0.0
     for u in range(mask.shape[0]):
         if mask[u]:
-            dm = mean[u] - mu
-            loss += E[u] + W[u] * dm * dm
+            loss += _recentred(W[u], mean[u], E[u], mu)[1]
     return loss
+
+
+@numba.njit(**_NB)
+def absolute_leaf_loss(mask, ys, ws, cls_s):
+    """Absolute loss of one leaf on a support: ``sum w |y - median|`` over its samples,
+    the median the first sample (in ``y`` order) at which the cumulative weight reaches
+    half of the total (the arithmetic of :func:`jaxsr.trees.losses.absolute_losses`).
+
+    Args:
+      mask: ``(U,)`` bool support over the classes. ys, ws: ``(n,)`` float64 internal
+        targets sorted ascending and their weights. cls_s: ``(n,)`` int64 their classes.
+
+    Returns:
+      float, internal units (0 for an empty support).
+    """
+    n = ys.shape[0]
+    W = 0.0
+    for i in range(n):
+        if mask[cls_s[i]]:
+            W += ws[i]
+    half = 0.5 * W
+    c = 0.0
+    med = 0.0
+    for i in range(n):
+        if mask[cls_s[i]]:
+            c += ws[i]
+            if c >= half:
+                med = ys[i]
+                break
+    loss = 0.0
+    for i in range(n):
+        if mask[cls_s[i]]:
+            loss += ws[i] * abs(ys[i] - med)
+    return loss
+
+
+@numba.njit(**_NB)
+def absolute_split_losses(mask, ys, ws, cls_s, X, F, nk, lossT, lossF):
+    """Absolute losses of the two children of the splits ``F[:nk]`` of a support.
+
+    The "true" child of split ``q`` holds the support's classes with feature ``F[q]`` set,
+    the "false" child the others; each child's loss is :func:`absolute_leaf_loss` of its
+    samples (one pass over the support's samples per quantity, all splits at once).
+
+    Args:
+      mask, ys, ws, cls_s: as in :func:`absolute_leaf_loss`. X: ``(U, M)`` uint8 class
+        rows. F: ``(>= nk,)`` int64 features. nk: number of splits.
+      lossT, lossF: ``(>= nk,)`` float64 out, the children's losses (internal units).
+    """
+    n = ys.shape[0]
+    WT = np.zeros(nk)
+    WF = np.zeros(nk)
+    for i in range(n):
+        u = cls_s[i]
+        if not mask[u]:
+            continue
+        w = ws[i]
+        for q in range(nk):
+            if X[u, F[q]] != 0:
+                WT[q] += w
+            else:
+                WF[q] += w
+    medT = np.zeros(nk)
+    medF = np.zeros(nk)
+    doneT = np.zeros(nk, dtype=np.bool_)
+    doneF = np.zeros(nk, dtype=np.bool_)
+    cT = np.zeros(nk)
+    cF = np.zeros(nk)
+    left = 2 * nk
+    for i in range(n):
+        u = cls_s[i]
+        if not mask[u]:
+            continue
+        w = ws[i]
+        for q in range(nk):
+            if X[u, F[q]] != 0:
+                if not doneT[q]:
+                    cT[q] += w
+                    if cT[q] >= 0.5 * WT[q]:
+                        medT[q] = ys[i]
+                        doneT[q] = True
+                        left -= 1
+            elif not doneF[q]:
+                cF[q] += w
+                if cF[q] >= 0.5 * WF[q]:
+                    medF[q] = ys[i]
+                    doneF[q] = True
+                    left -= 1
+        if left == 0:
+            break
+    for q in range(nk):
+        lossT[q] = 0.0
+        lossF[q] = 0.0
+    for i in range(n):
+        u = cls_s[i]
+        if not mask[u]:
+            continue
+        w = ws[i]
+        y = ys[i]
+        for q in range(nk):
+            if X[u, F[q]] != 0:
+                lossT[q] += w * abs(y - medT[q])
+            else:
+                lossF[q] += w * abs(y - medF[q])
+
+
+@numba.njit(**_NB)
+def distinct_targets(mask, ys, ws, cls_s, vals, wts):
+    """The distinct targets of a support's samples and their summed weights.
+
+    Args:
+      mask, ys, ws, cls_s: as in :func:`absolute_leaf_loss`. vals, wts: ``(>= n,)``
+        float64 out: ``vals[:k]`` increasing, ``wts[:k]`` the weight of each.
+
+    Returns:
+      int ``k``.
+    """
+    k = 0
+    for i in range(ys.shape[0]):
+        if mask[cls_s[i]]:
+            if k == 0 or ys[i] > vals[k - 1]:
+                vals[k] = ys[i]
+                wts[k] = ws[i]
+                k += 1
+            else:
+                wts[k - 1] += ws[i]
+    return k
+
+
+@numba.njit(**_NB)
+def absolute_support_bounds(mask, ys, ws, cls_s, E, N, d, lam, norm, m1, look, equiv,
+                            use_kmeans, max_values):
+    """Leaf loss and lower bounds of a new subproblem, absolute loss (the search's
+    ``_leaf_cost`` and ``_split_bound``; :func:`support_bounds` for squared loss).
+
+    The k-medians bound (Theorem 3.5 relaxed: 1-D weighted k-medians of the support's
+    distinct targets, summed weights; valid, weaker than the constrained problem) for
+    subproblems with at least 3 levels and at most ``max_values`` distinct targets.
+
+    Args:
+      mask, ys, ws, cls_s: as in :func:`absolute_leaf_loss`. E, N: ``(U,)`` float64 the
+        classes' absolute losses and sample counts. d, lam, norm, m1, look, equiv,
+        use_kmeans: as in :func:`support_bounds`. max_values: the most distinct targets
+        of a k-medians bound.
+
+    Returns:
+      ``(leaf, b, deep, n_kmedians)``: ``leaf`` the loss of one leaf (internal units),
+      ``b`` a bound of every tree that splits, ``deep`` of every tree with at least 2
+      leaves (objective units), ``n_kmedians`` 1 when the k-medians bound was computed.
+    """
+    Et, Nt, C = support_totals(mask, E, N)
+    leaf = absolute_leaf_loss(mask, ys, ws, cls_s)
+    eq = Et if equiv else 0.0  # the equivalent points loss (Theorem 3.3)
+    b = _objective(eq, norm, lam, look)
+    cmax = min(C, int(np.floor(Nt / m1)))
+    if d - 1 < 40:
+        cmax = min(cmax, 1 << (d - 1))
+    deep = np.inf if cmax < 2 else _objective(eq, norm, lam, 2)
+    if not use_kmeans or d <= 2:
+        return leaf, b, deep, 0
+    if cmax < look:
+        return leaf, np.inf, np.inf, 0
+    vals = np.empty(ys.shape[0])
+    wts = np.empty(ys.shape[0])
+    k = distinct_targets(mask, ys, ws, cls_s, vals, wts)
+    if k == 0 or k > max_values:
+        return leaf, b, deep, 0
+    out = np.empty(max(1, min(cmax, k)))
+    kk = kmedians_losses(vals[:k], wts[:k], cmax, lam * norm, True, out)
+    return leaf, max(b, kmeans_bound(out, kk, lam, norm, look)), deep, 1
 
 
 @numba.njit(**_NB)
@@ -658,17 +901,15 @@ def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
     for t in range(n):
         Wt += W[idx[t]]
         St += W[idx[t]] * mean[idx[t]]
-    mu = St / Wt if Wt > 0.0 else 0.0
+    mu = _centre(Wt, St)
     Xs = np.empty((n, k), dtype=np.uint8)
     st = np.empty((n, 4))
     for t in range(n):
         u = idx[t]
         for q in range(k):
             Xs[t, q] = X[u, keep[q]]
-        dm = mean[u] - mu
         st[t, 0] = W[u]
-        st[t, 1] = W[u] * dm
-        st[t, 2] = E[u] + W[u] * dm * dm
+        st[t, 1], st[t, 2] = _recentred(W[u], mean[u], E[u], mu)
         st[t, 3] = N[u]
     split = np.empty(k)
     leaf = subtree_splits(Xs, st, levels, lamn, m1, split)
@@ -690,13 +931,12 @@ def kmeans_bound(losses, k, lam, norm, min_leaves):
     """:func:`jaxsr.trees.bounds.kmeans_bound` of ``losses[:k]`` (the same arithmetic)."""
     if k >= min_leaves:
         best = np.inf
-        for c in range(min_leaves, k + 1):
-            v = losses[c - 1] / norm + lam * c
-            best = min(best, v)
+        for c in range(int(min_leaves), k + 1):
+            best = min(best, _objective(losses[c - 1], norm, lam, c))
         return best
     gain = losses[k - 2] - losses[k - 1] if k >= 2 else 0.0
     lo = max(losses[k - 1] - (min_leaves - k) * gain, 0.0)
-    return lo / norm + lam * min_leaves
+    return _objective(lo, norm, lam, min_leaves)
 
 
 @numba.njit(**_NB)
@@ -718,43 +958,21 @@ def support_bounds(mask, korder, W, mean, E, N, d, lam, norm, m1, look, kl, equi
       ``kl + 2`` leaves (objective units: the equivalent points bound, Theorem 3.3, and
       the k-Means bound, Theorem 3.5, with the early stop of Theorem 3.7).
     """
-    U = mask.shape[0]
-    Wt = 0.0
-    St = 0.0
-    Et = 0.0
-    Nt = 0.0
-    C = 0
-    for u in range(U):
-        if mask[u]:
-            Wt += W[u]
-            St += W[u] * mean[u]
-            Et += E[u]
-            Nt += N[u]
-            C += 1
-    mu = St / Wt if Wt > 0.0 else 0.0
-    leaf = 0.0
-    for u in range(U):
-        if mask[u]:
-            dm = mean[u] - mu
-            leaf += E[u] + W[u] * dm * dm
-    ep = Et / norm if equiv else 0.0
-    b = ep + look * lam
+    Et, Nt, C = support_totals(mask, E, N)
+    leaf = support_leaf_loss(mask, W, mean, E)
+    eq = Et if equiv else 0.0  # the equivalent points loss (Theorem 3.3)
+    b = _objective(eq, norm, lam, look)
     cmax = min(C, int(np.floor(Nt / m1)))
     if d - 1 < 40:
         cmax = min(cmax, 1 << (d - 1))
     kdeep = kl + 2
-    deep = np.inf if cmax < kdeep else ep + lam * kdeep
+    deep = np.inf if cmax < kdeep else _objective(eq, norm, lam, kdeep)
     if not use_kmeans or d <= kl:
         return leaf, b, deep
     if cmax < look:
         return leaf, np.inf, np.inf
     sel = np.empty(C, dtype=np.int64)
-    t = 0
-    for i in range(U):
-        u = korder[i]
-        if mask[u]:
-            sel[t] = u
-            t += 1
+    support_in_order(mask, korder, sel)
     out = np.empty(max(1, min(cmax, C)))
     k = support_kmeans_losses(sel, W, mean, E, cmax, lam * norm, True, out)
     if kl > 0 and cmax >= kdeep:

@@ -29,15 +29,16 @@ import numpy as np
 
 from .._config import program, to_device
 from .kmeans import kmeans_lower_bound
+from .losses import recentred
 from .subtrees import optimal_subtree_cost
 
 __all__ = ["DeviceBatcher"]
 
 def _recentred_subtrees(X, W, mean, E, N, centre, masks, lam, norm, levels, m1):
     """Exact subtrees of a batch of supports, with the class statistics re-centred on
-    ``centre`` (the expanded parent's mean; :func:`jaxsr.trees.stats.recentre`)."""
-    d = mean - centre
-    st4 = jnp.stack([W, W * d, E + W * d * d, N], axis=1)
+    ``centre`` (the expanded parent's mean; :func:`jaxsr.trees.losses.recentre`)."""
+    S, Q = recentred(W, mean, E, centre)
+    st4 = jnp.stack([W, S, Q, N], axis=1)
     return jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
         X, st4, masks, lam, norm, levels, m1)
 
@@ -106,7 +107,7 @@ class DeviceBatcher:
         # the batched k-means builds a U x U table per child: worth it on an accelerator,
         # slower on CPU than the host's O(U log U) rows (insurance, lambda 0.01, no depth
         # limit: 3.6 s host vs 31 s batched), but backend="jax" runs the same code on
-        # every platform (the "auto" backend picks the host path on CPU)
+        # every platform (the "auto" backend picks the host engine on every platform)
         self.batch_kmeans = bool(batch_kmeans)
         put = self._place
         with jax.enable_x64(True):

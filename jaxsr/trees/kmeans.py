@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .stats import sse
+from .losses import objective, sse
 
 __all__ = [
     "kmeans_cost_matrix",
@@ -208,7 +208,7 @@ def penalized_minimum(losses, regularization, normalizer=1.0, min_clusters: int 
     xp = jnp if isinstance(losses, jax.Array) else np
     K = losses.shape[-1]
     C = xp.arange(1, K + 1, dtype=losses.dtype)
-    obj = losses / normalizer + regularization * C
+    obj = objective(losses, normalizer, regularization, C)
     obj = xp.where(C >= min_clusters, obj, xp.inf)
     return xp.min(obj, axis=-1)
 
@@ -416,6 +416,7 @@ def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None,
 
 
 _KMEANS_TABLE_FIRST = 160  # below this the table is built first (cheaper than any row)
+KMEDIANS_MAX_VALUES = 20000  # the search skips a k-medians bound over more distinct targets
 
 
 def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):

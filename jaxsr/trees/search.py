@@ -57,7 +57,7 @@ Three reformulations keep the answer exact and shrink the space:
 Before the true child of a split is solved, the false child's memo entry (its k-Means
 bound) is created: the split is dropped when the two bounds reach the incumbent (or the
 cap), else the true child is solved against the cap its sibling's k-Means bound leaves,
-which is tighter than its cheap bound (:func:`jaxsr.trees.solver.step`). On the OSRT
+which is tighter than its cheap bound (:mod:`jaxsr.trees.engine`). On the OSRT
 datasets at depth budget 7 this cuts the solver's steps 2-4x (yacht lambda 0.001: 2387 ->
 636, enb-cool lambda 0.01: 3804 -> 865) and the exact kernel calls up to 4.5x.
 
@@ -65,7 +65,8 @@ The result carries the certificate: the root's lower bound and the objective of 
 returned. With a time limit the search stops, and the lower bound is still valid: it is
 the minimum over the root's splits of the (memoised or cheap) bounds of their children,
 raised bottom up through the frontier as the stack unwinds
-(:func:`jaxsr.trees.solver.live_lower_bound` gives the same bound during the search).
+(:func:`jaxsr.trees.engine.live_lower_bound` gives the same bound during the
+search).
 
 Anytime (a time limit): the incumbent is greedy CART, computed first
 (:meth:`OptimalTreeSearch._greedy`: best-first growth, one product of the support's
@@ -88,24 +89,27 @@ import numpy as np
 from .. import _progress
 from . import solver
 from . import warmup as _warmup
-from .bounds import equivalent_points_bound, kmeans_bound
-from .kmeans import kmeans_losses_np, kmedians_losses_np
-from .solver import RTOL as _RTOL
-from .solver import Entry, Expansion, Status
-from .solver import reaches as _reaches
-from .stats import (
+from .bounds import equivalent_points_bound, kmeans_bound, useful_levels
+from .kmeans import KMEDIANS_MAX_VALUES, kmeans_losses_np, kmedians_losses_np
+from .losses import (
     STAT_C,
     STAT_E,
     STAT_N,
     STAT_Q,
     STAT_S,
     STAT_W,
+    absolute_class_losses,
+    absolute_losses,
     class_statistics,
+    objective,
     recentre,
     scale_targets,
     sse,
     stats_loss,
 )
+from .solver import RTOL as _RTOL
+from .solver import Entry, Status
+from .solver import reaches as _reaches
 from .subtrees import best_subtree_np, distinct_splits
 from .tree import Tree
 from .warmup import load_native_kernels, native_kernels_cached
@@ -117,46 +121,22 @@ ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")
 _BIG_DEPTH = 1 << 30
 _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
-_KMEDIANS_MAX_VALUES = 20000  # above this the k-medians bound is skipped (time)
 _ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
 _NODE_VALUE_ELEMENTS = 1 << 22  # (nodes x samples) per chunk of _node_values (32 MiB)
 _UNTRIED = -2  # Entry.klev: the shallow-kernel upper bound is still to be computed
 _GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 # the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.75 s CPU once per
 # process (import and load) and are then 5-20x faster than numpy per subproblem: a search
-# (squared loss) uses them unless it is one kernel call; so does every search once they
+# (either loss) uses them unless it is one kernel call; so does every search once they
 # are loaded. Which kernels a fit gets, their cache and their one-time compilation (in a
 # background process on a fresh install): :mod:`jaxsr.trees.warmup`.
 _NATIVE_LOADED = _warmup._NATIVE_LOADED
 _SWITCH_POLL_SECONDS = 1.0  # how often a search on the numpy kernels asks for them
 
 
-def _leaf_budget(eq, lam, cap):
-    """The most leaves of a tree that can cost less than ``cap`` (``lam > 0``).
-
-    A tree with ``L`` leaves costs at least ``eq + lam L`` (its loss is at least the
-    equivalent points loss ``eq`` of its support, Theorem 3.3; 0 without that bound), so
-    only trees with ``L <= lmax`` leaves -- the largest ``L`` with ``eq + lam L`` short of
-    the cap by :data:`~jaxsr.trees.solver.RTOL` -- can beat it, and a tree with more than
-    ``lmax - 1`` split levels has more than ``lmax`` leaves. So the best tree with
-    ``lmax - 1`` levels is the optimum of the subproblem when it costs less than the cap,
-    and otherwise every tree costs at least ``min(its cost, eq + lam (lmax + 1))``, which
-    reaches the cap. Returns 0 when not even a leaf can beat the cap, at most ``2^30``
-    (the same arithmetic as :func:`jaxsr.trees.compiled_solver._leaf_budget`)."""
-    x = (cap - eq) / lam
-    if not x < 2.0 ** 30:
-        return 1 << 30
-    L = int(max(np.floor(x), 0.0))
-    while L >= 1 and _reaches(eq + lam * L, cap):
-        L -= 1
-    while not _reaches(eq + lam * (L + 1), cap):
-        L += 1
-    return L
-
-
 def native_for_time_limit(seconds_left):
     """:func:`jaxsr.trees.warmup.kernels_for_fit` (the ``native`` argument of a
-    squared-loss host search that must end within ``seconds_left``)."""
+    host search that must end within ``seconds_left``)."""
     return _warmup.kernels_for_fit(seconds_left)
 
 
@@ -241,21 +221,6 @@ def _least_split(c, node_loss):
     return f, float(c[f])
 
 
-def _wmad_columns(ys, Wm):
-    """Weighted absolute deviation around the weighted median, per column.
-
-    ``ys`` ``(n,)`` sorted ascending, ``Wm`` ``(n, B)`` weights (0 = not in the set).
-    Returns ``(loss (B,), median (B,))``.
-    """
-    if ys.shape[0] == 0:
-        return np.zeros(Wm.shape[1]), np.zeros(Wm.shape[1])
-    cw = np.cumsum(Wm, axis=0)
-    tot = cw[-1]
-    k = np.argmax(cw >= 0.5 * tot[None, :], axis=0)
-    med = ys[k]
-    return np.sum(Wm * np.abs(ys[:, None] - med[None, :]), axis=0), med
-
-
 class OptimalTreeSearch:
     """The search state for one fit (see the module docstring).
 
@@ -278,13 +243,13 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.device`).
       greedy: start from the greedy CART tree (pruned at ``lambda``) as the incumbent:
         the tree returned under a limit is never worse than it.
-      native: host kernels (shallow subtrees, k-means, leaf losses, distinct splits)
-        compiled by numba (:mod:`jaxsr.trees.compiled`): True, False (numpy), or None
-        (squared loss: compiled unless the whole search is one shallow-kernel call and
-        they are not loaded yet: loading costs ~0.75 s once per process). The optimum is
-        the same. With the compiled kernels (squared loss, host backend) the solver loop
-        itself runs compiled too (:mod:`jaxsr.trees.compiled_solver`, the same steps as
-        :mod:`jaxsr.trees.solver` with the memo as a hash table over packed supports).
+      native: the host engine (:mod:`jaxsr.trees.engine`: the search loop and its
+        kernels) compiled by numba: True, False (its Python source on the numpy kernels,
+        :mod:`jaxsr.trees.interpreted`), or None (compiled unless the whole search is one
+        shallow-kernel call and they are not loaded yet: loading costs ~0.75 s once per
+        process; on a fresh install the Python source until a background process has
+        compiled them, :mod:`jaxsr.trees.warmup`). The optimum is the same. The greedy
+        incumbent and the tree extraction use the same choice of kernels.
       mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
         the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
       progress: report steps, bounds, gap and subproblems to the open
@@ -309,14 +274,13 @@ class OptimalTreeSearch:
         self.progress = bool(progress)
         self.greedy = bool(greedy)
         self._native_mode = native
-        self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0]
-                                           and loss != "absolute_error")
+        self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0])
         X = np.asarray(X, dtype=bool)
         y = np.asarray(y, dtype=np.float64)
         w = np.asarray(w, dtype=np.float64)
         self.n, self.M = X.shape
         # internal targets in [-1, 1], weights / max weight (exact powers of two; see
-        # jaxsr.trees.stats): every loss below is in internal units
+        # jaxsr.trees.losses): every loss below is in internal units
         t, wi, self.scale = scale_targets(y, w)
         self.y, self.w = t, wi
         self.y_raw = y
@@ -341,13 +305,7 @@ class OptimalTreeSearch:
         if self.l1:
             order = np.argsort(t, kind="stable")
             self.ys, self.ws, self.cls_s = t[order], wi[order], inv[order]
-            E = np.zeros(U)
-            grp = np.argsort(self.cls_s, kind="stable")  # by class, y-sorted inside
-            bounds_ = np.searchsorted(self.cls_s[grp], np.arange(U + 1))
-            for u in range(U):
-                sl = grp[bounds_[u]:bounds_[u + 1]]
-                E[u] = _wmad_columns(self.ys[sl], self.ws[sl][:, None])[0][0]
-            st[:, STAT_E] = E
+            st[:, STAT_E] = absolute_class_losses(self.ys, self.ws, self.cls_s, U)
             self.Xsamp = self.Xc_bool[self.cls_s]  # (n, M) in y order
         self.stats = st
         self._Wc = np.ascontiguousarray(st[:, STAT_W])
@@ -360,7 +318,7 @@ class OptimalTreeSearch:
         if self.scale.constant:
             total_loss = 0.0
         elif self.l1:
-            total_loss = float(_wmad_columns(self.ys, self.ws[:, None])[0][0])
+            total_loss = float(absolute_losses(self.ys, self.ws[:, None])[0][0])
         else:
             total_loss = float(stats_loss(st.sum(0)))
         self.total_loss = total_loss
@@ -408,7 +366,6 @@ class OptimalTreeSearch:
         self._kernel_rate = 3e-8  # seconds per element operation of the kernel (updated)
         self._kmeans_rate = 0.0  # seconds per class of a k-means bound (the most seen)
         self.memo: dict = {}  # (packed support, levels) -> solver.Entry
-        self._by_support: dict = {}  # support -> [memo keys] (lower bounds shared)
         self.n_kernel = 0
         self.n_kmeans = 0
 
@@ -428,11 +385,11 @@ class OptimalTreeSearch:
     # ------------------------------------------------------------------ leaf costs
     def _leaf_l1(self, mask):
         sm = mask[self.cls_s]
-        return float(_wmad_columns(self.ys[sm], self.ws[sm][:, None])[0][0])
+        return float(absolute_losses(self.ys[sm], self.ws[sm][:, None])[0][0])
 
     def _sub_stats(self, idx):
         """Class statistics of a support's classes ``idx``; for squared loss re-centred on
-        the support's own mean (:func:`~jaxsr.trees.stats.recentre`: the losses of its
+        the support's own mean (:func:`~jaxsr.trees.losses.recentre`: the losses of its
         subsets then round relative to its own spread)."""
         st = self.stats[idx]
         return st if self.l1 else recentre(st, self.cls_mean[idx])
@@ -447,17 +404,11 @@ class OptimalTreeSearch:
             loss = support_leaf_loss(mask, self._Wc, self.cls_mean, self._Ec)
         else:
             loss = float(stats_loss(self._sub_stats(np.flatnonzero(mask)).sum(0)))
-        return loss / self.norm + self.lam
+        return objective(loss, self.norm, self.lam)
 
     def _deff(self, d, st, leaf):
-        """Levels that can matter (vectorised over leading axes of ``st``)."""
-        r = np.minimum(st[..., STAT_C], np.floor(st[..., STAT_N] / self.m1))
-        r = np.minimum(r, d)
-        if self.lam > 0:
-            gap = leaf - (st[..., STAT_E] / self.norm if self.equiv else 0.0)
-            h = np.floor(gap / self.lam * (1 + 1e-9) + 1e-9)
-            r = np.minimum(r, h)
-        return np.maximum(r, 1).astype(np.int64)
+        """Levels that can matter (:func:`~jaxsr.trees.bounds.useful_levels`)."""
+        return useful_levels(d, st, leaf, self.lam, self.norm, self.m1, self.equiv)
 
     def _cheap_split_bound(self, st):
         """Equivalent points bound of the trees that split (Theorem 3.3; bounds.py)."""
@@ -509,7 +460,7 @@ class OptimalTreeSearch:
             brk = np.flatnonzero(np.diff(vals) > 0) + 1
             starts = np.concatenate([[0], brk])
             vals, wts = vals[starts], np.add.reduceat(wts, starts)
-            if vals.size > _KMEDIANS_MAX_VALUES:
+            if vals.size > KMEDIANS_MAX_VALUES:
                 return b, deep
             losses = kmedians_losses_np(vals, wts, cmax, stop)
         elif self._native():
@@ -542,16 +493,14 @@ class OptimalTreeSearch:
 
     # ------------------------------------------------------------------ search
     def _live_bound(self, state, final=False):
-        """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.solver`)
+        """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.engine`)
         and its entry."""
         e = self.memo[state.root_key]
         if final or e.solved or state.status is not None:
             return e.lb, e
-        if hasattr(state, "frames"):  # the compiled solver's state
-            from .compiled_solver import live_lower_bound
+        from .engine import live_lower_bound
 
-            return live_lower_bound(state), e
-        return solver.live_lower_bound(self, state), e
+        return live_lower_bound(state), e
 
     def _report(self, state, final=False, line=True):
         """The bounds, gap and subproblems on the progress bar (``progress``) and, with
@@ -585,122 +534,6 @@ class OptimalTreeSearch:
             return True
         left = self.deadline - time.perf_counter()
         return self._kernel_rate * self._kernel_work(n_classes, levels) < left
-
-    def _entry(self, key, mask, tot, leaf) -> Entry:
-        """Create the memo entry of a new subproblem (its bounds; no expansion)."""
-        memo = self.memo
-        d = key[1]
-        bounds = None
-        if not self.l1 and self._native():
-            # leaf and bounds in one compiled call (:func:`~jaxsr.trees.compiled.
-            # support_bounds`: the same quantities as _leaf_cost and _split_bound)
-            from .compiled import support_bounds
-
-            loss, sb, deep = support_bounds(
-                mask, self.korder, self._Wc, self.cls_mean, self._Ec, self._Nc, int(d),
-                self.lam, self.norm, float(self.m1), float(self.look), int(self.kl),
-                self.equiv, self.use_kmeans)
-            leaf = loss / self.norm + self.lam
-            bounds = (float(sb), float(deep))
-            if self.use_kmeans and d > max(self.kl, 1):
-                self.n_kmeans += 1
-        elif not self.l1:  # the parent's sums round relative to the parent's spread
-            leaf = self._leaf_cost(mask)
-        e = self._new_entry(mask, tot, leaf, d, bounds)
-        if not e.solved:
-            # the same support with more levels has an optimum no larger than this one
-            # (any tree with d levels also has fewer than d' levels), so its lower bound
-            # holds here
-            sib = self._by_support.setdefault(key[0], [])
-            for k2 in sib:
-                e2 = memo[k2]
-                if k2[1] > d and e2.lb > e.lb:
-                    e = e._replace(lb=min(e2.lb, e.ub))
-            sib.append(key)
-            if _reaches(e.lb, e.ub):
-                e = e._replace(lb=e.ub, solved=True)
-        memo[key] = e
-        return e
-
-    def peek(self, key, mask, tot, leaf) -> Entry:
-        """The memo entry of a subproblem, created with its bounds if it is new (for
-        :func:`jaxsr.trees.solver.step`: a sibling's bound before a split is solved)."""
-        e = self.memo.get(key)
-        return self._entry(key, mask, tot, leaf) if e is None else e
-
-    def visit(self, key, mask, tot, leaf, cap, is_root=False, stopped=False):
-        """Look a subproblem up (creating its memo entry) and decide what it needs.
-
-        Returns ``(entry, None)`` when it needs no expansion now -- solved, its lower
-        bound reaches ``cap``, solved at once by the shallow kernel, or the search is
-        ``stopped`` -- else ``(None, expansion)`` (:class:`~jaxsr.trees.solver.Expansion`).
-        """
-        memo = self.memo
-        e = memo.get(key)
-        d = key[1]
-        if e is None and stopped:
-            # the search is unwinding after a limit: the leaf and the cheap bound, no
-            # k-means, so a stop is not followed by a burst of bounds
-            lb = min(float(leaf), float(self._cheap_split_bound(tot)))
-            e = memo[key] = Entry(lb, float(leaf), -1, False, -1, np.inf)
-            return e, None
-        if e is None:
-            e = self._entry(key, mask, tot, leaf)
-        if e.solved or _reaches(e.lb, cap) or stopped:
-            return e, None
-        if self.kl and not self.l1 and np.isfinite(cap) and self.lam > 0:
-            # only trees with at most lmax leaves (at most lmax - 1 levels) can beat the
-            # cap: when that is fewer levels than d - 1 and the kernel covers them, the
-            # kernel decides at once (compiled_solver._leaf_budget)
-            eq = float(tot[STAT_E]) / self.norm if self.equiv else 0.0
-            lmax = _leaf_budget(eq, self.lam, cap)
-            lev = lmax - 1
-            if lev < d - 1 and lev <= self.kl and (
-                    lev < 1 or self._affordable(int(mask.sum()), lev)):
-                if lev >= 1:
-                    c, f = self._kernel(mask, lev)
-                    self.n_kernel += 1
-                else:
-                    c, f = self._leaf_cost(mask), -1
-                if not _reaches(c, cap):  # the optimum: every deeper tree reaches the cap
-                    klev = lev if lev >= 1 else -1  # the tree is rebuilt with lev levels
-                    e = memo[key] = Entry(c, c, f, True, klev, np.inf)
-                    return e, None
-                lbk = min(c, eq + self.lam * (lmax + 1))  # reaches the cap
-                e = memo[key] = e._replace(lb=max(e.lb, min(lbk, e.ub)))
-                return e, None
-        if self.kl and d <= self.kl + 1:
-            c, f = self._kernel(mask, d - 1)
-            self.n_kernel += 1
-            e = memo[key] = Entry(c, c, f, True, -1, np.inf)
-            return e, None
-        if e.klev == _UNTRIED and d > self.kl + 1 and not _reaches(e.lb, e.deep):
-            # upper bound: the exact best tree with at most kl split levels (kernel); the
-            # optimum is the better of that and the best tree with >= kl + 2 leaves, so
-            # min(kernel cost, deep bound) is a lower bound, and the kernel tree is optimal
-            # when the deep bound reaches it. Skipped when the deep bound does not exceed
-            # the lower bound already known: min(kernel cost, deep) could then neither
-            # raise the bound nor solve the subproblem (that needs kernel cost <= deep <=
-            # lb <= optimum), only offer a tree, which the expansion finds anyway
-            idx = np.flatnonzero(mask)
-            if not self._affordable(idx.size, self.kl):  # optional: skip near a deadline
-                e = memo[key] = e._replace(klev=-1)
-                return self._expansion(key, mask, cap, is_root)
-            t_k = time.perf_counter()
-            c, f = self._kernel(mask, self.kl, idx)
-            self._kernel_rate = max(self._kernel_rate, (time.perf_counter() - t_k)
-                                    / self._kernel_work(idx.size, self.kl))
-            self.n_kernel += 1
-            e = e._replace(klev=-1)
-            if c < e.ub:
-                e = e._replace(ub=c, feat=f, klev=self.kl)
-            e = e._replace(lb=max(e.lb, min(c, e.deep)))
-            if _reaches(e.lb, e.ub):
-                e = e._replace(lb=e.ub, solved=True)
-            memo[key] = e
-            if e.solved or _reaches(e.lb, cap):
-                return e, None
-        return self._expansion(key, mask, cap, is_root)
 
     def _kernel(self, mask, levels, idx=None):
         """Exact best tree with at most ``levels`` split levels on ``mask`` (squared loss):
@@ -738,11 +571,12 @@ class OptimalTreeSearch:
         if self.l1:
             sm = mask[self.cls_s]
             ys, ws, Xn = self.ys[sm], self.ws[sm], self.Xsamp[sm][:, F]
-            lt = _wmad_columns(ys, ws[:, None] * Xn)[0]
-            lf = _wmad_columns(ys, ws[:, None] * ~Xn)[0]
+            lt = absolute_losses(ys, ws[:, None] * Xn)[0]
+            lf = absolute_losses(ys, ws[:, None] * ~Xn)[0]
         else:
             lt, lf = stats_loss(a), stats_loss(comp)
-        return F, a, comp, lt / self.norm + self.lam, lf / self.norm + self.lam
+        return (F, a, comp, objective(lt, self.norm, self.lam),
+                objective(lf, self.norm, self.lam))
 
     def _device(self):
         """The :class:`~jaxsr.trees.device.DeviceBatcher` (``backend="jax"``), made at the
@@ -761,6 +595,29 @@ class OptimalTreeSearch:
                     self.Xc, self.st4, self.korder, self.lam, self.norm, self.m1,
                     mean=self.cls_mean, E=self.stats[:, STAT_E], mesh=self._mesh)
         return self.dev
+
+    def _device_expansion(self, state, L):
+        """The device's part of the engine's expansion of level ``L``
+        (:mod:`jaxsr.trees.engine`, ``backend="jax"``): the children of its splits,
+        as :meth:`_device_children` takes them; their entries go to the memo. Returns
+        whether the device evaluated every new child."""
+        from . import engine as cs
+
+        fr = state.frames
+        nk = int(fr.si[L, cs.S_NK])
+        d = int(state.memo.i[int(fr.si[L, cs.S_EID]), cs.M_LEV])
+        F = fr.ki[L, cs.K_F, :nk]
+        mask = fr.mask[L].copy()
+        maskT = mask[None, :] & self.XcT[F]
+        maskF = mask[None, :] & ~self.XcT[F]
+        dT, dF = fr.ki[L, cs.K_DT, :nk].copy(), fr.ki[L, cs.K_DF, :nk].copy()
+        packT, packF = np.packbits(maskT, axis=1), np.packbits(maskF, axis=1)
+        keysT = [(packT[i].tobytes(), int(dT[i])) if dT[i] > 1 else None for i in range(nk)]
+        keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None for i in range(nk)]
+        return self._device_children(
+            mask, d, (maskT, maskF), (keysT, keysF),
+            (fr.st[L, 0, :nk].copy(), fr.st[L, 1, :nk].copy()),
+            (fr.kf[L, cs.K_LEAFT, :nk].copy(), fr.kf[L, cs.K_LEAFF, :nk].copy()), (dT, dF))
 
     def _device_children(self, mask, d, masks, keys, stats, leaves, deffs):
         """Evaluate all new children of a subproblem in batched device calls; False when
@@ -801,7 +658,7 @@ class OptimalTreeSearch:
         K = max(min(kmax, _DEVICE_KMEANS_MAX_CLUSTERS), self.look)
         kb, done = self.dev.kmeans_bounds(bm, K, self.look, self.deadline)
         if kmax > K:  # trees with more than K leaves: loss >= E, leaves >= K + 1
-            kb = np.minimum(kb, st[:, STAT_E] / self.norm + self.lam * (K + 1))
+            kb = np.minimum(kb, objective(st[:, STAT_E], self.norm, self.lam, K + 1))
         self.n_kmeans += done
         for j, k in enumerate(sel_k[:done]):
             leaf = sel_leaf[j]
@@ -815,73 +672,17 @@ class OptimalTreeSearch:
                                 _UNTRIED if kd else -1, float(deep))
         return done == len(sel_k)
 
-    def _expansion(self, key, mask, cap, is_root):
-        """The children of every split of a subproblem, their bounds and their order."""
-        d = key[1]
-        memo = self.memo
-        F, a, comp, leafT, leafF = self._children(mask)
-        if F.size == 0:
-            e = memo[key]  # no admissible split: the leaf (its upper bound) is optimal
-            e = memo[key] = Entry(e.ub, e.ub, -1, True, -1, np.inf)
-            return e, None
-        dT = self._deff(d - 1, a, leafT)
-        dF = self._deff(d - 1, comp, leafF)
-        maskT = mask[None, :] & self.XcT[F]
-        maskF = mask[None, :] & ~self.XcT[F]
-        packT = np.packbits(maskT, axis=1)
-        packF = np.packbits(maskF, axis=1)
-        cheapT = np.minimum(leafT, self._cheap_split_bound(a))
-        cheapF = np.minimum(leafF, self._cheap_split_bound(comp))
-        lbT = np.where(dT > 1, cheapT, leafT)
-        lbF = np.where(dF > 1, cheapF, leafF)
-        keysT = [(packT[i].tobytes(), int(dT[i])) if dT[i] > 1 else None
-                 for i in range(F.size)]
-        keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None
-                 for i in range(F.size)]
-        if self._jax and d >= 3 and self._device_children(
-                mask, d, (maskT, maskF), (keysT, keysF), (a, comp), (leafT, leafF),
-                (dT, dF)):
-            pass
-        elif is_root:
-            # anytime: the bounds of every root child at once (k-means included), so the
-            # root's lower bound is the least bound sum over all its splits from the start
-            for i in range(F.size):
-                if self.deadline is not None and time.perf_counter() > self.deadline:
-                    break
-                for k, m, st, lf in ((keysT[i], maskT[i], a[i], leafT[i]),
-                                     (keysF[i], maskF[i], comp[i], leafF[i])):
-                    if k is not None and k not in memo:
-                        self._entry(k, m, st, lf)
-        for i in range(F.size):
-            if keysT[i] is not None:
-                ce = memo.get(keysT[i])
-                if ce is not None:
-                    lbT[i] = max(lbT[i], ce.lb)
-            if keysF[i] is not None:
-                ce = memo.get(keysF[i])
-                if ce is not None:
-                    lbF[i] = max(lbF[i], ce.lb)
-        lbsum = lbT + lbF
-        # splits in order of their bound sums; sums equal up to rounding (1e-10 of the
-        # leaf) keep feature order, so near-ties do not depend on the rounding
-        q = max(1e-10 * memo[key].ub, 1e-300)
-        with np.errstate(over="ignore", invalid="ignore"):
-            order = np.argsort(np.floor(lbsum / q), kind="stable")
-        return None, Expansion(key=key, mask=mask, cap=cap, is_root=is_root, F=F, a=a,
-                               comp=comp, leafT=leafT, leafF=leafF, dT=dT, dF=dF,
-                               maskT=maskT, maskF=maskF, keysT=keysT, keysF=keysF,
-                               lbT=lbT, lbF=lbF, lbsum=lbsum, order=order)
-
     # ------------------------------------------------------------------ driver
     def run(self, max_steps=None) -> SearchResult:
-        """Solve (:mod:`jaxsr.trees.solver`: init, step until terminate, build the tree)."""
+        """Solve (:mod:`jaxsr.trees.engine`: init, step until terminate; build the
+        tree)."""
         t0 = time.perf_counter()
         mask = np.ones(self.U, dtype=bool)
         tot = self.stats.sum(0)
         leaf = self._leaf_cost(mask, tot)
         d = int(self._deff(self.depth, tot, leaf))
         key = (np.packbits(mask).tobytes(), d)
-        if self._native_mode is None and not self.l1 and d > self.kl + 1:
+        if self._native_mode is None and d > self.kl + 1:
             # a search, not one kernel call: the compiled kernels when they are loaded or
             # cached (loaded now), else numpy while a background process compiles them
             self._native_on = _warmup.kernels_for_fit(None) is None
@@ -917,37 +718,49 @@ class OptimalTreeSearch:
             limit = None if self.deadline is None else self.deadline - t0
             next_line = t0 + 1.0  # verbose: a line a second
             next_post = t0 + 0.5  # progress: the bounds twice a second
-            if self._native() and not self.l1 and not self._jax:
-                # the same solver, compiled (:mod:`jaxsr.trees.compiled_solver`)
-                from . import compiled_solver as cs
+            # the engine (:mod:`jaxsr.trees.engine`): compiled, or, while the
+            # compiled kernels are not built, its Python source on the numpy kernels
+            # (:mod:`jaxsr.trees.interpreted`); backend="jax": the device evaluates the
+            # children of every expansion with at least 3 levels
+            from . import engine as cs
 
-                ref = [cs.init(self, (key, mask, d), e, limit, max_steps, t0)]
-                self.memo = cs.CompiledMemo(self, ref)
-                mod = cs
+            if self._native():
+                engine = cs.COMPILED
             else:
-                self.memo[key] = e
-                ref = [solver.init(self, (key, mask, tot, leaf), limit, max_steps, t0)]
-                mod = None
+                from .interpreted import engine as interpreted_engine
+
+                engine = interpreted_engine()
+            device = None
+            if self._jax:
+                def device(st, L):
+                    ref[0] = st  # the memo as the engine holds it now
+                    return self._device_expansion(st, L)
+            ref = [cs.init(self, (key, mask, d), e, limit, max_steps, t0, engine, device)]
+            self.memo = cs.CompiledMemo(self, ref)
             state = ref[0]
-            # a fresh install: the search runs the numpy kernels while a background process
-            # compiles the compiled ones; once they are in the cache, a search without a
-            # limit starts again on them (the compiled loop is 6-15x faster, so a long
-            # first fit ends about as soon as after compiling in the fit; the optimum is
-            # the same; a limited search keeps its progress instead)
-            switch = (mod is None and self._native_mode is None and not self.l1
-                      and not self._jax and self.deadline is None and max_steps is None
-                      and d > self.kl + 1 and _warmup.compiling())
+            # a fresh install: the engine runs as Python on the numpy kernels while a
+            # background process compiles it; once numba's cache holds it, the search goes
+            # on compiled from where it is (the same arrays: nothing is recomputed; the
+            # compiled loop is 6-15x faster), when the time left affords the load
+            switch = (state.engine is not cs.COMPILED and self._native_mode is None
+                      and _warmup.compiling())
             next_poll = t0 + _SWITCH_POLL_SECONDS
-            restart = False
             while state.status is None:
                 if switch and time.perf_counter() >= next_poll:
                     next_poll = time.perf_counter() + _SWITCH_POLL_SECONDS
                     if _warmup.compiled_ready():
-                        restart = True
-                        break
+                        switch = False
+                        left = (None if self.deadline is None
+                                else self.deadline - time.perf_counter())
+                        if _warmup.kernels_for_fit(left) is None:
+                            self._native_on = True
+                            state = ref[0] = state._replace(engine=cs.COMPILED)
+                            _progress.write(
+                                "jaxsr: the compiled tree kernels are ready; the search "
+                                f"goes on compiled (after {time.perf_counter() - t0:.1f} s "
+                                "on the numpy kernels)")
                 steps = state.steps
-                state = ref[0] = (mod.step(state) if mod is not None
-                                  else solver.step(self, state))
+                state = ref[0] = cs.step(state)
                 if self.progress or self.verbose:
                     if self.progress:
                         _progress.update(max(state.steps - steps, 1))
@@ -959,21 +772,12 @@ class OptimalTreeSearch:
                         next_post = time.perf_counter() + 0.5
                         if line:
                             next_line = next_post + 0.5
-            if mod is not None:
-                self.n_kernel += int(state.ctr[cs.C_KERNEL])
-                self.n_kmeans += int(state.ctr[cs.C_KMEANS])
-            if not restart:
-                e = self.memo[key]
-                tree = self._build(mask, d)
+            self.n_kernel += int(state.ctr[cs.C_KERNEL])
+            self.n_kmeans += int(state.ctr[cs.C_KMEANS])
+            e = self.memo[key]
+            tree = self._build(mask, d)
         finally:
             blas.__exit__(None, None, None)
-        if restart:
-            _progress.write("jaxsr: the compiled tree kernels are ready; the search "
-                            f"restarts on them (after {time.perf_counter() - t0:.1f} s on "
-                            "the numpy kernels)")
-            self.memo, self._by_support = {}, {}
-            self.n_kernel = self.n_kmeans = 0
-            return self.run(max_steps)  # kernels_for_fit loads them from the cache
         if self.verbose or self.progress:
             self._report(state, final=True)
         self.status = state.status
@@ -1085,7 +889,8 @@ class OptimalTreeSearch:
             tot = raw.sum(0)
             st = recentre(raw, self.cls_mean[idx])[:, _ST4]  # W, S, Q, N about its mean
             stot = st.sum(0)
-            leaf = float(max(sse(stot[0], stot[1], stot[2]), tot[STAT_E])) / self.norm + self.lam
+            leaf = objective(float(max(sse(stot[0], stot[1], stot[2]), tot[STAT_E])), self.norm,
+                             self.lam)
         lev = int(self._deff(lev, tot, leaf))
         if lev <= 1:
             return leaf, lev, -1, 0.0
@@ -1097,10 +902,10 @@ class OptimalTreeSearch:
             ok = (cnt >= self.m1) & (ys.size - cnt >= self.m1)
             if not ok.any():
                 return leaf, lev, -1, 0.0
-            c = (_wmad_columns(ys, ws[:, None] * Xn)[0]
-                 + _wmad_columns(ys, ws[:, None] * ~Xn)[0])
+            c = (absolute_losses(ys, ws[:, None] * Xn)[0]
+                 + absolute_losses(ys, ws[:, None] * ~Xn)[0])
             f, c = _least_split(np.where(ok, c, np.inf), (leaf - self.lam) * self.norm)
-            c = c / self.norm + self.lam
+            c = objective(c, self.norm, self.lam)
         elif st is None:
             # the compiled one-split kernel with no leaf penalty: the split of least
             # children's loss, or -1 when none decreases the loss
@@ -1108,7 +913,7 @@ class OptimalTreeSearch:
 
             c, f = support_subtree(m, self._Xu8, self._Wc, self.cls_mean, self._Ec,
                                    self._Nc, 1, 0.0, float(self.m1))
-            f, c = int(f), float(c) / self.norm + self.lam
+            f, c = int(f), objective(float(c), self.norm, self.lam)
             if f < 0:
                 return leaf, lev, -1, 0.0
         else:
@@ -1119,7 +924,7 @@ class OptimalTreeSearch:
                 return leaf, lev, -1, 0.0
             c = np.where(ok, sse(a[0], a[1], a[2]) + sse(comp[0], comp[1], comp[2]), np.inf)
             f, c = _least_split(c, (leaf - self.lam) * self.norm)
-            c = c / self.norm + self.lam
+            c = objective(c, self.norm, self.lam)
         return (leaf, lev, f, leaf - c) if solver.improves(c, leaf) else (leaf, lev, -1, 0.0)
 
     def _greedy(self, mask, d, polish=False):

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._config import program
-from .stats import sse
+from .losses import objective, sse
 
 __all__ = [
     "distinct_splits",
@@ -72,16 +72,16 @@ def best_depth1(xp, tot, a, lam, norm, m1):
     Returns:
       ``(cost (...), feature (...))``.
     """
-    leaf = _loss(xp, tot) / norm + lam
+    leaf = objective(_loss(xp, tot), norm, lam)
     comp = tot[..., None, :] - a
     ok = (a[..., N] >= m1) & (comp[..., N] >= m1)
-    split = xp.where(ok, (_loss(xp, a) + _loss(xp, comp)) / norm + 2.0 * lam, xp.inf)
+    split = xp.where(ok, objective(_loss(xp, a) + _loss(xp, comp), norm, lam, 2), xp.inf)
     return _pick(xp, leaf, split)
 
 
 def best_depth2(xp, tot, a, P, lam, norm, m1):
     """Best tree with at most two levels of splits; ``P``: ``(..., M, M, 4)`` pair stats."""
-    leaf = _loss(xp, tot) / norm + lam
+    leaf = objective(_loss(xp, tot), norm, lam)
     cost_true, _ = best_depth1(xp, a, P, lam, norm, m1)
     tot_false = tot[..., None, :] - a
     cost_false, _ = best_depth1(xp, tot_false, a[..., None, :, :] - P, lam, norm, m1)
@@ -91,7 +91,7 @@ def best_depth2(xp, tot, a, P, lam, norm, m1):
 
 def best_depth3(xp, tot, a, P, T, lam, norm, m1):
     """Best tree with at most three levels of splits; ``T``: ``(..., M, M, M, 4)``."""
-    leaf = _loss(xp, tot) / norm + lam
+    leaf = objective(_loss(xp, tot), norm, lam)
     cost_true, _ = best_depth2(xp, a, P, T, lam, norm, m1)
     tot_false = tot[..., None, :] - a
     cost_false, _ = best_depth2(xp, tot_false, a[..., None, :, :] - P,
@@ -332,6 +332,6 @@ def _triu(M):
 
 
 def _lossc(x):
-    """Squared loss (:func:`~jaxsr.trees.stats.sse`) of statistics with the columns on the
+    """Squared loss (:func:`~jaxsr.trees.losses.sse`) of statistics with the columns on the
     first axis: ``(c, ...)``."""
     return sse(x[W], x[S], x[Q])

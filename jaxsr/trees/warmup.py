@@ -2,7 +2,7 @@
 the background so that no fit waits in silence for the compiler.
 
 The host search runs its kernels and its solver loop compiled by numba
-(:mod:`jaxsr.trees.compiled`, :mod:`jaxsr.trees.compiled_solver`). Compiling them takes
+(:mod:`jaxsr.trees.compiled`, :mod:`jaxsr.trees.engine`). Compiling them takes
 about 25-50 CPU seconds, once: numba keeps them in its on-disk cache (``__pycache__`` next
 to the sources when writable, else ``NUMBA_CACHE_DIR`` or ``~/.cache/numba``), from which a
 later process loads them in about a second. A fit chooses its kernels with
@@ -10,17 +10,17 @@ later process loads them in about a second. A fit chooses its kernels with
 
 * the compiled kernels when they are loaded in this process, or on the cache (then loaded
   now, about a second, counted in a ``time_limit``);
-* otherwise (a fresh install or an upgrade) the numpy kernels -- the same search and the
-  same certified optimum, slower per subproblem -- while one detached background process
+* otherwise (a fresh install or an upgrade) the same engine run as Python on the numpy
+  kernels (:mod:`jaxsr.trees.interpreted`) -- the same search and the same certified
+  optimum, slower per subproblem -- while one detached background process
   compiles every kernel into numba's cache, at low priority, announced by one line on
   stderr. The fit neither waits for it nor is slowed by it beyond sharing the CPU (the
   compiler runs in its own process, so it holds none of this process's GIL); the process
   survives the interpreter's exit, so a short script still leaves a complete cache, and
   the next fit (in this process or a later one) loads the compiled kernels. A search
-  without a limit that is still running when the cache is complete starts again on them
-  (:meth:`jaxsr.trees.search.OptimalTreeSearch.run`; the compiled loop is 6-15x faster:
-  seoul-bike at depth budget 7, lambda 0.001 took 110 s on the numpy kernels alone, 54 s
-  with the restart, 49 s compiling inside the fit as before, on two loaded cores).
+  that is still running when the cache is complete goes on compiled from where it is
+  (:meth:`jaxsr.trees.search.OptimalTreeSearch.run`: the two engines share their arrays;
+  the compiled one is 6-15x faster), when its time limit affords the load.
 
 ``JAXSR_BACKGROUND_COMPILE=0`` (also ``false``, ``no``, ``off``) turns the background
 process off: the kernels are then compiled inside the first fit that needs them (announced
@@ -64,13 +64,13 @@ _STATE: dict = {"process": None, "announced": False, "warned": False, "lock": No
 
 def _compiled_functions():
     """Every numba function a search calls (the cache is complete when each has an entry)."""
-    from . import compiled, compiled_solver
+    from . import compiled, engine
 
     return (compiled.support_subtree, compiled.support_bounds, compiled.support_leaf_loss,
             compiled.feature_lists, compiled.pack_rows,
             compiled.support_kmeans_losses, compiled.support_splits,
-            compiled_solver.run_chunk, compiled_solver.lookup, compiled_solver.insert,
-            compiled_solver.rebuild_table)
+            engine.run_chunk, engine.lookup, engine.insert,
+            engine.rebuild_table, engine.finish_expansion)
 
 
 def native_kernels_cached() -> bool | None:
@@ -101,17 +101,22 @@ def load_native_kernels() -> None:
     holds every one afterwards; later searches in the process use them with no load."""
     import numpy as np
 
-    from . import compiled_solver
+    from . import engine
     from .search import OptimalTreeSearch
 
     X = ((np.arange(16)[:, None] >> np.arange(4)) & 1).astype(bool)
     y = np.sin(np.arange(16.0))
     # lambda > 0: with 0 the first bound solves the root and the solver loop never runs
     # (nor gets compiled and cached)
-    OptimalTreeSearch(X, y, np.ones(16), regularization=0.01, depth_budget=6,
-                      native=True).run()
-    memo = compiled_solver._new_memo(4, 1)
-    compiled_solver.rebuild_table(memo, 0)  # used only when a memo grows
+    search = OptimalTreeSearch(X, y, np.ones(16), regularization=0.01, depth_budget=6,
+                               native=True)
+    search.run()
+    memo = engine._new_memo(4, 1)
+    engine.rebuild_table(memo, 0)  # used only when a memo grows
+    # called from Python only with backend="jax" (after the device's part of an
+    # expansion): on the finished search's root frame, its lower bounds and order again
+    st = search.memo._ref[0]
+    engine.finish_expansion(st.problem, st.memo, st.ctr, st.fst, st.frames, 0, False)
     _NATIVE_LOADED[0] = True
 
 
@@ -253,7 +258,7 @@ def start_background_compile() -> bool:
     threading.Thread(target=p.wait, name="jaxsr-kernel-compile", daemon=True).start()
     _STATE["announced"] = True
     _announce("compiling the fast tree kernels once, in a background process (numba, "
-              "about 30 s of CPU); until then fits run the numpy kernels (same optimum, "
+              "under a minute of CPU); until then fits run the numpy kernels (same optimum, "
               f"slower on large problems). {ENV_BACKGROUND_COMPILE}=0 turns this off.")
     return True
 
@@ -308,7 +313,7 @@ def _background_main(lock: str) -> None:
 
 
 def kernels_for_fit(seconds_left=None):
-    """The ``native`` argument of a squared-loss host search that is about to run,
+    """The ``native`` argument of a host search (either loss) that is about to run,
     the compiled kernels' load counted in ``seconds_left`` (None: no limit).
 
     * loaded in this process: compiled;
@@ -342,10 +347,10 @@ def kernels_for_fit(seconds_left=None):
         from . import compiled
 
         if cached is False:
-            _announce("compiling the fast tree kernels in this process (numba, about 30 s "
+            _announce("compiling the fast tree kernels in this process (numba, under a minute "
                       "once; later processes load them from its cache in about a second).")
         elif not compiled._NB["cache"]:
-            _announce("compiling the fast tree kernels in this process (numba, about 30 s; "
+            _announce("compiling the fast tree kernels in this process (numba, under a minute; "
                       "numba has no writable cache folder here, so every process compiles "
                       "them: set NUMBA_CACHE_DIR to a writable folder).")
         load_native_kernels()

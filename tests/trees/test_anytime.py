@@ -242,12 +242,13 @@ def test_polished_greedy_incumbent_is_exact_and_not_worse(native):
     assert res.objective < g * (1 - 1e-6)
 
 
-@pytest.mark.parametrize("native", [False, True])
-def test_live_lower_bound_is_valid_and_tightens(monkeypatch, native):
-    """solver.live_lower_bound (bottom up through the frontier stack; the compiled
-    solver's twin on its arrays) after every step: never below the root's recorded bound,
-    never above the optimum, and at the end the certified optimum."""
-    from jaxsr.trees import compiled_solver as cs
+@pytest.mark.parametrize("engine", ["interpreted", "compiled", "device"])
+def test_live_lower_bound_is_valid_and_tightens(monkeypatch, engine):
+    """The live lower bound (bottom up through the engine's frontier arrays; the engine
+    compiled, as Python, or handing its expansions to the device) after every step: never
+    below the root's recorded bound, never above the optimum, and at the end the certified
+    optimum."""
+    from jaxsr.trees import engine as cs
     from jaxsr.trees import solver
     from jaxsr.trees.search import load_native_kernels
 
@@ -258,28 +259,19 @@ def test_live_lower_bound_is_valid_and_tightens(monkeypatch, native):
     opt = OptimalTreeSearch(Xb, y, np.ones(y.size), native=False, **kw).run()
     assert opt.status is solver.Status.OPTIMAL
     lbs = []
-    if native:
+    if engine != "interpreted":
         load_native_kernels()
-        step = cs.step
+    step = cs.step
 
-        def rec(state, chunk=2048):
-            st = step(state, chunk=1)
-            if st.status is None:
-                lbs.append((cs.live_lower_bound(st), st.root_lb))
-            return st
+    def rec(state, chunk=2048):
+        st = step(state, chunk=1)
+        if st.status is None:
+            lbs.append((cs.live_lower_bound(st), st.root_lb))
+        return st
 
-        monkeypatch.setattr(cs, "step", rec)
-    else:
-        step = solver.step
-
-        def rec(problem, state):
-            st = step(problem, state)
-            if st.status is None:
-                lbs.append((solver.live_lower_bound(problem, st), st.root_lb))
-            return st
-
-        monkeypatch.setattr(solver, "step", rec)
-    res = OptimalTreeSearch(Xb, y, np.ones(y.size), native=native, **kw).run()
+    monkeypatch.setattr(cs, "step", rec)
+    res = OptimalTreeSearch(Xb, y, np.ones(y.size), native=engine != "interpreted",
+                            backend="jax" if engine == "device" else "numpy", **kw).run()
     assert res.objective == pytest.approx(opt.objective, rel=1e-9)
     assert len(lbs) > 5
     for live, rec_lb in lbs:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from jaxsr.trees import compiled, compiled_solver
+from jaxsr.trees import compiled, engine
 
 
 def test_sources_digest_changes_with_each_source(tmp_path):
@@ -38,7 +38,7 @@ def test_sources_digest_changes_with_each_source(tmp_path):
                     reason="numba cannot cache here, or its locator list is not there")
 def test_compiled_functions_are_stamped_with_all_sources():
     digest = compiled._sources_digest()
-    for fn in (compiled_solver.run_chunk, compiled_solver._visit, compiled.support_subtree,
+    for fn in (engine.run_chunk, engine._visit, compiled.support_subtree,
                compiled.kmeans_losses):
         cache = fn._cache
         assert getattr(type(cache._impl.locator), "_jaxsr_sources", False), fn

@@ -132,11 +132,11 @@ def test_warmup_command(capsys):
         assert "in numba's cache" in err and W.native_kernels_cached() is True
 
 
-def test_a_long_first_search_restarts_on_the_compiled_kernels_when_ready(monkeypatch,
-                                                                          capsys):
-    """A search without a limit that started on the numpy kernels (the compiler still at
-    work) starts again on the compiled kernels once the background process has filled
-    the cache: one line says so, and the optimum is the one of the numpy search."""
+def test_a_long_first_search_goes_on_compiled_when_ready(monkeypatch, capsys):
+    """A search that started on the numpy kernels (the engine's Python source; the
+    compiler still at work) goes on compiled, from where it is, once the background
+    process has filled the cache: one line says so, and the optimum is the one of the
+    numpy search."""
     from jaxsr.trees import search as S
 
     class Compiler:  # running for its first three polls, then finished well
@@ -163,8 +163,8 @@ def test_a_long_first_search_restarts_on_the_compiled_kernels_when_ready(monkeyp
     monkeypatch.setattr(W, "native_kernels_cached", lambda: True)
     monkeypatch.setattr(S, "_SWITCH_POLL_SECONDS", 0.0)
     m = OptimalTreeRegressor(**kw).fit(X, y)
-    assert "restarts on them" in capsys.readouterr().err
-    assert W._NATIVE_LOADED[0]  # the second start ran compiled
+    assert "goes on compiled" in capsys.readouterr().err
+    assert W._NATIVE_LOADED[0]  # the rest of the search ran compiled
     assert m.optimal_ and ref.optimal_
     assert m.objective_ == pytest.approx(ref.objective_, rel=1e-9)
     np.testing.assert_allclose(m.predict(X), ref.predict(X), rtol=1e-9)

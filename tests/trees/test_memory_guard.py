@@ -95,7 +95,7 @@ def test_compiled_kernels_import_when_numba_cannot_cache():
         "from numba.core import caching\n"
         "impl = getattr(caching, 'CacheImpl', None) or caching._CacheImpl\n"
         "impl._locator_classes = []\n"  # as if nothing were writable
-        "import jaxsr.trees.compiled as c, jaxsr.trees.compiled_solver\n"
+        "import jaxsr.trees.compiled as c, jaxsr.trees.engine\n"
         "print(c._NB['cache'])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -15,8 +15,8 @@ from jaxsr.trees import OptimalTreeRegressor
 from jaxsr.trees.bounds import kmeans_bound
 from jaxsr.trees.device import DeviceBatcher
 from jaxsr.trees.kmeans import kmeans_losses_np
+from jaxsr.trees.losses import STAT_E, STAT_Q, STAT_S, STAT_W
 from jaxsr.trees.search import OptimalTreeSearch
-from jaxsr.trees.stats import STAT_E, STAT_Q, STAT_S, STAT_W
 
 
 @pytest.fixture(scope="module")

@@ -132,6 +132,26 @@ def test_optimal_objective_equals_exhaustive_enumeration(seed, depth, loss, weig
 
 
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+def test_both_engines_equal_exhaustive_enumeration(loss):
+    """The compiled engine (native=True) and the Python loop on the numpy kernels
+    (native=False) each certify the brute-force optimum, for both losses, with and
+    without weights and min_samples_leaf, at fixed depth budgets and without one."""
+    for seed, depth, weights, msl in ((40, 3, False, 1), (41, 4, True, 2), (42, 4, True, 1),
+                                      (43, None, True, 1)):
+        X, y, w = _problem(seed, n=30 if depth is None else None, M=5, weights=weights)
+        for lam in ((0.005, 0.02) if depth is None else (0.0, 0.01)):
+            ref = (memo_oracle(X, y, w, lam, None, loss, msl) if depth is None
+                   else exhaustive(X, y, w, lam, depth, loss, msl))
+            for native in (False, True):
+                r = OptimalTreeSearch(X, y, w, loss=loss, regularization=lam,
+                                      depth_budget=depth, min_samples_leaf=msl,
+                                      native=native).run()
+                assert r.objective == pytest.approx(ref, rel=1e-9, abs=1e-12), (seed, native)
+                assert r.lower_bound == pytest.approx(ref, rel=1e-9, abs=1e-12)
+                assert r.status.value == "optimal"
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
 def test_raw_mean_loss_objective(loss):
     """normalize=False is the paper's objective: mean loss + lambda * leaves."""
     X, y, w = _problem(11, M=5)
@@ -548,9 +568,10 @@ def test_jax_backend_runs_every_bound_subset_depth_and_loss(loss):
 # ------------------------------------------------------------------ the explicit solver
 
 
-def _tree_objective(tree, X, y, w, lam, norm_y):
+def _tree_objective(tree, X, y, w, lam, norm_y, loss="squared_error"):
     r = y - tree.predict(X)
-    return float(np.dot(w, r * r) / norm_y + lam * tree.n_leaves)
+    loss_y = np.dot(w, r * r) if loss == "squared_error" else np.dot(w, np.abs(r))
+    return float(loss_y / norm_y + lam * tree.n_leaves)
 
 
 def test_solver_stops_at_max_steps_with_a_valid_certificate():
@@ -622,8 +643,8 @@ def test_unique_rows_equals_numpy_unique_along_rows():
 def test_compiled_packing_equals_numpy():
     """compiled.pack_rows is np.packbits(axis=1), compiled.feature_lists each row's set
     features in order, and the compiled memo's key conversion (CompiledMemo._words, from
-    np.packbits bytes) gives the words of compiled_solver._pack, for 1..1000 columns."""
-    from jaxsr.trees import compiled_solver as CS
+    np.packbits bytes) gives the words of engine._pack, for 1..1000 columns."""
+    from jaxsr.trees import engine as CS
     from jaxsr.trees.compiled import feature_lists, pack_rows
 
     rng = np.random.default_rng(5)
@@ -823,7 +844,7 @@ def test_compiled_leaf_and_bounds_equal_the_numpy_ones():
     subproblem in one call) equals the numpy path (_leaf_cost, _split_bound) on random
     supports, depths, bound subsets and leaf sizes."""
     from jaxsr.trees.compiled import support_bounds
-    from jaxsr.trees.stats import STAT_E
+    from jaxsr.trees.losses import STAT_E
 
     rng = np.random.default_rng(5)
     X, y, w = _problem(61, n=80, M=9, weights=True)
@@ -848,54 +869,60 @@ def test_compiled_leaf_and_bounds_equal_the_numpy_ones():
                 assert deep == pytest.approx(deep0, rel=1e-10), (bounds, d)
 
 
-def test_compiled_solver_equals_the_python_solver(monkeypatch):
-    """The compiled solver loop (:mod:`jaxsr.trees.compiled_solver`: memo hash table,
-    frontier arrays) gives the Python loop's (numpy kernels) optimum and certificate, also
-    when its memo and frontier start tiny and must grow, under max_steps and with the
-    best-first root; the tree rebuilt from its memo has the reported objective."""
-    from jaxsr.trees import compiled_solver, solver
+def test_compiled_engine_equals_the_interpreted_engine(monkeypatch):
+    """The compiled engine (:mod:`jaxsr.trees.engine`: memo hash table, frontier
+    arrays) gives the optimum and certificate of its Python source on the numpy kernels
+    (native=False, :mod:`jaxsr.trees.interpreted`), for both losses, also when its memo and
+    frontier start tiny and must grow, and under max_steps; the tree rebuilt from its memo
+    has the reported objective."""
+    from jaxsr.trees import engine, solver
 
-    monkeypatch.setattr(compiled_solver, "_MEMO_CAP", 4)
-    monkeypatch.setattr(compiled_solver, "_MAX_FRAMES", 1)
+    monkeypatch.setattr(engine, "_MEMO_CAP", 4)
+    monkeypatch.setattr(engine, "_MAX_FRAMES", 1)
+    cases = [("squared_error", lam, depth, el)
+             for lam, depth, el in ((0.002, 6, 0), (0.004, None, 2), (0.01, 5, 3))]
+    cases += [("absolute_error", lam, depth, 0) for lam, depth in ((0.002, 6), (0.01, None))]
     for seed in range(3):
         X, y, w = _problem(700 + seed, n=50, M=6, weights=seed % 2 == 1)
-        sst = float(np.dot(w, (y - np.dot(w, y) / w.sum()) ** 2))
-        for lam, depth, el in ((0.002, 6, 0), (0.004, None, 2), (0.01, 5, 3)):
-            kw = dict(regularization=lam, depth_budget=depth, exact_levels=el)
+        for loss, lam, depth, el in cases:
+            kw = dict(loss=loss, regularization=lam, depth_budget=depth, exact_levels=el)
             ref = OptimalTreeSearch(X, y, w, native=False, **kw).run()
             r = OptimalTreeSearch(X, y, w, native=True, **kw).run()
             assert isinstance(r.status, solver.Status) and r.status is ref.status
             assert r.objective == pytest.approx(ref.objective, rel=1e-10), (seed, lam)
             assert r.lower_bound == pytest.approx(ref.lower_bound, rel=1e-10), (seed, lam)
-            assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(r.objective,
-                                                                               rel=1e-9)
+            norm = _norm(y, w, loss, True)
+            assert _tree_objective(r.tree, X, y, w, lam, norm, loss) == pytest.approx(
+                r.objective, rel=1e-9)
             assert r.n_subproblems > 4  # the memo grew
             k = max(1, ref.steps // 3)
             s = OptimalTreeSearch(X, y, w, native=True, **kw).run(max_steps=k)
             assert s.status is solver.Status.NODE_LIMIT and s.steps <= k + 1
             assert s.lower_bound <= ref.objective * (1 + 1e-12)
             assert ref.objective <= s.objective * (1 + 1e-12)
-            assert _tree_objective(s.tree, X, y, w, lam, sst) == pytest.approx(s.objective,
-                                                                               rel=1e-9)
+            assert _tree_objective(s.tree, X, y, w, lam, norm, loss) == pytest.approx(
+                s.objective, rel=1e-9)
 
 
 def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum(monkeypatch):
     """Under a cap only trees with at most ``lmax`` leaves can win (each leaf costs lambda
     on top of the equivalent points loss), so a kernel with ``lmax - 1`` levels decides the
     subproblem (search._leaf_budget): on rows with repeated feature vectors (classes with
-    internal loss, where the budget is tight) the Python and the compiled solver keep the
-    exact optimum and certificate for every kernel depth, and the rule is used."""
-    from jaxsr.trees import search as search_mod
+    internal loss, where the budget is tight) the engine, compiled and as Python on the
+    numpy kernels, keeps the exact optimum and certificate for every kernel depth, and the
+    rule is used."""
+    from jaxsr.trees.interpreted import engine
 
     used = [0]
-    orig = search_mod._leaf_budget
+    glob = engine().run_chunk.__wrapped__.__globals__  # the engine's Python source
+    orig = glob["_leaf_budget"]
 
-    def counting(eq, lam, cap):
-        L = orig(eq, lam, cap)
+    def counting(P, E, cap):
+        L = orig(P, E, cap)
         used[0] += L - 1 <= 3
         return L
 
-    monkeypatch.setattr(search_mod, "_leaf_budget", counting)
+    monkeypatch.setitem(glob, "_leaf_budget", counting)
     for seed in range(3):
         rng = np.random.default_rng(900 + seed)
         base = rng.integers(0, 2, size=(10, 5))

@@ -1,7 +1,14 @@
-"""Class statistics, the one leaf-loss formula and the internal target scale (OSRT sec. 2-3).
+"""The squared and absolute losses: the one leaf objective, re-centring, class statistics
+and the internal target scale (OSRT sec. 2-3).
 
-Every equivalence class ``u`` (unique binary feature row) carries six statistics, the
-columns of a ``(U, 6)`` float64 array:
+**The leaf objective.** A tree's objective is ``loss / normaliser + lambda * leaves``
+(eq. 1, OSRT section 2); :func:`objective` is that formula, the one copy of it: the
+search, the bounds, the shallow-subtree kernels, the k-means bounds and the compiled
+engine all call it. It is plain arithmetic, so the same function works on Python floats,
+numpy and JAX arrays, and inside numba (:mod:`jaxsr.trees.compiled` inlines it).
+
+**Squared loss.** Every equivalence class ``u`` (unique binary feature row) carries six
+statistics, the columns of a ``(U, 6)`` float64 array:
 
 ====  =====================================================================
 ``W``  summed sample weight of the class
@@ -16,6 +23,10 @@ Sums over a support set are matrix products, and the squared loss of a set is th
 formula :func:`sse` ``Q - S^2 / W`` (clamped at 0, and at the set's equivalence loss ``E``
 where that is known: no constant does better than the classes' own means).
 
+**Absolute loss.** A leaf's loss is the weighted absolute deviation around a weighted
+median of its samples (:func:`absolute_losses`); ``E`` of a class is that loss on the
+class's own samples (:func:`absolute_class_losses`).
+
 **Accuracy.** ``Q - S^2 / W`` cancels: its rounding error is about ``eps * Q``, with ``Q``
 taken around whatever centre the sums use. Two things keep that small:
 
@@ -24,9 +35,10 @@ taken around whatever centre the sums use. Two things keep that small:
   its signal, ``|y|`` near ``1e200`` does not overflow, and a uniform rescaling of the
   sample weights (divided by their maximum) gives bit-identical sums;
 * before a subproblem is expanded its class statistics are re-centred on its own mean
-  (:func:`recentre`), from the classes' means and equivalence losses, so the cancellation
-  is relative to the subproblem's own spread, not the root's (an outlier far from the
-  other targets does not swamp the losses of the subproblems without it).
+  (:func:`centre`, :func:`recentred`; :func:`recentre` for a ``(k, 6)`` array), from the
+  classes' means and equivalence losses, so the cancellation is relative to the
+  subproblem's own spread, not the root's (an outlier far from the other targets does not
+  swamp the losses of the subproblems without it).
 """
 
 from __future__ import annotations
@@ -50,10 +62,62 @@ __all__ = [
     "sse",
     "class_statistics",
     "recentre",
+    "recentred",
+    "centre",
+    "objective",
+    "sse_one",
+    "absolute_losses",
+    "absolute_class_losses",
 ]
 
 STAT_W, STAT_S, STAT_Q, STAT_E, STAT_N, STAT_C = range(6)
 N_STATS = 6
+TINY = float(np.finfo(np.float64).tiny)
+
+
+def objective(loss, norm, lam, leaves=1):
+    """The objective of ``leaves`` leaves of summed loss ``loss``: ``loss / norm + lam *
+    leaves`` (OSRT eq. 1; the one copy of the formula in the package).
+
+    Plain arithmetic: Python floats, numpy or JAX arrays (broadcast), and numba
+    (:mod:`jaxsr.trees.compiled` compiles it inline).
+
+    Args:
+      loss: float or ``(...)`` float array, a summed loss (internal units) or a lower
+        bound of one. norm: the loss normaliser (> 0). lam: ``lambda >= 0`` per leaf.
+      leaves: number of leaves (int, float or an array broadcast with ``loss``).
+
+    Returns:
+      float or ``(...)`` float array, in objective units.
+    """
+    return loss / norm + lam * leaves
+
+
+def centre(Wt, St):
+    """Weighted mean ``St / Wt`` of a support (0 for an empty one); scalars only (numba
+    compiles it inline)."""
+    return St / Wt if Wt > 0.0 else 0.0
+
+
+def recentred(W, mean, E, mu):
+    """Squared-loss sums of classes around a centre ``mu``: ``(S, Q)`` with ``S = W (m -
+    mu)`` and ``Q = E + W (m - mu)^2``.
+
+    Args:
+      W, mean, E: floats or arrays of one shape: class weight, mean target, equivalence
+        loss (internal units). mu: the centre (float or broadcastable).
+
+    Returns:
+      ``(S, Q)`` of the shape of ``W``. Plain arithmetic: floats, numpy, JAX, numba.
+    """
+    d = mean - mu
+    return W * d, E + W * d * d
+
+
+def sse_one(w, s, q):
+    """:func:`sse` of one set (Python or numba scalars; numba compiles it inline)."""
+    v = q - s * s / max(w, TINY)
+    return v if v > 0.0 else 0.0
 
 
 def sse(W, S, Q):
@@ -191,10 +255,48 @@ def recentre(st, mean):
       relative to the subproblem's own spread.
     """
     W = st[:, STAT_W]
-    Wt = float(W.sum())
-    mu = float(np.dot(W, mean) / Wt) if Wt > 0 else 0.0
-    d = mean - mu
+    mu = centre(float(W.sum()), float(np.dot(W, mean)))
     out = st.copy()
-    out[:, STAT_S] = W * d
-    out[:, STAT_Q] = st[:, STAT_E] + W * d * d
+    out[:, STAT_S], out[:, STAT_Q] = recentred(W, mean, st[:, STAT_E], mu)
     return out
+
+
+def absolute_losses(ys, Wm):
+    """Weighted absolute deviation around the weighted median, per column.
+
+    The median is the first sorted target at which the cumulative weight reaches half
+    of the column's total.
+
+    Args:
+      ys: ``(n,)`` float64 targets sorted ascending. Wm: ``(n, B)`` float64 weights of
+        ``B`` sets (0 = not in the set).
+
+    Returns:
+      ``(loss (B,), median (B,))`` float64.
+    """
+    if ys.shape[0] == 0:
+        return np.zeros(Wm.shape[1]), np.zeros(Wm.shape[1])
+    cw = np.cumsum(Wm, axis=0)
+    tot = cw[-1]
+    k = np.argmax(cw >= 0.5 * tot[None, :], axis=0)
+    med = ys[k]
+    return np.sum(Wm * np.abs(ys[:, None] - med[None, :]), axis=0), med
+
+
+def absolute_class_losses(ys, ws, cls_s, U):
+    """Each class's absolute loss around its own weighted median (``E``, absolute loss).
+
+    Args:
+      ys, ws: ``(n,)`` float64 internal targets sorted ascending and their weights.
+      cls_s: ``(n,)`` int class of each sorted sample. U: number of classes.
+
+    Returns:
+      ``(U,)`` float64.
+    """
+    E = np.zeros(U)
+    grp = np.argsort(cls_s, kind="stable")  # by class, y-sorted inside
+    bounds = np.searchsorted(cls_s[grp], np.arange(U + 1))
+    for u in range(U):
+        sl = grp[bounds[u]:bounds[u + 1]]
+        E[u] = absolute_losses(ys[sl], ws[sl][:, None])[0][0]
+    return E

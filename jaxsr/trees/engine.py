@@ -1,26 +1,29 @@
-"""The branch-and-bound solver of :mod:`jaxsr.trees.solver`, compiled (numba), host backend.
+"""The search: one branch and bound over subproblems (OSRT section 4), squared and absolute
+loss, compiled by numba (or run as Python on the numpy kernels, :mod:`jaxsr.trees.interpreted`).
 
-The same search, step for step, as :func:`jaxsr.trees.solver.step` driving
-:meth:`jaxsr.trees.search.OptimalTreeSearch.visit` (squared loss, compiled host kernels),
-with the per-subproblem bookkeeping in compiled code instead of Python objects:
+A subproblem is a support over the equivalence classes and the levels a subtree on it may
+use (:mod:`jaxsr.trees.search` describes the bounds and reformulations); the search is
+depth first in the style of GOSDT / MurTree, with the state in named arrays:
 
 * the memo is an open-addressing hash table over the bit-packed supports (``uint64``
   words), each slot the head of a chain of the entries of that support with different
-  levels (so the lower bounds of a support with more levels are found at once, as
-  ``_by_support`` does); entries are rows of arrays (:class:`Memo`, the fields of
-  :class:`~jaxsr.trees.solver.Entry`);
-* the frontier stack is preallocated per level (:class:`Frames`, the fields of
-  :class:`~jaxsr.trees.solver.Expansion`); a child's support is its parent's words and'ed
-  with the column of its split, not a stored mask;
-* bounds, incumbents, the best-first root and the unwinding after a limit are the same
-  code paths as :mod:`jaxsr.trees.solver`, in the same order, so the search visits the
-  same subproblems and returns the same optimum (up to the rounding of sums: the order of
-  floating-point additions differs from numpy's).
+  levels (so the lower bounds of a support with more levels are found at once); entries
+  are rows of arrays (:class:`Memo`, the fields of :class:`~jaxsr.trees.solver.Entry`);
+* the frontier stack is preallocated per level (:class:`Frames`: per frame the children
+  of every split, their bounds, the order in which the splits are tried and the split
+  being worked on); a child's support is its parent's words and'ed with the column of its
+  split, not a stored mask;
+* a new subproblem's leaf and bounds come from :func:`~jaxsr.trees.compiled.support_bounds`
+  (squared loss) or :func:`~jaxsr.trees.compiled.absolute_support_bounds`, the children of
+  its splits from :func:`split_sums`, :func:`split_leaves` (and
+  :func:`~jaxsr.trees.compiled.absolute_split_losses`), the exact shallow subtrees from
+  :func:`~jaxsr.trees.compiled.support_subtree`.
 
 The Python layer (:func:`init`, :func:`step`, :func:`terminate`) builds the arrays, runs
-the compiled loop for up to ``chunk`` subproblem visits per :func:`step`, grows the arrays
-when the loop asks for room, and reads the status. The time limit is checked inside the
-loop (a clock read before each split, as in Python).
+the loop for up to ``chunk`` subproblem visits per :func:`step`, grows the arrays when
+the loop asks for room, hands the children of an expansion to the device when the loop
+asks for it (``backend="jax"``), and reads the status (:class:`~jaxsr.trees.solver.Status`).
+The time limit is checked inside the loop (a clock read before each split).
 """
 
 from __future__ import annotations
@@ -34,24 +37,30 @@ import numpy as np
 from . import solver
 from .compiled import (
     _NB,
+    _centre,
+    _objective,
+    _recentred,
     _sse,
+    absolute_split_losses,
+    absolute_support_bounds,
     feature_lists,
     support_bounds,
     support_leaf_loss,
     support_splits,
     support_subtree,
 )
+from .kmeans import KMEDIANS_MAX_VALUES
 from .solver import Entry, Status
 
-__all__ = ["Problem", "Memo", "Frames", "CompiledState", "init", "step", "terminate",
-           "CompiledMemo"]
+__all__ = ["Problem", "Memo", "Frames", "CompiledState", "Engine", "COMPILED", "init",
+           "step", "terminate", "CompiledMemo"]
 
 NEXT, TRUE, FALSE = solver.NEXT, solver.TRUE, solver.FALSE
 RTOL = solver.RTOL
 _UNTRIED = -2
 # ctr (int64 counters)
 C_N, C_STEPS, C_KERNEL, C_KMEANS, C_STATUS, C_STOPPED, C_TOP, C_GROW, C_STARTED, \
-    C_MAXSTEPS, C_ROOT, C_TRIES, C_TICK = range(13)
+    C_MAXSTEPS, C_ROOT, C_TRIES, C_TICK, C_DEVICE = range(14)
 # fst (float64 state)
 F_ROOTLB, F_RATE, F_DEADLINE, F_T0, F_BF, F_BFTRIES, F_NOW = range(7)
 _TICKS = 16  # the limit check reads the clock (object mode, ~2-5 us) every 16th time
@@ -76,7 +85,11 @@ class Problem(NamedTuple):
     (first ``nones[u]``). colw: ``(M, nw)`` uint64 packed feature columns. cls: ``(4, U)``
     float64 class weight, mean target, internal loss, sample count. korder: ``(U,)``
     int64 classes by mean. prm: ``[lambda, normaliser, min_samples_leaf, lookahead
-    leaves]``. iprm: ``[exact_levels, equivalent, kmeans, hierarchical]``.
+    leaves, most distinct targets of a k-medians bound]``. iprm: ``[exact_levels,
+    equivalent, kmeans, hierarchical, absolute loss, device]`` (device: an expansion with
+    at least 3 levels returns to Python for the device to evaluate its children).
+    ys, ws: ``(n,)`` float64 the internal targets sorted ascending and their weights,
+    cls_s: ``(n,)`` int64 their classes (absolute loss; empty for squared loss).
     """
 
     X: np.ndarray
@@ -87,6 +100,9 @@ class Problem(NamedTuple):
     korder: np.ndarray
     prm: np.ndarray
     iprm: np.ndarray
+    ys: np.ndarray
+    ws: np.ndarray
+    cls_s: np.ndarray
 
 
 class Memo(NamedTuple):
@@ -108,7 +124,7 @@ class Memo(NamedTuple):
 
 class Frames(NamedTuple):
     """The frontier stack, one row per level (``D`` rows; the top is ``ctr[C_TOP]``): the
-    fields of :class:`~jaxsr.trees.solver.Expansion`.
+    fields of a frontier frame.
 
     words, mask: ``(D, nw)`` / ``(D, U)`` the support. si: ``(D, 6)`` int64 memo entry,
     number of splits ``k``, pos, phase, cur, completed. sf: ``(D, 3)`` cap, bound, t_ub.
@@ -130,11 +146,29 @@ class Frames(NamedTuple):
     cwords: np.ndarray
 
 
+class Engine(NamedTuple):
+    """The functions of the engine that the Python layer calls: compiled (:data:`COMPILED`)
+    or their Python source with numpy kernels (:func:`jaxsr.trees.interpreted.engine`)."""
+
+    run_chunk: object
+    insert: object
+    lookup: object
+    rebuild_table: object
+    feature_lists: object
+    finish_expansion: object
+    chunk: int  # subproblem visits per :func:`step`
+
+
 class CompiledState(NamedTuple):
     """The solver state at the Python boundary (arrays are updated in place by
     :func:`step`). ``root_key``, ``root_lb``, ``status``, ``steps``, ``t0`` as in
-    :class:`~jaxsr.trees.solver.SolverState`."""
+    :class:`~jaxsr.trees.search.SearchResult`; ``engine`` the :class:`Engine` that runs it
+    (the arrays are the same for both, so a search can change engine between steps);
+    ``device``: None, or ``device(state, L)`` evaluates the children of the expansion of
+    level ``L`` on the device, writes their memo entries through ``state.pending`` and
+    returns whether it evaluated all of them."""
 
+    engine: Engine
     problem: Problem
     memo: Memo
     frames: Frames
@@ -145,6 +179,8 @@ class CompiledState(NamedTuple):
     status: Status | None
     steps: int
     t0: float
+    device: object = None
+    pending: list | None = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -184,9 +220,15 @@ def _hash(w):
 @numba.njit(**_NB)
 def _find_slot(memo, w):
     """The table slot of support ``w``: its chain, or the empty slot where it goes."""
+    return _probe(memo, w, _hash(w))
+
+
+@numba.njit(**_NB)
+def _probe(memo, w, h):
+    """:func:`_find_slot` of support ``w`` whose hash is ``h``."""
     table = memo.table
     msk = np.uint64(table.shape[0] - 1)
-    s = np.int64(_hash(w) & msk)
+    s = np.int64(h & msk)
     nw = w.shape[0]
     while True:
         e = table[s]
@@ -265,7 +307,8 @@ def insert(memo, ctr, w, lev, lb, ub, feat, solved, klev, deep):
 
 @numba.njit(**_NB)
 def _deff(P, d, C, Nn, E, leaf):
-    """``OptimalTreeSearch._deff`` of one set (same arithmetic)."""
+    """The levels that can matter to one set (:func:`jaxsr.trees.bounds.useful_levels`,
+    the same arithmetic)."""
     lam, norm, m1 = P.prm[0], P.prm[1], P.prm[2]
     r = min(C, np.floor(Nn / m1))
     r = min(r, float(d))
@@ -279,9 +322,7 @@ def _deff(P, d, C, Nn, E, leaf):
 @numba.njit(**_NB)
 def _cheap(P, E):
     """Equivalent points bound of the trees that split (``_cheap_split_bound``)."""
-    if P.iprm[1]:
-        return E / P.prm[1] + P.prm[3] * P.prm[0]
-    return P.prm[3] * P.prm[0]
+    return _objective(E if P.iprm[1] else 0.0, P.prm[1], P.prm[0], P.prm[3])
 
 
 @numba.njit(**_NB)
@@ -323,16 +364,22 @@ def _kernel_work(M, n, levels):
 
 
 @numba.njit(**_NB)
+def _count(mask):
+    """Number of classes of a ``(U,)`` bool support."""
+    n = 0
+    for u in range(mask.shape[0]):
+        if mask[u]:
+            n += 1
+    return n
+
+
+@numba.njit(**_NB)
 def _affordable(P, fst, mask, levels):
     """A kernel call on ``mask`` is predicted to end before the deadline (as of the last
     clock read; always without a time limit)."""
     if not fst[F_DEADLINE] < np.inf:
         return True
-    n = 0
-    for u in range(mask.shape[0]):
-        if mask[u]:
-            n += 1
-    work = _kernel_work(P.X.shape[1], n, levels)
+    work = _kernel_work(P.X.shape[1], _count(mask), levels)
     return fst[F_RATE] * work < fst[F_DEADLINE] - fst[F_NOW]
 
 
@@ -362,15 +409,23 @@ def _child(P, fr, t, i, side):
 
 @numba.njit(**_NB)
 def _entry(P, memo, ctr, slot, w, mask, d):
-    """``OptimalTreeSearch._entry``: a new subproblem's memo entry (its bounds)."""
+    """A new subproblem's memo entry: its leaf and bounds; solved when a bound reaches the
+    leaf. The same support with more levels has an optimum no larger (any tree with ``d``
+    levels also has fewer than ``d'``), so its lower bound holds here."""
     lam, norm = P.prm[0], P.prm[1]
     kl = P.iprm[0]
-    loss, sb, deep = support_bounds(mask, P.korder, P.cls[0], P.cls[1], P.cls[2], P.cls[3],
-                                    d, lam, norm, P.prm[2], P.prm[3], kl, P.iprm[1] != 0,
-                                    P.iprm[2] != 0)
-    leaf = loss / norm + lam
-    if P.iprm[2] and d > max(kl, 1):
-        ctr[C_KMEANS] += 1
+    if P.iprm[4]:
+        loss, sb, deep, nkm = absolute_support_bounds(
+            mask, P.ys, P.ws, P.cls_s, P.cls[2], P.cls[3], d, lam, norm, P.prm[2], P.prm[3],
+            P.iprm[1] != 0, P.iprm[2] != 0, P.prm[4])
+        ctr[C_KMEANS] += nkm
+    else:
+        loss, sb, deep = support_bounds(mask, P.korder, P.cls[0], P.cls[1], P.cls[2],
+                                        P.cls[3], d, lam, norm, P.prm[2], P.prm[3], kl,
+                                        P.iprm[1] != 0, P.iprm[2] != 0)
+        if P.iprm[2] and d > max(kl, 1):
+            ctr[C_KMEANS] += 1
+    leaf = _objective(loss, norm, lam)
     if d <= 1 or _reaches(sb, leaf):
         return _insert(memo, ctr, slot, w, d, leaf, leaf, _nl(-1), _nl(1), _nl(-1),
                        np.inf)
@@ -390,37 +445,28 @@ def _entry(P, memo, ctr, slot, w, mask, d):
 
 
 @numba.njit(**_NB)
-def _expansion(P, memo, ctr, fst, fr, L, e, cap):
-    """``OptimalTreeSearch._expansion`` into level ``L`` (its support is ``fr.cmask``).
-
-    Returns True when level ``L`` now holds an expansion, False when the subproblem has
-    no admissible split (its leaf is then optimal)."""
-    lam, norm, m1 = P.prm[0], P.prm[1], P.prm[2]
+def split_sums(P, mask, a, tot):
+    """The six statistics of a support, ``tot`` ``(6,)``, and of its part with feature
+    ``g`` set, ``a[g]`` ``(M, 6)``: weight, ``S`` and ``Q`` re-centred on the support's own
+    mean (:func:`jaxsr.trees.losses.recentred`), equivalence loss, samples, classes."""
     U, M = P.X.shape
-    nw = fr.cwords.shape[0]
-    for j in range(nw):
-        fr.words[L, j] = fr.cwords[j]
-    mask = fr.mask[L]
     Wt = 0.0
     St = 0.0
     for u in range(U):
-        mask[u] = fr.cmask[u]
         if mask[u]:
             Wt += P.cls[0][u]
             St += P.cls[0][u] * P.cls[1][u]
-    mu = St / Wt if Wt > 0.0 else 0.0
-    a = fr.st[L, 0]
+    mu = _centre(Wt, St)
     for g in range(M):
         for c in range(6):
             a[g, c] = 0.0
-    tot = np.zeros(6)
+    for c in range(6):
+        tot[c] = 0.0
     for u in range(U):
         if not mask[u]:
             continue
         w = P.cls[0][u]
-        dm = P.cls[1][u] - mu
-        s = w * dm
-        q = P.cls[2][u] + w * dm * dm
+        s, q = _recentred(w, P.cls[1][u], P.cls[2][u], mu)
         eu = P.cls[2][u]
         nu = P.cls[3][u]
         tot[0] += w
@@ -437,18 +483,25 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
             a[g, 3] += eu
             a[g, 4] += nu
             a[g, 5] += 1.0
+
+
+@numba.njit(**_NB)
+def _expansion(P, memo, ctr, fst, fr, L, e, cap):
+    """Expand the subproblem of entry ``e`` into level ``L`` (its support is ``fr.cmask``):
+    the children of every admissible distinct split, their leaf costs, levels and bounds,
+    and the order of the splits (by bound sum; :func:`finish_expansion`).
+
+    Returns True when level ``L`` now holds an expansion, False when the subproblem has
+    no admissible split (its leaf is then optimal)."""
+    fr.words[L, :] = fr.cwords
+    mask = fr.mask[L]
+    mask[:] = fr.cmask
+    a = fr.st[L, 0]
+    tot = np.zeros(6)
+    split_sums(P, mask, a, tot)
     keep = fr.aux[1]
     k = support_splits(mask, P.X, keep)
-    nk = 0
-    comp = fr.st[L, 1]
-    for q in range(k):
-        f = keep[q]
-        if a[f, 4] >= m1 and tot[4] - a[f, 4] >= m1:
-            fr.ki[L, K_F, nk] = f
-            for c in range(6):
-                a[nk, c] = a[f, c]
-                comp[nk, c] = tot[c] - a[f, c]
-            nk += 1
+    nk = admissible_splits(fr, L, tot, keep, k, P.prm[2])
     if nk == 0:
         memo.f[e, M_LB] = memo.f[e, M_UB]
         memo.i[e, M_FEAT] = -1
@@ -456,18 +509,10 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
         memo.i[e, M_KLEV] = -1
         memo.f[e, M_DEEP] = np.inf
         return False
-    d = memo.i[e, M_LEV]
-    for i in range(nk):
-        lt = max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]) / norm + lam
-        lf = max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]) / norm + lam
-        fr.kf[L, K_LEAFT, i] = lt
-        fr.kf[L, K_LEAFF, i] = lf
-        dt = _deff(P, d - 1, a[i, 5], a[i, 4], a[i, 3], lt)
-        df = _deff(P, d - 1, comp[i, 5], comp[i, 4], comp[i, 3], lf)
-        fr.ki[L, K_DT, i] = dt
-        fr.ki[L, K_DF, i] = df
-        fr.kf[L, K_LBT, i] = min(lt, _cheap(P, a[i, 3])) if dt > 1 else lt
-        fr.kf[L, K_LBF, i] = min(lf, _cheap(P, comp[i, 3])) if df > 1 else lf
+    if P.iprm[4]:  # the children's losses, written into the leaf rows first
+        absolute_split_losses(mask, P.ys, P.ws, P.cls_s, P.X, fr.ki[L, K_F], nk,
+                              fr.kf[L, K_LEAFT], fr.kf[L, K_LEAFF])
+    split_leaves(P, fr, L, nk, memo.i[e, M_LEV])
     fr.si[L, S_NK] = nk
     fr.si[L, S_EID] = e
     fr.sf[L, S_CAP] = cap
@@ -477,11 +522,28 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
     fr.sf[L, S_TUB] = np.inf
     fr.si[L, S_COMPLETED] = 1
     fr.si[L, S_CUR] = -1
-    deadline = fst[F_DEADLINE]
     if L == 0:
         for i in range(nk):
             fr.aux[0, i] = 0
-        # anytime: the bounds of every root child at once (k-means included)
+    if P.iprm[5] and memo.i[e, M_LEV] >= 3:
+        # the children's bounds or exact subtrees on the device: the loop returns to
+        # Python (C_DEVICE), which calls finish_expansion once they are in the memo
+        ctr[C_DEVICE] = 1
+        return True
+    finish_expansion(P, memo, ctr, fst, fr, L, True)
+    return True
+
+
+@numba.njit(**_NB)
+def finish_expansion(P, memo, ctr, fst, fr, L, root_bounds):
+    """The end of an expansion of level ``L``: with ``root_bounds`` at the root, the memo
+    entries (bounds, k-Means included) of every child at once (anytime: the root's lower
+    bound is the least bound sum over all its splits from the start); then the children's
+    lower bounds from the memo and the order of the splits."""
+    nk = fr.si[L, S_NK]
+    e = fr.si[L, S_EID]
+    deadline = fst[F_DEADLINE]
+    if L == 0 and root_bounds:
         for i in range(nk):
             if deadline < np.inf and _clock() > deadline:
                 break
@@ -493,6 +555,35 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
                 s = _find_slot(memo, fr.cwords)
                 if _lookup(memo, s, dd) < 0:
                     _entry(P, memo, ctr, s, fr.cwords, fr.cmask, dd)
+    memo_bounds(P, memo, fr, L, nk)
+    order_splits(fr, L, nk, memo.f[e, M_UB])
+
+
+@numba.njit(**_NB)
+def admissible_splits(fr, L, tot, keep, k, m1):
+    """Keep, of the splits ``keep[:k]`` of level ``L``, those whose children both hold at
+    least ``m1`` samples: their features into ``ki[L, K_F]`` and their children's
+    statistics into the first rows of ``st[L, 0]`` (from the per-feature sums there) and
+    ``st[L, 1]`` (``tot`` minus them). Returns their number."""
+    a = fr.st[L, 0]
+    comp = fr.st[L, 1]
+    nk = 0
+    for q in range(k):
+        f = keep[q]
+        if a[f, 4] >= m1 and tot[4] - a[f, 4] >= m1:
+            fr.ki[L, K_F, nk] = f
+            for c in range(6):
+                a[nk, c] = a[f, c]
+                comp[nk, c] = tot[c] - a[f, c]
+            nk += 1
+    return nk
+
+
+@numba.njit(**_NB)
+def memo_bounds(P, memo, fr, L, nk):
+    """Raise the children's lower bounds of the ``nk`` splits of level ``L`` to their memo
+    entries' (children with more than one level that the memo holds)."""
+    nw = fr.cwords.shape[0]
     for i in range(nk):
         for side in (1, 0):
             dd = fr.ki[L, K_DT, i] if side == 1 else fr.ki[L, K_DF, i]
@@ -510,13 +601,47 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
                     fr.kf[L, K_LBT, i] = max(fr.kf[L, K_LBT, i], memo.f[ce, M_LB])
                 else:
                     fr.kf[L, K_LBF, i] = max(fr.kf[L, K_LBF, i], memo.f[ce, M_LB])
+
+
+@numba.njit(**_NB)
+def order_splits(fr, L, nk, ub):
+    """The bound sums of the ``nk`` splits of level ``L`` and the order in which they are
+    tried: by bound sum, sums equal up to rounding (``1e-10`` of the leaf ``ub``) in feature
+    order, so near-ties do not depend on the rounding."""
     key = np.empty(nk)
-    qq = max(1e-10 * memo.f[e, M_UB], 1e-300)
+    qq = max(1e-10 * ub, 1e-300)
     for i in range(nk):
         fr.kf[L, K_LBSUM, i] = fr.kf[L, K_LBT, i] + fr.kf[L, K_LBF, i]
         key[i] = np.floor(fr.kf[L, K_LBSUM, i] / qq)
     _argsort_stable(key, fr.ki[L, K_ORDER], fr.aux[1])
-    return True
+
+
+@numba.njit(**_NB)
+def split_leaves(P, fr, L, nk, d):
+    """For the ``nk`` splits of the subproblem of level ``L`` (``d`` levels), from their
+    children's statistics (absolute loss: the children's losses already in the leaf rows):
+    the children's leaf costs, the levels that can matter to them (:func:`_deff`) and
+    their cheap lower bounds (the leaf, or at most the equivalent points bound of the trees
+    that split)."""
+    lam, norm = P.prm[0], P.prm[1]
+    a = fr.st[L, 0]
+    comp = fr.st[L, 1]
+    for i in range(nk):
+        if P.iprm[4]:
+            lt = _objective(fr.kf[L, K_LEAFT, i], norm, lam)
+            lf = _objective(fr.kf[L, K_LEAFF, i], norm, lam)
+        else:
+            lt = _objective(max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]), norm, lam)
+            lf = _objective(max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]), norm,
+                            lam)
+        fr.kf[L, K_LEAFT, i] = lt
+        fr.kf[L, K_LEAFF, i] = lf
+        dt = _deff(P, d - 1, a[i, 5], a[i, 4], a[i, 3], lt)
+        df = _deff(P, d - 1, comp[i, 5], comp[i, 4], comp[i, 3], lf)
+        fr.ki[L, K_DT, i] = dt
+        fr.ki[L, K_DF, i] = df
+        fr.kf[L, K_LBT, i] = min(lt, _cheap(P, a[i, 3])) if dt > 1 else lt
+        fr.kf[L, K_LBF, i] = min(lf, _cheap(P, comp[i, 3])) if df > 1 else lf
 
 
 @numba.njit(**_NB)
@@ -554,7 +679,7 @@ def _argsort_stable(key, out, tmp):
 
 @numba.njit(**_NB)
 def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
-    """``OptimalTreeSearch.visit`` of the child in ``fr.cmask``/``fr.cwords`` with ``d``
+    """Visit the child in ``fr.cmask``/``fr.cwords`` with ``d``
     levels. Returns ``(entry id, pushed)``: pushed means level ``L`` holds its expansion."""
     kl = P.iprm[0]
     slot = _find_slot(memo, fr.cwords)
@@ -579,8 +704,8 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
                 c, f = _kernel(P, fr.cmask, lev)
                 ctr[C_KERNEL] += 1
             else:
-                c = support_leaf_loss(fr.cmask, P.cls[0], P.cls[1], P.cls[2]) / P.prm[1] \
-                    + P.prm[0]
+                c = _objective(support_leaf_loss(fr.cmask, P.cls[0], P.cls[1], P.cls[2]),
+                               P.prm[1], P.prm[0])
                 f = _nl(-1)
             if not _reaches(c, cap):  # the optimum: every deeper tree reaches the cap
                 memo.f[e, M_LB] = c
@@ -605,10 +730,7 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         return e, False
     if (memo.i[e, M_KLEV] == _UNTRIED and d > kl + 1
             and not _reaches(memo.f[e, M_LB], memo.f[e, M_DEEP])):
-        n = 0
-        for u in range(fr.cmask.shape[0]):
-            if fr.cmask[u]:
-                n += 1
+        n = _count(fr.cmask)
         M = P.X.shape[1]
         deadline = fst[F_DEADLINE]
         t_k = 0.0
@@ -680,7 +802,15 @@ def _limit(ctr, fst):
 
 @numba.njit(**_NB)
 def _best_first_split(fr, ub, tries_max):
-    """:func:`jaxsr.trees.solver._best_first_split` at the root (level 0)."""
+    """The root split of least bound sum and the cap it is solved against (level 0).
+
+    Its children are solved only against ``cap = min(ub, max(next least bound sum, its sum
+    + half the gap))``: the split either proves its bound sum reaches the cap (and the next
+    least split is taken) or is solved exactly, so the root's lower bound rises while the
+    search goes. After ``tries_max`` capped attempts a split is solved against the
+    incumbent (so the loop ends). Every cap only decides what is proven, never what is
+    pruned: the optimum is unchanged. Returns ``(i, bound)``, ``i = -1`` when every split
+    reaches the incumbent."""
     nk = fr.si[0, S_NK]
     i = -1
     best = np.inf
@@ -706,7 +836,7 @@ def _best_first_split(fr, ub, tries_max):
 
 @numba.njit(**_NB)
 def run_chunk(P, memo, fr, ctr, fst, max_visits):
-    """Run :func:`jaxsr.trees.solver.step` until the search ends, ``max_visits`` more
+    """Run the search until it ends, ``max_visits`` more
     subproblem visits were made, or the arrays need room (``ctr[C_GROW]`` set: the caller
     grows them and calls again; the loop resumes where it stopped)."""
     hier = P.iprm[3] != 0
@@ -731,6 +861,8 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
             ctr[C_TOP] = -1
             return
         ctr[C_TOP] = 0
+        if ctr[C_DEVICE]:
+            return
     t = ctr[C_TOP]
     start = ctr[C_STEPS]
     c_lb = 0.0
@@ -813,6 +945,9 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
                                 fr.kf[t, K_LEAFT, i], fr.st[t, 0, i, 3], capc, stopped)
             if pushed:
                 t += 1
+                if ctr[C_DEVICE]:
+                    ctr[C_TOP] = t
+                    return
                 continue
             c_lb, c_ub = memo.f[ce, M_LB], memo.f[ce, M_UB]
             c_solved = memo.i[ce, M_SOLVED] != 0
@@ -845,6 +980,9 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
                                 fr.kf[t, K_LEAFF, i], fr.st[t, 1, i, 3], capc, stopped)
             if pushed:
                 t += 1
+                if ctr[C_DEVICE]:
+                    ctr[C_TOP] = t
+                    return
                 continue
             c_lb, c_ub = memo.f[ce, M_LB], memo.f[ce, M_UB]
             c_solved = memo.i[ce, M_SOLVED] != 0
@@ -888,11 +1026,11 @@ def _new_memo(cap, nw):
                 table=np.full(tcap, -1, np.int64))
 
 
-def _grow_memo(memo, n, cap):
+def _grow_memo(memo, n, cap, engine):
     new = _new_memo(cap, memo.words.shape[1])
     for a, b in zip(new[:3], memo[:3], strict=True):
         a[:n] = b[:n]
-    rebuild_table(new, n)
+    engine.rebuild_table(new, n)
     return new
 
 
@@ -938,7 +1076,7 @@ class CompiledMemo:
 
     def _id(self, key):
         st = self._ref[0]
-        return lookup(st.memo, self._words(key[0]), int(key[1]))
+        return st.engine.lookup(st.memo, self._words(key[0]), int(key[1]))
 
     def get(self, key, default=None):
         e = self._id(key)
@@ -957,34 +1095,50 @@ class CompiledMemo:
     def __contains__(self, key):
         return self._id(key) >= 0
 
+    def __setitem__(self, key, entry):
+        """Queue a new entry (the device's); :func:`step` inserts it into the memo."""
+        self._ref[0].pending.append((self._words(key[0]), int(key[1]), entry))
+
     def __len__(self):
         return int(self._ref[0].ctr[C_N])
 
 
-def problem_of(search) -> Problem:
+def problem_of(search, engine) -> Problem:
     """The constant arrays of an :class:`~jaxsr.trees.search.OptimalTreeSearch`."""
     X = search._Xu8
-    ones, nones = feature_lists(X)
+    ones, nones = engine.feature_lists(X)
+    if search.l1:
+        ys, ws = search.ys, search.ws
+        cls_s = np.ascontiguousarray(search.cls_s, dtype=np.int64)
+    else:
+        ys, ws, cls_s = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
     return Problem(X=X, ones=ones, nones=nones,
                    colw=_pack(np.ascontiguousarray(search.XcT)),
                    cls=np.stack([search._Wc, search.cls_mean, search._Ec, search._Nc]),
                    korder=search.korder.astype(np.int64),
                    prm=np.array([search.lam, search.norm, float(search.m1),
-                                 float(search.look)]),
+                                 float(search.look), float(KMEDIANS_MAX_VALUES)]),
                    iprm=np.array([search.kl, int(search.equiv), int(search.use_kmeans),
-                                  int(search.hier)], dtype=np.int64))
+                                  int(search.hier), int(search.l1), int(search._jax)],
+                                 dtype=np.int64),
+                   ys=np.ascontiguousarray(ys, dtype=np.float64),
+                   ws=np.ascontiguousarray(ws, dtype=np.float64), cls_s=cls_s)
 
 
-def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> CompiledState:
+def init(search, root, entry, time_limit=None, max_steps=None, t0=None,
+         engine=None, device=None) -> CompiledState:
     """The compiled solver state of a search whose root ``(key, mask, d)`` has memo entry
-    ``entry`` (:func:`jaxsr.trees.solver.init`)."""
+    ``entry`` (solved at once when its bounds meet; a deadline already past stops before
+    anything is expanded), run by ``engine`` (default
+    :data:`COMPILED`)."""
     key, mask, d = root
+    engine = COMPILED if engine is None else engine
     t0 = time.perf_counter() if t0 is None else t0
-    P = problem_of(search)
+    P = problem_of(search, engine)
     U, M = P.X.shape
     nw = P.colw.shape[1]
     memo = _new_memo(max(_MEMO_CAP, 4 * M + 8), nw)
-    ctr = np.zeros(13, dtype=np.int64)
+    ctr = np.zeros(14, dtype=np.int64)
     ctr[C_MAXSTEPS] = -1 if max_steps is None else int(max_steps)
     fst = np.zeros(7)
     fst[F_RATE] = search._kernel_rate
@@ -993,7 +1147,7 @@ def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> Compi
     fst[F_BF] = solver.BEST_FIRST_AFTER
     fst[F_BFTRIES] = solver._BEST_FIRST_TRIES
     w = _pack(mask[None, :])[0]
-    ctr[C_ROOT] = insert(memo, ctr, w, int(d), float(entry.lb), float(entry.ub),
+    ctr[C_ROOT] = engine.insert(memo, ctr, w, int(d), float(entry.lb), float(entry.ub),
                          int(entry.feat), int(entry.solved), int(entry.klev),
                          float(entry.deep))
     fst[F_ROOTLB] = entry.lb
@@ -1005,14 +1159,32 @@ def init(search, root, entry, time_limit=None, max_steps=None, t0=None) -> Compi
         status = Status.TIME_LIMIT
     if status is not None:
         ctr[C_STATUS] = {Status.OPTIMAL: 1, Status.TIME_LIMIT: 2}[status]
-    return CompiledState(P, memo, frames, ctr, fst, key, float(entry.lb), status, 0, t0)
+    return CompiledState(engine, P, memo, frames, ctr, fst, key, float(entry.lb), status, 0,
+                         t0, device, [])
 
 
-def step(state, chunk=2048) -> CompiledState:
-    """Up to ``chunk`` subproblem visits of the compiled loop (growing the arrays as asked)."""
+def step(state, chunk=None) -> CompiledState:
+    """Up to ``chunk`` subproblem visits of the loop (default: the engine's), growing the
+    arrays as asked."""
     P, memo, fr, ctr, fst = state.problem, state.memo, state.frames, state.ctr, state.fst
+    engine = state.engine
+    chunk = engine.chunk if chunk is None else chunk
     while True:
-        run_chunk(P, memo, fr, ctr, fst, chunk)
+        engine.run_chunk(P, memo, fr, ctr, fst, chunk)
+        if ctr[C_DEVICE]:
+            ctr[C_DEVICE] = 0
+            L = int(ctr[C_TOP])
+            done = state.device(state._replace(memo=memo, frames=fr), L)
+            n, new = int(ctr[C_N]), state.pending
+            if n + len(new) + 2 * P.X.shape[1] + fr.si.shape[0] + 8 > memo.f.shape[0]:
+                memo = _grow_memo(memo, n, 2 * (n + len(new)) + 4 * P.X.shape[1]
+                                  + 2 * fr.si.shape[0] + 16, engine)
+            for w, lev, en in new:
+                engine.insert(memo, ctr, w, lev, en.lb, en.ub, en.feat, int(en.solved),
+                              en.klev, en.deep)
+            new.clear()
+            engine.finish_expansion(P, memo, ctr, fst, fr, L, not done)
+            continue
         if not ctr[C_GROW]:
             break
         n, M = int(ctr[C_N]), P.X.shape[1]
@@ -1020,15 +1192,24 @@ def step(state, chunk=2048) -> CompiledState:
             fr = _grow_frames(fr, 2 * fr.si.shape[0])
         D = fr.si.shape[0]
         if n + 2 * M + D + 8 > memo.f.shape[0]:
-            memo = _grow_memo(memo, n, max(2 * memo.f.shape[0], n + 4 * M + 2 * D + 16))
+            memo = _grow_memo(memo, n, max(2 * memo.f.shape[0], n + 4 * M + 2 * D + 16),
+                              engine)
     st = int(ctr[C_STATUS])
     return state._replace(memo=memo, frames=fr, root_lb=float(fst[F_ROOTLB]),
                           status=_STATUS.get(st), steps=int(ctr[C_STEPS]))
 
 
 def live_lower_bound(state) -> float:
-    """:func:`jaxsr.trees.solver.live_lower_bound` on the compiled frontier (its arrays,
-    read here in Python: for progress lines)."""
+    """The root's proven lower bound now, bottom up through the frontier (its arrays,
+    read here in Python: for progress lines).
+
+    Validity: every children's bound of a frame is a lower bound of every tree on that
+    child (they only ever rise to the max of valid bounds, whatever cap a child was solved
+    against), so the least bound sum over a subproblem's splits bounds every tree that
+    splits, and with its best tree found (``ub``, at most its leaf) ``max(lb, min(ub,
+    least bound sum))`` bounds every tree on it. The top frame's bound is valid for the
+    child its parent awaits, so it replaces that child's bound in the parent's sum, and so
+    on down to the root (the same arithmetic as the unwinding after a limit)."""
     fr, memo = state.frames, state.memo
     below = None
     for t in range(int(state.ctr[C_TOP]), -1, -1):
@@ -1049,3 +1230,9 @@ def live_lower_bound(state) -> float:
 def terminate(state) -> Status | None:
     """``None`` while the search goes on, else why it ended."""
     return state.status
+
+
+COMPILED = Engine(run_chunk=run_chunk, insert=insert, lookup=lookup,
+                  rebuild_table=rebuild_table, feature_lists=feature_lists,
+                  finish_expansion=finish_expansion, chunk=2048)
+"""The compiled engine (numba)."""
