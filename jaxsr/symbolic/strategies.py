@@ -692,8 +692,8 @@ class DomeSearch:
         # the searches only changes in :meth:`analyse`, so masks and cached analyses of
         # the current tree never meet arrays of another bucket
         cap = max(self.capacity, capacity_bucket(expr.n_nodes))
-        mse, ok = jax.device_get(_check(expr.padded(cap, self.dtype), self.XT, self.y,
-                                        self.weights))
+        mse, ok = device_get(_check(expr.padded(cap, self.dtype), self.XT, self.y,
+                                    self.weights))
         return float(mse), bool(ok) and self.in_domain(expr)
 
     def in_domain(self, expr: Expression) -> bool:
@@ -744,7 +744,7 @@ class DomeSearch:
             # the tree's own bucket, not the search's: the semantics of every row,
             # (cap, N), are most of the cost, and the search's capacity is max_nodes'
             cap = capacity_bucket(expr.n_nodes)
-            mse, ok = jax.device_get(_check(expr.padded(cap, self.dtype), *self.all_rows))
+            mse, ok = device_get(_check(expr.padded(cap, self.dtype), *self.all_rows))
             got = self._all_rows_checks[key] = (float(mse), bool(ok))
         return got
 
@@ -1010,7 +1010,7 @@ class DomeSearch:
             state = constant_passes(tree, self.XT, self.y, self.weights, to_device(idx),
                                     i32(const_nodes.size), state, self.min_improvement,
                                     self.floor, max_passes, i32(visits), self.n_slots)
-            status, changes, passes = (int(v) for v in jax.device_get(
+            status, changes, passes = (int(v) for v in device_get(
                 (state.status, state.changes, state.passes)))
             if timed:
                 visits = self._visits = next_slice(visits, time.perf_counter() - t0,
@@ -1050,7 +1050,7 @@ class DomeSearch:
             t0 = time.perf_counter()
             state = polish_steps(tree, self.XT, self.y, self.weights, state, self.floor,
                                  i32(max_steps), i32(calls), unary=bool(self.expr.has_unary))
-            status, steps = (int(v) for v in jax.device_get((state.status, state.steps)))
+            status, steps = (int(v) for v in device_get((state.status, state.steps)))
             if timed:
                 calls = self._polish_calls = next_slice(calls, time.perf_counter() - t0,
                                                         self.deadline, max_steps)
