@@ -932,13 +932,16 @@ class DomeSearch:
     def _check_batch(self, trees: list[Expression]):
         """``(mse (T,), ok (T,))`` host arrays of :func:`_check` for ``trees`` (the rows'
         rule, without the domain proof), in one device call and one transfer: the trees
-        padded to one capacity and the batch to :data:`MAX_TRIES` (one program per
-        capacity)."""
+        padded to one capacity and the batch to a power of two from :data:`MAX_TRIES` on
+        (a few programs per capacity)."""
         if not trees:
             return None
         cap = max(self.capacity, capacity_bucket(max(t.n_nodes for t in trees)))
         padded = [t.padded(cap, self.dtype) for t in trees]
-        padded += [padded[-1]] * (max(MAX_TRIES, len(padded)) - len(padded))
+        size = MAX_TRIES  # the batch padded to a power of two from MAX_TRIES on
+        while size < len(padded):
+            size *= 2
+        padded += [padded[-1]] * (size - len(padded))
         stacked = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *padded)
         return device_get(_checks(stacked, self.XT, self.y, self.weights,
                                   vmap=jax.default_backend() != "cpu"))
@@ -1275,23 +1278,30 @@ class DomeSearch:
     def prune(self) -> int:
         """Remove every branch whose removal changes the true MSE by at most the floor
         (section 2.5's deletion: a binary node is replaced by one of its children),
-        keeping the total change within the floor; returns the number of nodes removed."""
+        keeping the total change within the floor; returns the number of nodes removed.
+        Each round takes the first deletion in pre-order (the right child first) that
+        passes; with :data:`BATCH_CHECKS` a round's deletions are checked in one device
+        call (:meth:`_check_batch`), else one by one until one passes."""
         start_nodes, start_mse = self.expr.n_nodes, self.mse
         changed = True
         while changed and self.expr.n_nodes > 1:
             changed = False
+            trials = []
             for j in range(self.expr.n_nodes):
                 if self.expr.op[j] < ADD:
                     continue
                 kids = ((int(self.expr.left[j]),) if self.expr.op[j] >= SQRT  # unary
                         else (int(self.expr.right[j]), int(self.expr.left[j])))
-                for child in kids:
-                    new = self.expr.replace(j, self.expr.subtree(child))
+                trials += [self.expr.replace(j, self.expr.subtree(child)) for child in kids]
+            checks = self._check_batch(trials) if _batch_checks() else None
+            for i, new in enumerate(trials):
+                if checks is None:
                     mse, ok = self._true_mse(new)
-                    if ok and mse <= start_mse + self.floor:
-                        self.expr, self.mse, self._cache = new, mse, None
-                        changed = True
-                        break
-                if changed:
+                else:
+                    mse, ok = float(checks[0][i]), bool(checks[1][i])
+                    ok = ok and mse <= start_mse + self.floor and self.in_domain(new)
+                if ok and mse <= start_mse + self.floor:
+                    self.expr, self.mse, self._cache = new, mse, None
+                    changed = True
                     break
         return start_nodes - self.expr.n_nodes

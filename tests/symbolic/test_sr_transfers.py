@@ -79,3 +79,25 @@ def test_implicit_reads_are_counted(transfers):
     float(x[1])
     jax.device_get(x * 3.0)
     assert transfers["implicit"][-1] == 1 and transfers["explicit"][-1] == 1
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_pruning_checks_a_round_in_one_transfer(monkeypatch, transfers, batched):
+    """The pruning's deletions of one round are checked in one device call with the batch;
+    both ways prune the same tree to the same result."""
+    from jaxsr.symbolic import Expression
+
+    monkeypatch.setattr(strategies, "BATCH_CHECKS", batched)
+    eng = _engine()
+    tree = Expression.parse("(((x1 * x2) / x3) + x2) + (0.0 * x3)", ["x1", "x2", "x3"])
+    eng.expr = tree
+    eng.mse = eng._true_mse(tree)[0]
+    transfers["explicit"].append(0)
+    transfers["implicit"].append(0)
+    assert eng.prune() == 4
+    assert eng.expr.to_string() == "(((x1 * x2) / x3) + x2)"
+    assert transfers["implicit"][-1] == 0
+    # round 1 finds the deletion at its second trial (the root's left child); round 2
+    # tries all 6 deletions of the 7-node tree (3 binary nodes) and keeps none
+    want = 2 if batched else 2 + 6
+    assert transfers["explicit"][-1] == want
