@@ -910,7 +910,7 @@ class DomeSearch:
         sample, is :meth:`verified` on all rows; a size-limited ``k op x`` / ``k op p``
         over ``max_nodes`` is skipped): ``(candidate, new subtree, new tree, true MSE)``
         or ``None``. The engine's tree is not changed. With :data:`BATCH_CHECKS` the
-        candidates' trees are checked in one device call (:func:`_checks`)."""
+        candidates' trees are checked in one device call (:meth:`_trial_checks`)."""
         trials = []
         for c in cands[:MAX_TRIES]:
             new_sub = self.subtree_of(c)
@@ -919,15 +919,26 @@ class DomeSearch:
                                                              "constant-expression", "unary"):
                 continue
             trials.append((c, new_sub, new))
-        checks = self._check_batch([t[2] for t in trials]) if _batch_checks() else None
-        for i, (c, new_sub, new) in enumerate(trials):
-            if checks is None:
-                mse, ok = self._true_mse(new)
-            else:
-                mse, ok = float(checks[0][i]), bool(checks[1][i]) and self.in_domain(new)
+        checks = self._trial_checks([t[2] for t in trials])
+        for (c, new_sub, new), (mse, ok) in zip(trials, checks, strict=False):
             if self.accepts(mse, ok) and self.verified(new, self.expr):
                 return c, new_sub, new, mse
         return None
+
+    def _trial_checks(self, trees: list[Expression]):
+        """``(true MSE, ok)`` of each of ``trees`` as :meth:`_true_mse` gives them, as the
+        caller asks for them: with :data:`BATCH_CHECKS` all checked in one device call
+        first (:meth:`_check_batch`), else one call per tree, so a caller that stops at
+        the first it keeps checks no more."""
+        if not _batch_checks():
+            for tree in trees:
+                yield self._true_mse(tree)
+            return
+        if not trees:
+            return
+        mse, ok = self._check_batch(trees)
+        for tree, m, o in zip(trees, mse, ok, strict=False):
+            yield float(m), bool(o) and self.in_domain(tree)
 
     def _check_batch(self, trees: list[Expression]):
         """``(mse (T,), ok (T,))`` host arrays of :func:`_check` for ``trees`` (the rows'
@@ -1281,7 +1292,7 @@ class DomeSearch:
         keeping the total change within the floor; returns the number of nodes removed.
         Each round takes the first deletion in pre-order (the right child first) that
         passes; with :data:`BATCH_CHECKS` a round's deletions are checked in one device
-        call (:meth:`_check_batch`), else one by one until one passes."""
+        call (:meth:`_trial_checks`), else one by one until one passes."""
         start_nodes, start_mse = self.expr.n_nodes, self.mse
         changed = True
         while changed and self.expr.n_nodes > 1:
@@ -1293,13 +1304,7 @@ class DomeSearch:
                 kids = ((int(self.expr.left[j]),) if self.expr.op[j] >= SQRT  # unary
                         else (int(self.expr.right[j]), int(self.expr.left[j])))
                 trials += [self.expr.replace(j, self.expr.subtree(child)) for child in kids]
-            checks = self._check_batch(trials) if _batch_checks() else None
-            for i, new in enumerate(trials):
-                if checks is None:
-                    mse, ok = self._true_mse(new)
-                else:
-                    mse, ok = float(checks[0][i]), bool(checks[1][i])
-                    ok = ok and mse <= start_mse + self.floor and self.in_domain(new)
+            for new, (mse, ok) in zip(trials, self._trial_checks(trials), strict=False):
                 if ok and mse <= start_mse + self.floor:
                     self.expr, self.mse, self._cache = new, mse, None
                     changed = True
