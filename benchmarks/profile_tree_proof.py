@@ -1,7 +1,7 @@
 """What the proof of optimality of one tree search is made of (deep searches).
 
-Runs the host search (:class:`~jaxsr.trees.search.OptimalTreeSearch`, the Python solver with
-the numpy kernels, which visits the same subproblems as the compiled one) on one OSRT
+Runs the host search (:class:`~jaxsr.trees.search.OptimalTreeSearch`, its engine as Python
+on the numpy kernels, which visits the same subproblems as the compiled one) on one OSRT
 dataset and records every subproblem it expands: its level budget ``d``, the cap it was
 visited with (the incumbent's budget for it), and its lower bound on arrival. After the
 search it prints, per level budget:
@@ -37,32 +37,33 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def lookahead_deep_bound(search, mask, d):
+def lookahead_deep_bound(P, mask, d):
     """min over splits of the k-Means bounds of the two children with one of them deep
     (at least 4 leaves), and the depth-3 kernel's optimum: a lower bound of every tree of
     the support with at most ``d - 1`` split levels."""
     from jaxsr.trees.bounds import kmeans_bound
     from jaxsr.trees.kmeans import kmeans_losses_np
+    from jaxsr.trees.problem import exact_subtree, leaf_cost, sub_stats
 
     cmax = 1 << max(d - 2, 0)
 
     def side(m):
-        sel = search.korder[m[search.korder]]
-        st = search._sub_stats(sel)
+        sel = P.korder[m[P.korder]]
+        st = sub_stats(P, sel)
         losses = kmeans_losses_np(st[:, 0], st[:, 1], st[:, 2], cmax, 0.0)
-        leaf = float(search._leaf_cost(m))
-        return (min(leaf, kmeans_bound(losses, search.lam, search.norm, 2)),
-                kmeans_bound(losses, search.lam, search.norm, 4))
+        leaf = float(leaf_cost(P, m))
+        return (min(leaf, kmeans_bound(losses, P.lam, P.norm, 2)),
+                kmeans_bound(losses, P.lam, P.norm, 4))
 
     best = np.inf
-    for f in range(search.M):
-        t = mask & search.Xc_bool[:, f]
-        fl = mask & ~search.Xc_bool[:, f]
+    for f in range(P.M):
+        t = mask & P.Xc_bool[:, f]
+        fl = mask & ~P.Xc_bool[:, f]
         if not t.any() or not fl.any():
             continue
         (lt, dt), (lf, df) = side(t), side(fl)
         best = min(best, dt + lf, lt + df)
-    return min(float(search._kernel(mask, 3)[0]), best)
+    return min(float(exact_subtree(P, mask, 3)[0]), best)
 
 
 def main(argv=None):
@@ -75,6 +76,8 @@ def main(argv=None):
 
     from bench_trees_peers import load_binarized, shared_data_dir
 
+    from jaxsr.trees import engine
+    from jaxsr.trees.interpreted import engine as interpreted_engine
     from jaxsr.trees.search import OptimalTreeSearch
 
     root = shared_data_dir() / "osrt" / "binarized"
@@ -83,35 +86,47 @@ def main(argv=None):
     lam = a.regularization
     search = OptimalTreeSearch(np.asarray(X, bool), np.asarray(y, float), np.ones(len(y)),
                                regularization=lam, depth_budget=a.depth_budget, native=False)
-    expansions = []  # (level budget, key, support, cap, lower bound on arrival)
-    seen = {}  # key -> support of every subproblem visited so far
-    visit = search.visit
+    P = search.problem
+    expansions = []  # (level budget, key, support, cap, lower bound on arrival, similarity)
+    seen = {}  # key -> (support, its packed words) of every subproblem visited so far
+    # the engine run as Python (native=False): its subproblem visits are wrapped here
+    eng = interpreted_engine()
+    glob = eng.run_chunk.__wrapped__.__globals__
+    visit = glob["_visit"]
 
-    def recorded(key, mask, tot, leaf, cap, is_root=False, stopped=False):
-        e0 = search.memo.get(key)
+    def entry(memo, words, d):
+        i = eng.lookup(memo, words, d)
+        return None if i < 0 else (float(memo.f[i, engine.M_LB]),
+                                   bool(memo.i[i, engine.M_SOLVED]))
+
+    def recorded(Pe, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
+        mask, words = fr.cmask.copy(), fr.cwords.copy()
+        key = (np.packbits(mask).tobytes(), int(d))
+        e0 = entry(memo, words, int(d))
         sim = -np.inf
-        if e0 is None or not (e0.solved or e0.lb >= cap):
-            mean = search.cls_mean
+        if e0 is None or not (e0[1] or e0[0] >= cap):
+            mean = P.cls_mean
             lo, hi = mean[mask].min(), mean[mask].max()
-            st = search.stats
+            st = P.stats
             worst = (st[:, 3] + st[:, 0] * np.maximum((mean - lo) ** 2, (mean - hi) ** 2)
-                     ) / search.norm
-            for k2, m2 in seen.items():
-                e2 = search.memo.get(k2)
+                     ) / P.norm
+            for k2, (m2, w2) in seen.items():
+                e2 = entry(memo, w2, k2[1])
                 if k2[1] >= key[1] and k2 != key and e2 is not None:
-                    sim = max(sim, e2.lb - float(worst[m2 & ~mask].sum()))
-        e, exp = visit(key, mask, tot, leaf, cap, is_root, stopped)
-        seen[key] = mask.copy()
-        if exp is not None:
-            expansions.append((key[1], key, mask.copy(), cap,
-                               -np.inf if e0 is None else e0.lb, sim))
-        return e, exp
+                    sim = max(sim, e2[0] - float(worst[m2 & ~mask].sum()))
+        e, pushed = visit(Pe, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped)
+        seen[key] = (mask, words)
+        if pushed:
+            expansions.append((int(d), key, mask, cap, -np.inf if e0 is None else e0[0],
+                               sim))
+        return e, pushed
 
-    search.visit = recorded
+    glob["_visit"] = recorded
     t0 = time.perf_counter()
     res = search.run()
     secs = time.perf_counter() - t0
-    print(f"{path.stem}: N={len(y)}, {search.U} classes, {search.M} features, "
+    glob["_visit"] = visit
+    print(f"{path.stem}: N={len(y)}, {P.U} classes, {P.M} features, "
           f"lambda {lam}, depth budget {a.depth_budget}")
     print(f"objective {res.objective:.6f} ({res.status.name.lower()}), "
           f"{res.n_subproblems} subproblems, {res.n_kernel_calls} kernel calls, "
@@ -120,7 +135,7 @@ def main(argv=None):
     for d, key, mask, cap, lb0, sim in expansions:
         final = search.memo[key]
         proof = bool(final.lb >= cap * (1 - 1e-12)) and np.isfinite(cap)
-        look = lookahead_deep_bound(search, mask, d) if proof else -np.inf
+        look = lookahead_deep_bound(P, mask, d) if proof else -np.inf
         rows[d].append((proof, (cap - lb0) / lam if proof else np.nan,
                         bool(look >= cap), bool(sim >= cap)))
     print("\nlevels | expanded  infeasibility proofs | gap in leaves: median  max "

@@ -48,7 +48,9 @@ __all__ = [
     "leaf_cost",
     "equivalent_points_bound",
     "kmeans_bound",
+    "kmeans_bound_of",
     "useful_levels",
+    "useful_levels_of",
 ]
 
 from .losses import (  # noqa: E402
@@ -153,13 +155,22 @@ def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
       float, a lower bound in objective units.
     """
     losses = np.asarray(losses, dtype=np.float64)
-    K = losses.shape[0]
-    if K >= min_leaves:
-        C = np.arange(min_leaves, K + 1)
-        return float(np.min(objective(losses[min_leaves - 1:], normalizer, regularization, C)))
-    gain = losses[-2] - losses[-1] if K >= 2 else 0.0
-    lo = max(float(losses[-1] - (min_leaves - K) * gain), 0.0)
-    return objective(lo, normalizer, regularization, min_leaves)
+    return float(kmeans_bound_of(losses, losses.shape[0], regularization, normalizer,
+                                 min_leaves))
+
+
+def kmeans_bound_of(losses, k, lam, norm, min_leaves):
+    """:func:`kmeans_bound` of the first ``k >= 1`` entries of ``losses`` (a float64
+    array): plain scalar arithmetic, the one implementation (the compiled engine runs it
+    compiled by numba, :mod:`jaxsr.trees.compiled`)."""
+    if k >= min_leaves:
+        best = np.inf
+        for c in range(int(min_leaves), k + 1):
+            best = min(best, objective(losses[c - 1], norm, lam, c))
+        return best
+    gain = losses[k - 2] - losses[k - 1] if k >= 2 else 0.0
+    lo = max(losses[k - 1] - (min_leaves - k) * gain, 0.0)
+    return objective(lo, norm, lam, min_leaves)
 
 
 def useful_levels(d, stats, leaf, regularization, normalizer, min_samples_leaf, equivalent):
@@ -178,10 +189,17 @@ def useful_levels(d, stats, leaf, regularization, normalizer, min_samples_leaf, 
     Returns:
       ``(...)`` int64.
     """
-    r = np.minimum(stats[..., STAT_C], np.floor(stats[..., STAT_N] / min_samples_leaf))
-    r = np.minimum(r, d)
-    if regularization > 0:
-        gap = leaf - (stats[..., STAT_E] / normalizer if equivalent else 0.0)
-        h = np.floor(gap / regularization * (1 + 1e-9) + 1e-9)
-        r = np.minimum(r, h)
-    return np.maximum(r, 1).astype(np.int64)
+    return useful_levels_of(d, stats[..., STAT_C], stats[..., STAT_N], stats[..., STAT_E],
+                            leaf, regularization, normalizer, min_samples_leaf,
+                            equivalent).astype(np.int64)
+
+
+def useful_levels_of(d, classes, samples, eq_loss, leaf, lam, norm, m1, equivalent):
+    """:func:`useful_levels` from a support's class count, sample count and equivalence
+    loss (floats or arrays of one shape), as a float ``>= 1``: numpy array operations that
+    numba compiles for scalars (the engine's copy, :mod:`jaxsr.trees.engine`)."""
+    r = np.minimum(np.minimum(classes, np.floor(samples / m1)), d)
+    if lam > 0:
+        gap = leaf - (eq_loss / norm if equivalent else 0.0)
+        r = np.minimum(r, np.floor(gap / lam * (1 + 1e-9) + 1e-9))
+    return np.maximum(r, 1.0)

@@ -24,11 +24,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import types
 
 import numba
 import numpy as np
 
-from . import losses
+from . import bounds, losses
 
 __all__ = ["subtree_splits", "kmeans_losses"]
 
@@ -41,7 +42,8 @@ __all__ = ["subtree_splits", "kmeans_losses"]
 # leaves old cache files behind) the cached solver loop would go on running the old
 # kernels. Every compiled function of these files is keyed on all three instead
 # (:func:`_install_cache_locators`).
-_CACHE_SOURCES = ("compiled.py", "engine.py", "solver.py", "losses.py")
+_CACHE_SOURCES = ("compiled.py", "engine.py", "solver.py", "losses.py", "bounds.py",
+                  "subtrees.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -134,6 +136,25 @@ _sse = numba.njit(inline="always", **_NB)(losses.sse_one)
 _objective = numba.njit(inline="always", **_NB)(losses.objective)
 _centre = numba.njit(inline="always", **_NB)(losses.centre)
 _recentred = numba.njit(inline="always", **_NB)(losses.recentred)
+# a plain-Python kernel of another module, compiled: its calls of the formulas above
+# resolve to their compiled versions; PLAIN maps it back to the plain function (which
+# :mod:`jaxsr.trees.interpreted` runs)
+_FORMULAS = {"objective": _objective, "sse_one": _sse, "centre": _centre,
+             "recentred": _recentred}
+PLAIN: dict = {}
+
+
+def compile_plain(f, **options):
+    """``numba.njit`` of the plain-Python function ``f`` (the one implementation of its
+    idea, in the module named after it) with the loss formulas it calls bound to their
+    compiled versions; cached like the kernels of this module."""
+    g = dict(f.__globals__)
+    g.update({k: v for k, v in _FORMULAS.items() if k in f.__code__.co_names})
+    fc = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+    fc.__qualname__, fc.__doc__ = f.__qualname__, f.__doc__
+    out = numba.njit(**{**_NB, **options})(fc)
+    PLAIN[out] = f
+    return out
 
 
 @numba.njit(**_NB)
@@ -763,7 +784,7 @@ def distinct_targets(mask, ys, ws, cls_s, vals, wts):
 def absolute_support_bounds(mask, ys, ws, cls_s, E, N, d, lam, norm, m1, look, equiv,
                             use_kmeans, max_values):
     """Leaf loss and lower bounds of a new subproblem, absolute loss (the search's
-    ``_leaf_cost`` and ``_split_bound``; :func:`support_bounds` for squared loss).
+    leaf and split bounds; :func:`support_bounds` for squared loss).
 
     The k-medians bound (Theorem 3.5 relaxed: 1-D weighted k-medians of the support's
     distinct targets, summed weights; valid, weaker than the constrained problem) for
@@ -926,24 +947,14 @@ def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
     return leaf, -1
 
 
-@numba.njit(**_NB)
-def kmeans_bound(losses, k, lam, norm, min_leaves):
-    """:func:`jaxsr.trees.bounds.kmeans_bound` of ``losses[:k]`` (the same arithmetic)."""
-    if k >= min_leaves:
-        best = np.inf
-        for c in range(int(min_leaves), k + 1):
-            best = min(best, _objective(losses[c - 1], norm, lam, c))
-        return best
-    gain = losses[k - 2] - losses[k - 1] if k >= 2 else 0.0
-    lo = max(losses[k - 1] - (min_leaves - k) * gain, 0.0)
-    return _objective(lo, norm, lam, min_leaves)
+kmeans_bound = compile_plain(bounds.kmeans_bound_of)
 
 
 @numba.njit(**_NB)
 def support_bounds(mask, korder, W, mean, E, N, d, lam, norm, m1, look, kl, equiv,
                    use_kmeans):
     """Leaf loss and lower bounds of a new subproblem (squared loss; the search's
-    ``_leaf_cost`` and ``_split_bound`` in one call).
+    leaf and split bounds in one call).
 
     Args:
       mask: ``(U,)`` bool support. korder: ``(U,)`` int64 classes by increasing mean.

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from . import solver
+from . import bounds, solver, subtrees
 from .compiled import (
     _NB,
     _centre,
@@ -43,6 +43,7 @@ from .compiled import (
     _sse,
     absolute_split_losses,
     absolute_support_bounds,
+    compile_plain,
     feature_lists,
     support_bounds,
     support_leaf_loss,
@@ -58,6 +59,7 @@ __all__ = ["Problem", "Memo", "Frames", "CompiledState", "Engine", "COMPILED", "
 NEXT, TRUE, FALSE = solver.NEXT, solver.TRUE, solver.FALSE
 RTOL = solver.RTOL
 _UNTRIED = -2
+GREEDY = solver.GREEDY
 # ctr (int64 counters)
 C_N, C_STEPS, C_KERNEL, C_KMEANS, C_STATUS, C_STOPPED, C_TOP, C_GROW, C_STARTED, \
     C_MAXSTEPS, C_ROOT, C_TRIES, C_TICK, C_DEVICE = range(14)
@@ -156,6 +158,7 @@ class Engine(NamedTuple):
     rebuild_table: object
     feature_lists: object
     finish_expansion: object
+    root_entry: object
     chunk: int  # subproblem visits per :func:`step`
 
 
@@ -305,23 +308,20 @@ def insert(memo, ctr, w, lev, lb, ub, feat, solved, klev, deep):
     return _insert(memo, ctr, s, w, lev, lb, ub, feat, solved, klev, deep)
 
 
+_useful_levels = compile_plain(bounds.useful_levels_of, inline="always")
+
+
 @numba.njit(**_NB)
 def _deff(P, d, C, Nn, E, leaf):
-    """The levels that can matter to one set (:func:`jaxsr.trees.bounds.useful_levels`,
-    the same arithmetic)."""
-    lam, norm, m1 = P.prm[0], P.prm[1], P.prm[2]
-    r = min(C, np.floor(Nn / m1))
-    r = min(r, float(d))
-    if lam > 0:
-        gap = leaf - (E / norm if P.iprm[1] else 0.0)
-        h = np.floor(gap / lam * (1 + 1e-9) + 1e-9)
-        r = min(r, h)
-    return max(np.int64(r), 1) if r >= 1 else 1
+    """The levels that can matter to one set (:func:`jaxsr.trees.bounds.useful_levels`)."""
+    return np.int64(_useful_levels(float(d), C, Nn, E, leaf, P.prm[0], P.prm[1], P.prm[2],
+                                   P.iprm[1] != 0))
 
 
 @numba.njit(**_NB)
 def _cheap(P, E):
-    """Equivalent points bound of the trees that split (``_cheap_split_bound``)."""
+    """Equivalent points bound of the trees that split
+    (:func:`jaxsr.trees.problem.cheap_split_bound`)."""
     return _objective(E if P.iprm[1] else 0.0, P.prm[1], P.prm[0], P.prm[3])
 
 
@@ -356,11 +356,7 @@ def _leaf_budget(P, E, cap):
     return L
 
 
-@numba.njit(**_NB)
-def _kernel_work(M, n, levels):
-    if levels >= 3:
-        return n * M * M * 3.0 + 40.0 * M ** 3 + 1.0
-    return n * M * 3.0 * (M if levels == 2 else 1) + 40.0 * M ** 2 + 1.0
+_kernel_work = compile_plain(subtrees.kernel_work, inline="always")
 
 
 @numba.njit(**_NB)
@@ -442,6 +438,22 @@ def _entry(P, memo, ctr, slot, w, mask, d):
                        max(deep, sb))
     return _insert(memo, ctr, slot, w, d, lb, leaf, _nl(-1), _nl(0), klev,
                    max(deep, sb))
+
+
+@numba.njit(**_NB)
+def root_entry(P, memo, ctr, w, mask, d, incumbent):
+    """Insert the root's entry (:func:`_entry`: its leaf and bounds), its best tree the
+    incumbent (``feat = GREEDY``) when that is better than the leaf: objective
+    ``incumbent`` (inf: none). Returns the entry's id."""
+    e = _entry(P, memo, ctr, _find_slot(memo, w), w, mask, d)
+    if memo.i[e, M_SOLVED] == 0 and _improves(incumbent, memo.f[e, M_UB]):
+        memo.f[e, M_UB] = incumbent
+        memo.i[e, M_FEAT] = GREEDY
+        memo.f[e, M_LB] = min(memo.f[e, M_LB], incumbent)
+        if _reaches(memo.f[e, M_LB], incumbent):
+            memo.f[e, M_LB] = incumbent
+            memo.i[e, M_SOLVED] = 1
+    return e
 
 
 @numba.njit(**_NB)
@@ -1057,11 +1069,10 @@ _REVERSED_BITS = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=
 
 
 class CompiledMemo:
-    """The compiled memo seen as the search's ``dict``: ``(packed support bytes, levels)
-    -> Entry`` (what tree extraction and progress lines read)."""
+    """The engine's memo seen as a ``dict``: ``(packed support bytes, levels) -> Entry``
+    (what the tree extraction, the device's batches and progress lines read)."""
 
-    def __init__(self, search, state_ref):
-        self._s = search
+    def __init__(self, state_ref):
         self._ref = state_ref  # a one-element list holding the current CompiledState
 
     def _words(self, key_bytes):
@@ -1069,7 +1080,7 @@ class CompiledMemo:
         (bit ``u % 64`` of word ``u // 64``): each byte's bits reversed, which are the bytes
         ``_pack`` makes (``bitorder="little"``)."""
         b = _REVERSED_BITS[np.frombuffer(key_bytes, np.uint8)]
-        nw = max(1, (self._s.U + 63) // 64)
+        nw = self._ref[0].problem.colw.shape[1]
         out = np.zeros(nw * 8, dtype=np.uint8)
         out[:b.size] = b
         return out.view(np.uint64)  # the bytes of _pack, viewed alike
@@ -1103,64 +1114,65 @@ class CompiledMemo:
         return int(self._ref[0].ctr[C_N])
 
 
-def problem_of(search, engine) -> Problem:
-    """The constant arrays of an :class:`~jaxsr.trees.search.OptimalTreeSearch`."""
-    X = search._Xu8
+def problem_of(tp, engine, device=False) -> Problem:
+    """The engine's arrays of a :class:`~jaxsr.trees.problem.TreeProblem` ``tp``
+    (``device``: expansions with at least 3 levels return to Python for the device)."""
+    X = tp.Xu8
     ones, nones = engine.feature_lists(X)
-    if search.l1:
-        ys, ws = search.ys, search.ws
-        cls_s = np.ascontiguousarray(search.cls_s, dtype=np.int64)
+    if tp.l1:
+        ys, ws, cls_s = tp.ys, tp.ws, tp.cls_s
     else:
         ys, ws, cls_s = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
-    return Problem(X=X, ones=ones, nones=nones,
-                   colw=_pack(np.ascontiguousarray(search.XcT)),
-                   cls=np.stack([search._Wc, search.cls_mean, search._Ec, search._Nc]),
-                   korder=search.korder.astype(np.int64),
-                   prm=np.array([search.lam, search.norm, float(search.m1),
-                                 float(search.look), float(KMEDIANS_MAX_VALUES)]),
-                   iprm=np.array([search.kl, int(search.equiv), int(search.use_kmeans),
-                                  int(search.hier), int(search.l1), int(search._jax)],
-                                 dtype=np.int64),
+    return Problem(X=X, ones=ones, nones=nones, colw=_pack(tp.XcT),
+                   cls=np.stack([tp.Wc, tp.cls_mean, tp.Ec, tp.Nc]),
+                   korder=tp.korder.astype(np.int64),
+                   prm=np.array([tp.lam, tp.norm, float(tp.m1), float(tp.look),
+                                 float(KMEDIANS_MAX_VALUES)]),
+                   iprm=np.array([tp.kl, int(tp.equiv), int(tp.use_kmeans), int(tp.hier),
+                                  int(tp.l1), int(device)], dtype=np.int64),
                    ys=np.ascontiguousarray(ys, dtype=np.float64),
-                   ws=np.ascontiguousarray(ws, dtype=np.float64), cls_s=cls_s)
+                   ws=np.ascontiguousarray(ws, dtype=np.float64),
+                   cls_s=np.ascontiguousarray(cls_s, dtype=np.int64))
 
 
-def init(search, root, entry, time_limit=None, max_steps=None, t0=None,
-         engine=None, device=None) -> CompiledState:
-    """The compiled solver state of a search whose root ``(key, mask, d)`` has memo entry
-    ``entry`` (solved at once when its bounds meet; a deadline already past stops before
-    anything is expanded), run by ``engine`` (default
-    :data:`COMPILED`)."""
+def init(problem, root, incumbent=np.inf, time_limit=None, max_steps=None, t0=None,
+         engine=None, device=None, kernel_rate=3e-8) -> CompiledState:
+    """The engine's state for the :class:`~jaxsr.trees.problem.TreeProblem` ``problem``
+    whose root is ``(key, mask, d)``: its memo entry (:func:`root_entry`, with the
+    objective ``incumbent`` of the greedy tree; solved at once when its bounds meet; a
+    deadline already past stops before anything is expanded), run by ``engine`` (default
+    :data:`COMPILED`); ``device(state, level)`` evaluates the children of an expansion on
+    the device (None: the host does); ``kernel_rate``: seconds per element operation of a
+    shallow-kernel call, as seen so far (the time limit's predictions)."""
     key, mask, d = root
     engine = COMPILED if engine is None else engine
     t0 = time.perf_counter() if t0 is None else t0
-    P = problem_of(search, engine)
+    P = problem_of(problem, engine, device is not None)
     U, M = P.X.shape
     nw = P.colw.shape[1]
     memo = _new_memo(max(_MEMO_CAP, 4 * M + 8), nw)
     ctr = np.zeros(14, dtype=np.int64)
     ctr[C_MAXSTEPS] = -1 if max_steps is None else int(max_steps)
     fst = np.zeros(7)
-    fst[F_RATE] = search._kernel_rate
+    fst[F_RATE] = kernel_rate
     fst[F_DEADLINE] = np.inf if time_limit is None else t0 + float(time_limit)
     fst[F_T0] = fst[F_NOW] = t0
     fst[F_BF] = solver.BEST_FIRST_AFTER
     fst[F_BFTRIES] = solver._BEST_FIRST_TRIES
     w = _pack(mask[None, :])[0]
-    ctr[C_ROOT] = engine.insert(memo, ctr, w, int(d), float(entry.lb), float(entry.ub),
-                         int(entry.feat), int(entry.solved), int(entry.klev),
-                         float(entry.deep))
-    fst[F_ROOTLB] = entry.lb
+    r = ctr[C_ROOT] = engine.root_entry(P, memo, ctr, w, np.ascontiguousarray(mask),
+                                        int(d), float(incumbent))
+    fst[F_ROOTLB] = memo.f[r, M_LB]
     frames = _new_frames(int(min(max(d, 2), _MAX_FRAMES)) + 1, U, M, nw)
     status = None
-    if entry.solved:
+    if memo.i[r, M_SOLVED]:
         status = Status.OPTIMAL
     elif time_limit is not None and (time_limit <= 0 or time.perf_counter() > t0 + time_limit):
         status = Status.TIME_LIMIT
     if status is not None:
         ctr[C_STATUS] = {Status.OPTIMAL: 1, Status.TIME_LIMIT: 2}[status]
-    return CompiledState(engine, P, memo, frames, ctr, fst, key, float(entry.lb), status, 0,
-                         t0, device, [])
+    return CompiledState(engine, P, memo, frames, ctr, fst, key, float(memo.f[r, M_LB]),
+                         status, 0, t0, device, [])
 
 
 def step(state, chunk=None) -> CompiledState:
@@ -1234,5 +1246,5 @@ def terminate(state) -> Status | None:
 
 COMPILED = Engine(run_chunk=run_chunk, insert=insert, lookup=lookup,
                   rebuild_table=rebuild_table, feature_lists=feature_lists,
-                  finish_expansion=finish_expansion, chunk=2048)
+                  finish_expansion=finish_expansion, root_entry=root_entry, chunk=2048)
 """The compiled engine (numba)."""

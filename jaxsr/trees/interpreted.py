@@ -250,7 +250,7 @@ def engine() -> E.Engine:
     glob = {m.__name__: dict(vars(m)) for m in modules}
     table = {}
     for d in dispatchers:
-        f = d.py_func
+        f = compiled.PLAIN.get(d, d.py_func)
         g = glob.get(f.__module__)
         table[d] = f if g is None else types.FunctionType(
             f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
@@ -267,7 +267,8 @@ def engine() -> E.Engine:
         lookup=_quiet(table[E.lookup]),
         rebuild_table=_quiet(table[E.rebuild_table]),
         feature_lists=table[compiled.feature_lists],
-        finish_expansion=_quiet(table[E.finish_expansion]), chunk=_CHUNK)
+        finish_expansion=_quiet(table[E.finish_expansion]),
+        root_entry=_quiet(table[E.root_entry]), chunk=_CHUNK)
 
 
 def _quiet(f):

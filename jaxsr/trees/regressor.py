@@ -26,6 +26,7 @@ from .._validation import (
     validate_X,
 )
 from .binarize import Binarizer
+from .problem import auto_exact_levels
 from .search import ALL_BOUNDS, OptimalTreeSearch
 from .solver import Status
 from .tree import Tree
@@ -393,7 +394,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 # its own class. The search then picks the levels from the number of
                 # distinct rows (``auto_exact_levels(U, M)``, within the same byte budget):
                 # household-like data, 2e6 rows but 9e3 distinct, gets 3 levels, not 1
-                el_mem = OptimalTreeSearch.auto_exact_levels(n, M)
+                el_mem = auto_exact_levels(n, M)
             self._check_memory(n, M, n, el_mem)
             time_left = (None if self.time_limit is None else
                          max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
@@ -421,15 +422,16 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         p = 2 if self.loss == "squared_error" else 1
         if not self.normalize:
             self.normalizer_ = float(w.sum())
-        elif search.total_loss > 0:  # inf where SST exceeds the float64 range
-            self.normalizer_ = float(search.scale.loss_to_y(search.total_loss, p))
+        elif search.problem.total_loss > 0:  # inf where SST exceeds the float64 range
+            self.normalizer_ = float(search.problem.scale.loss_to_y(search.problem.total_loss,
+                                                                    p))
         else:
             self.normalizer_ = 1.0
         self._finish(Xb, ya.astype(np.float64), w, lam, res.lower_bound, search)
         self.status_ = res.status.value
         self.timed_out_ = res.status is Status.TIME_LIMIT
         self.n_subproblems_ = int(res.n_subproblems)
-        self.exact_levels_ = int(search.kl)
+        self.exact_levels_ = int(search.problem.kl)
         self.fit_seconds_ = float(time.perf_counter() - t_fit)
         if res.status is not Status.OPTIMAL and not self.optimal_:
             warnings.warn(
@@ -454,12 +456,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         """
         # predicted per class (distinct binary row), then per sample: the same numbers,
         # U tree walks instead of n (0.2 s at 2e6 samples with 9e3 classes)
-        pred = self.tree_.predict(search.Xc_bool)[search.inv]
-        sc = search.scale
+        tp = search.problem
+        pred = self.tree_.predict(tp.Xc_bool)[tp.inv]
+        sc = tp.scale
         r = sc.to_internal(y) - sc.to_internal(pred)
         wi = w / sc.w_max
         loss = np.dot(wi, r * r) if self.loss == "squared_error" else np.dot(wi, np.abs(r))
-        self.loss_ = float(loss / search.norm)
+        self.loss_ = float(loss / tp.norm)
         self.n_leaves_ = self.tree_.n_leaves
         self.depth_ = self.tree_.depth
         self.objective_ = self.loss_ + lam * self.n_leaves_
@@ -480,7 +483,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         excess = 0.0
         if self.loss == "squared_error":
             ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
-            excess = float(np.dot(wi, ulp * ulp) / search.norm)
+            excess = float(np.dot(wi, ulp * ulp) / tp.norm)
         self.optimal_ = bool(self.gap_ <= 1e-9 * max(1.0, abs(self.objective_)) + excess)
 
     # ------------------------------------------------------------------ predict

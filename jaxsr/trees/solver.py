@@ -14,10 +14,11 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-__all__ = ["Status", "Entry", "reaches", "improves", "RTOL"]
+__all__ = ["Status", "Entry", "reaches", "improves", "RTOL", "GREEDY"]
 
 RTOL = 1e-12  # relative tolerance of every prune / solved test (rounding of the sums)
 NEXT, TRUE, FALSE = range(3)  # a frame's phase: start the next split / await a child
+GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
 
 
 def reaches(a, b) -> bool:

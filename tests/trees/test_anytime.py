@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 from jaxsr.trees import Binarizer, OptimalTreeRegressor
+from jaxsr.trees.incumbent import greedy_tree
+from jaxsr.trees.problem import leaf_cost, levels
 from jaxsr.trees.search import OptimalTreeSearch
 
 pytestmark = pytest.mark.usefixtures("frozen_heap")  # no collector pause of the suite's heap
@@ -144,7 +146,7 @@ def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
 @pytest.mark.parametrize("native", [False, True])
 @pytest.mark.parametrize("msl,depth", [(1, None), (3, 4)])
 def test_greedy_incumbent_equals_the_oracle(native, msl, depth):
-    """The search's incumbent (:meth:`OptimalTreeSearch._greedy`, numpy or compiled
+    """The search's incumbent (:func:`jaxsr.trees.incumbent.greedy_tree`, numpy or compiled
     kernels, best-first growth with per-node leaf budgets) is greedy CART pruned at lambda:
     the oracle's objective, on weighted and unweighted data."""
     from jaxsr.trees.search import load_native_kernels
@@ -157,10 +159,10 @@ def test_greedy_incumbent_equals_the_oracle(native, msl, depth):
         for lam in (0.002, 0.02):
             s = OptimalTreeSearch(Xb, y, w, regularization=lam, depth_budget=depth,
                                   min_samples_leaf=msl, native=native)
-            mask = np.ones(s.U, dtype=bool)
-            tot = s.stats.sum(0)
-            d = int(s._deff(s.depth, tot, s._leaf_cost(mask)))
-            obj, _ = s._greedy(mask, d)
+            P = s.problem
+            mask = np.ones(P.U, dtype=bool)
+            d = levels(P, P.depth, P.stats.sum(0), leaf_cost(P, mask, native))
+            obj = greedy_tree(P, mask, d, native=native).objective
             assert obj == pytest.approx(greedy_cart(Xb, y, w, lam, depth, msl), rel=1e-9)
 
 
@@ -172,10 +174,10 @@ def test_partial_greedy_at_a_tiny_limit_is_a_valid_tree():
     sst = float(np.sum((y - y.mean()) ** 2))
     s = OptimalTreeSearch(X > 0.5, y, np.ones(y.size), regularization=0.001,
                           depth_budget=None, native=False, time_limit=0.0)
-    s.deadline = 0.0  # already past: only the root is grown
-    mask = np.ones(s.U, dtype=bool)
-    obj, nodes = s._greedy(mask, 50)
-    assert len(nodes) == 1 and obj == pytest.approx(s._leaf_cost(mask))
+    mask = np.ones(s.problem.U, dtype=bool)
+    # a deadline already past: only the root is grown
+    obj, nodes = greedy_tree(s.problem, mask, 50, deadline=0.0)[:2]
+    assert len(nodes) == 1 and obj == pytest.approx(leaf_cost(s.problem, mask))
     for limit in (1e-4, 1e-3, 5e-3):
         m = _fit(X, y, None, regularization=0.001, depth_budget=None, time_limit=limit)
         r = y - m.predict(X)

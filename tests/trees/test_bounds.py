@@ -69,7 +69,7 @@ def test_bounds_never_exceed_the_optimum(seed):
     y = rng.normal(size=n) + 3 * X[:, 0] * X[:, 1]
     w = np.ones(n)
     opt = exhaustive(X, y, w, lam, depth)
-    s = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth)
+    s = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth).problem
     st = s.stats
     pad = 32 - s.U  # fixed shapes: one compilation for all seeds (padding is masked out)
     W, S, Q = (np.concatenate([st[s.korder, j], np.zeros(pad)]) for j in range(3))

@@ -16,6 +16,7 @@ from jaxsr.trees.bounds import kmeans_bound
 from jaxsr.trees.device import DeviceBatcher
 from jaxsr.trees.kmeans import kmeans_losses_np
 from jaxsr.trees.losses import STAT_E, STAT_Q, STAT_S, STAT_W
+from jaxsr.trees.problem import exact_subtree
 from jaxsr.trees.search import OptimalTreeSearch
 
 
@@ -41,7 +42,7 @@ def test_sharded_kernels_equal_the_host_kernels(mesh):
     to the order of the float64 sums. The shapes (one split level, 12 supports: the root's children)
     are those of the estimator fit below, which so compiles nothing new."""
     X, y, w = _data()
-    s = OptimalTreeSearch(X, y, w, regularization=0.01, depth_budget=4, native=False)
+    s = OptimalTreeSearch(X, y, w, regularization=0.01, depth_budget=4, native=False).problem
     dev = DeviceBatcher(s.Xc, s.st4, s.korder, s.lam, s.norm, s.m1, mean=s.cls_mean,
                         E=s.stats[:, STAT_E], mesh=mesh)
     assert dev.Up % (64 * 4) == 0 and dev.X.sharding.spec[0] in ("classes", ("classes",))
@@ -49,7 +50,7 @@ def test_sharded_kernels_equal_the_host_kernels(mesh):
     masks = rng.random((12, s.U)) < 0.6
     masks[0] = True  # the root support
     costs, _, _ = dev.subtrees(masks, 1, centre=0.1)
-    host = [s._kernel(m, 1)[0] for m in masks]
+    host = [exact_subtree(s, m, 1)[0] for m in masks]
     np.testing.assert_allclose(costs, host, rtol=1e-12, atol=1e-15)
     lbs, _ = dev.kmeans_bounds(masks, 4, 2)
     for m, lb in zip(masks, lbs, strict=True):

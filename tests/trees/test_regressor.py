@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from jaxsr import _memory, _progress
 from jaxsr.trees import Binarizer, OptimalTreeRegressor, Tree
-from jaxsr.trees.search import OptimalTreeSearch
+from jaxsr.trees.problem import auto_exact_levels
 
 
 def _data(seed=0, n=200, M=12):
@@ -323,9 +323,9 @@ def test_auto_exact_levels_from_distinct_rows_not_samples():
     rows = rng.integers(0, 300, size=320_000)
     X = base[rows]
     y = base[rows, 0] * 2.0 + base[rows, 1] * base[rows, 2] + rng.normal(0, 0.3, rows.size)
-    assert OptimalTreeSearch.auto_exact_levels(X.shape[0], 60) == 1
+    assert auto_exact_levels(X.shape[0], 60) == 1
     auto = OptimalTreeRegressor(regularization=0.01, depth_budget=4).fit(X, y)
-    assert auto.exact_levels_ == OptimalTreeSearch.auto_exact_levels(300, 60) == 3
+    assert auto.exact_levels_ == auto_exact_levels(300, 60) == 3
     for el in (0, 1):
         m = OptimalTreeRegressor(regularization=0.01, depth_budget=4, exact_levels=el).fit(X, y)
         assert m.exact_levels_ == el and m.optimal_ and auto.optimal_

@@ -9,6 +9,8 @@ import pytest
 
 from jaxsr.trees import OptimalTreeRegressor, optimal_subtree_cost
 from jaxsr.trees.compiled import support_splits, support_subtree
+from jaxsr.trees.extraction import node_values
+from jaxsr.trees.problem import leaf_cost
 from jaxsr.trees.search import ALL_BOUNDS, OptimalTreeSearch
 from jaxsr.trees.subtrees import best_subtree_np, distinct_splits
 
@@ -625,9 +627,9 @@ def test_estimator_maps_the_status_and_warns():
 
 
 def test_unique_rows_equals_numpy_unique_along_rows():
-    """search.unique_rows: the classes (unique binary rows) and inverse of np.unique(axis=0),
+    """problem.unique_rows: the classes (unique binary rows) and inverse of np.unique(axis=0),
     in the same order, for 1..130 features (one uint64 key per row up to 64, bytes above)."""
-    from jaxsr.trees.search import unique_rows
+    from jaxsr.trees.problem import unique_rows
 
     rng = np.random.default_rng(4)
     for M in (1, 7, 8, 9, 63, 64, 65, 130):
@@ -644,6 +646,8 @@ def test_compiled_packing_equals_numpy():
     """compiled.pack_rows is np.packbits(axis=1), compiled.feature_lists each row's set
     features in order, and the compiled memo's key conversion (CompiledMemo._words, from
     np.packbits bytes) gives the words of engine._pack, for 1..1000 columns."""
+    from types import SimpleNamespace
+
     from jaxsr.trees import engine as CS
     from jaxsr.trees.compiled import feature_lists, pack_rows
 
@@ -655,10 +659,8 @@ def test_compiled_packing_equals_numpy():
         for u in range(40):
             np.testing.assert_array_equal(ones[u, :nones[u]], np.flatnonzero(X[u]))
 
-        class _S:
-            U = M
-
-        memo = CS.CompiledMemo(_S(), None)
+        state = SimpleNamespace(problem=SimpleNamespace(colw=np.zeros((M, (M + 63) // 64))))
+        memo = CS.CompiledMemo([state])
         for m in X[:5]:
             np.testing.assert_array_equal(memo._words(np.packbits(m).tobytes()),
                                           CS._pack(m[None, :])[0])
@@ -666,7 +668,7 @@ def test_compiled_packing_equals_numpy():
 
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
 def test_leaf_values_of_many_nodes_equal_a_numpy_oracle(loss, monkeypatch):
-    """OptimalTreeSearch._node_values (every node of a tree at once) against plain numpy on
+    """extraction.node_values (every node of a tree at once) against plain numpy on
     each node's samples in y units (weighted data, zero weights, y far from 0): weighted
     mean and squared loss, or a weighted median's absolute loss (the least over the
     node's targets), to the rounding of sums of ~1e5 (1e-9 absolute); a node whose
@@ -678,10 +680,10 @@ def test_leaf_values_of_many_nodes_equal_a_numpy_oracle(loss, monkeypatch):
     y[X[:, 0] & X[:, 1]] = 7.25
     w = rng.random(400)
     w[:40] = 0.0
-    s = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.01, depth_budget=4)
+    s = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.01, depth_budget=4).problem
     masks = rng.random((12, s.U)) < 0.5
     masks[0] = s.Xc_bool[:, 0] & s.Xc_bool[:, 1]  # the constant node
-    v, n, W, L = s._node_values(masks)
+    v, n, W, L = node_values(s, masks)
     for k, m in enumerate(masks):
         sm = m[s.inv]
         ys, ws = y[sm], w[sm]
@@ -697,11 +699,11 @@ def test_leaf_values_of_many_nodes_equal_a_numpy_oracle(loss, monkeypatch):
             assert L[k] == pytest.approx(best, rel=1e-9, abs=1e-9)
             assert np.dot(ws, np.abs(ys - v[k])) == pytest.approx(best, rel=1e-9, abs=1e-9)
     assert v[0] == 7.25 and L[0] == 0.0
-    from jaxsr.trees import search as S
+    from jaxsr.trees import extraction
 
     # in chunks of 3 nodes (large data): the same numbers
-    monkeypatch.setattr(S, "_NODE_VALUE_ELEMENTS", 3 * s.n)
-    for a, b in zip(s._node_values(masks), (v, n, W, L), strict=True):
+    monkeypatch.setattr(extraction, "NODE_VALUE_ELEMENTS", 3 * s.n)
+    for a, b in zip(node_values(s, masks), (v, n, W, L), strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -839,32 +841,56 @@ def test_best_first_root_keeps_the_optimum_and_raises_the_bound(monkeypatch, el)
         assert lbs[2] > lbs[0] + 0.02
 
 
+def _split_bound_oracle(P, mask, d):
+    """The bounds of a new subproblem of squared loss, ``(b, deep)``, from numpy:
+    ``b`` bounds every tree that splits (equivalent points, Theorem 3.3, and k-Means,
+    Theorem 3.5), ``deep`` every tree with at least ``kl + 2`` leaves."""
+    from jaxsr.trees.bounds import equivalent_points_bound, kmeans_bound
+    from jaxsr.trees.kmeans import kmeans_losses_np
+    from jaxsr.trees.losses import STAT_C, STAT_N
+    from jaxsr.trees.problem import sub_stats
+
+    tot = P.stats[mask].sum(0)
+    eq = (lambda k: float(equivalent_points_bound(tot, P.lam, P.norm, leaves=k))
+          if P.equiv else P.lam * k)
+    b = eq(P.look)
+    cmax = int(min(tot[STAT_C], np.floor(tot[STAT_N] / P.m1), 2 ** (d - 1)))
+    kdeep = P.kl + 2
+    deep = np.inf if cmax < kdeep else eq(kdeep)
+    if not P.use_kmeans or d <= P.kl:
+        return b, deep
+    if cmax < P.look:
+        return np.inf, np.inf
+    sel = P.korder[mask[P.korder]]
+    s = sub_stats(P, sel)
+    losses = kmeans_losses_np(s[:, 0], s[:, 1], s[:, 2], cmax, P.lam * P.norm)
+    if P.kl and cmax >= kdeep:
+        deep = max(deep, kmeans_bound(losses, P.lam, P.norm, kdeep))
+    return max(b, kmeans_bound(losses, P.lam, P.norm, P.look)), deep
+
+
 def test_compiled_leaf_and_bounds_equal_the_numpy_ones():
     """compiled.support_bounds (leaf loss, equivalent points and k-Means bounds of a new
-    subproblem in one call) equals the numpy path (_leaf_cost, _split_bound) on random
-    supports, depths, bound subsets and leaf sizes."""
+    subproblem in one call) equals a numpy oracle (leaf_cost, _split_bound_oracle) on
+    random supports, depths, bound subsets and leaf sizes."""
     from jaxsr.trees.compiled import support_bounds
-    from jaxsr.trees.losses import STAT_E
 
     rng = np.random.default_rng(5)
     X, y, w = _problem(61, n=80, M=9, weights=True)
     for bounds, msl, el in ((ALL_BOUNDS, 1, 3), (("equivalent", "kmeans"), 2, 2),
                             (("hierarchical",), 1, 0)):
-        s = OptimalTreeSearch(X, y, w, regularization=0.003, depth_budget=6,
-                              bounds=bounds, min_samples_leaf=msl, exact_levels=el,
-                              native=False)
+        s = OptimalTreeSearch(X, y, w, regularization=0.003, depth_budget=6, bounds=bounds,
+                              min_samples_leaf=msl, exact_levels=el, native=False).problem
         for _ in range(12):
             mask = rng.random(s.U) < rng.uniform(0.2, 1.0)
             if not mask.any():
                 continue
-            tot = s.stats[mask].sum(0)
-            tot[STAT_E] = s.stats[mask, STAT_E].sum()
             for d in (1, 2, 4, 6):
-                loss, b, deep = support_bounds(mask, s.korder, s._Wc, s.cls_mean, s._Ec,
-                                               s._Nc, d, s.lam, s.norm, float(s.m1),
+                loss, b, deep = support_bounds(mask, s.korder, s.Wc, s.cls_mean, s.Ec,
+                                               s.Nc, d, s.lam, s.norm, float(s.m1),
                                                float(s.look), s.kl, s.equiv, s.use_kmeans)
-                assert loss / s.norm + s.lam == pytest.approx(s._leaf_cost(mask), rel=1e-10)
-                b0, deep0 = s._split_bound(mask, tot, d)
+                assert loss / s.norm + s.lam == pytest.approx(leaf_cost(s, mask), rel=1e-10)
+                b0, deep0 = _split_bound_oracle(s, mask, d)
                 assert b == pytest.approx(b0, rel=1e-10), (bounds, d)
                 assert deep == pytest.approx(deep0, rel=1e-10), (bounds, d)
 
