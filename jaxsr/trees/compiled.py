@@ -3,7 +3,7 @@
 The search (:mod:`jaxsr.trees.search`) visits thousands of small subproblems; in numpy
 each costs a few dozen array operations (0.2-1.5 ms, mostly call overhead and temporaries),
 against microseconds of work. These are the same two ideas as loops compiled once per
-process (``cache=True``: later processes load them from disk):
+process (``cache=True``: later processes load them from disk, from :data:`CACHE_FOLDER`):
 
 * :func:`subtree_splits` -- the exact best trees with 1 to 3 levels of splits of one
   support, squared loss, per root feature (STreeD / MurTree's specialised depth-two solver,
@@ -21,9 +21,12 @@ normaliser * leaves``); the callers divide by the normaliser.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
+import sys
+import tempfile
 import types
 
 import numba
@@ -35,13 +38,15 @@ __all__ = ["subtree_splits", "kmeans_losses"]
 
 
 # The compiled code of these files is one program: the solver loop
-# (:mod:`~jaxsr.trees.engine`) has the kernels of this module compiled into it and
-# the constants of :mod:`~jaxsr.trees.solver` frozen in. numba keys a cached function on
-# its own file's contents only ("changes in symbols defined in another file are not
-# recognized", numba's caching notes), so after an edit of this file (or an upgrade that
-# leaves old cache files behind) the cached solver loop would go on running the old
-# kernels. Every compiled function of these files is keyed on all three instead
-# (:func:`_install_cache_locators`).
+# (:mod:`~jaxsr.trees.engine`) has the kernels of this module and the formulas of
+# :mod:`~jaxsr.trees.losses` compiled into it and the constants of
+# :mod:`~jaxsr.trees.solver` frozen in; kernels compiled from the plain functions of
+# :mod:`~jaxsr.trees.bounds` and :mod:`~jaxsr.trees.subtrees` join it. numba keys a cached
+# function on its own file only ("changes in symbols defined in another file are not
+# recognized", numba's caching notes), so after an edit of one of the others the cached
+# solver loop would go on running the old kernels. The kernels are therefore cached in a
+# folder of their own whose name is a digest of all these files (:data:`CACHE_FOLDER`):
+# any edit gives a new, empty folder.
 _CACHE_SOURCES = ("compiled.py", "engine.py", "solver.py", "losses.py", "bounds.py",
                   "subtrees.py")
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,85 +62,104 @@ def _sources_digest(folder: str = _HERE) -> bytes:
     return h.digest()
 
 
-# numba has no public way to key a cached function on other files, nor to ask whether a
-# function is in its cache: both go through its private caching layer (the locator list
-# below; the cache index read by :func:`jaxsr.trees.warmup.native_kernels_cached`), whose
-# layout is known on these versions. On any other version neither is touched: numba's own
-# per-file stamps apply (enough for an installed release, whose upgrade rewrites every
-# file; only an edit of one source in a development tree could then leave a stale cached
-# solver loop), and the cache state is reported as unknown.
-NUMBA_INTERNALS_KNOWN = (0, 60) <= tuple(
-    int(p) for p in numba.__version__.split(".")[:2] if p.isdigit()) < (0, 70)
+def _cache_key(folder: str = _HERE) -> str:
+    """Hex digest of everything the cached kernels of ``folder`` depend on: the sources'
+    contents (:func:`_sources_digest`); their sizes and modification times, which numba
+    stamps each cached function with (a reinstall of the same files invalidates numba's
+    entries, so it must not find an old folder called complete); the install's path (numba
+    files each install's kernels apart inside the folder); numba's and Python's versions."""
+    h = hashlib.sha256(_sources_digest(folder))
+    for name in _CACHE_SOURCES:
+        st = os.stat(os.path.join(folder, name))
+        h.update(f"{name}\0{st.st_mtime_ns}\0{st.st_size}\0".encode())
+    for part in (os.path.abspath(folder), numba.__version__, sys.version,
+                 getattr(sys, "abiflags", "")):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
 
 
-def _install_cache_locators() -> bool:
-    """Put, ahead of numba's own cache locators, one subclass of each file-backed locator
-    that serves only this package's compiled files (this folder) and stamps their cached
-    functions with :func:`_sources_digest`; numba's other users are not affected. Returns
-    False on a numba version outside :data:`NUMBA_INTERNALS_KNOWN` or when numba's
-    (private) locator list is not there (then numba's own per-file stamps apply)."""
-    if not NUMBA_INTERNALS_KNOWN:
-        return False
+def _cache_base() -> str:
+    """The user's ``NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/jaxsr/numba`` or
+    ``~/.cache/jaxsr/numba``."""
+    if numba.config.CACHE_DIR:
+        return os.path.abspath(os.path.expanduser(numba.config.CACHE_DIR))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxsr", "numba")
+
+
+def _cache_folder(folder: str = _HERE) -> str | None:
+    """``<base>/jaxsr-trees-<key>`` (:func:`_cache_base`, :func:`_cache_key`), created;
+    None when it cannot be created or written (a read-only home)."""
     try:
-        from numba.core import caching
-
-        impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl  # numba < 0.61
-        classes = impl._locator_classes
-        mixin = caching._SourceFileBackedLocatorMixin
-    except (ImportError, AttributeError):  # pragma: no cover - depends on numba's internals
-        return False
-    if any(getattr(c, "_jaxsr_sources", False) for c in classes):
-        return True
-    ours = []
-    for base in classes:
-        if not (isinstance(base, type) and issubclass(base, mixin)):
-            continue
-
-        class _Locator(base):
-            _jaxsr_sources = True
-
-            def get_source_stamp(self):
-                return _sources_digest()
-
-            @classmethod
-            def from_function(cls, py_func, py_file):
-                if os.path.dirname(os.path.abspath(py_file)) != _HERE:
-                    return None
-                return super().from_function(py_func, py_file)
-
-        _Locator.__name__ = _Locator.__qualname__ = "Jaxsr" + base.__name__
-        ours.append(_Locator)
-    classes[:0] = ours
-    return True
+        path = os.path.join(_cache_base(), f"jaxsr-trees-{_cache_key(folder)[:16]}")
+        os.makedirs(path, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except (OSError, RuntimeError):
+        return None
+    return path
 
 
-_CACHE_KEYED_ON_ALL_SOURCES = _install_cache_locators()
+# Where the kernels of this package are cached, or None (then they are compiled in memory,
+# once per process). Folders of other sources or versions are left where they are: they
+# may belong to another install that shares the base folder.
+CACHE_FOLDER = _cache_folder()
+
+
+@contextlib.contextmanager
+def _numba_cache_dir(path: str | None):
+    """Point numba's documented ``NUMBA_CACHE_DIR`` setting (``numba.config.CACHE_DIR``)
+    at ``path`` for the duration: numba chooses a function's cache locator, and with it
+    the folder, when caching is enabled at decoration, and a set ``CACHE_DIR`` selects
+    its user-provided-folder locator. The previous value is restored right after, so
+    numba's other users are not affected."""
+    before = numba.config.CACHE_DIR
+    numba.config.CACHE_DIR = path or ""
+    try:
+        yield
+    finally:
+        numba.config.CACHE_DIR = before
+
+
+def _njit(**options):
+    """``numba.njit(**options)``; with ``cache=True`` the function is cached in
+    :data:`CACHE_FOLDER`."""
+    def decorate(f):
+        if not options.get("cache"):
+            return numba.njit(**options)(f)
+        with _numba_cache_dir(CACHE_FOLDER):
+            return numba.njit(**options)(f)
+
+    return decorate
 
 
 def _can_cache() -> bool:
-    """Whether numba can keep this package's compiled kernels on disk: it needs a
-    writable ``__pycache__`` next to the source or a writable user cache folder
-    (``NUMBA_CACHE_DIR``, ``~/.cache/numba``); without either (a read-only install and a
-    read-only home) ``cache=True`` raises at decoration, so the kernels are then compiled
-    in memory once per process instead (tens of CPU seconds on the first tree search)."""
+    """Whether numba caches this package's kernels in :data:`CACHE_FOLDER`: it needs that
+    folder (None without a writable base folder), and numba's locator of a set
+    ``CACHE_DIR`` first in its list (``NUMBA_CACHE_LOCATOR_CLASSES`` can change that).
+    Otherwise the kernels are compiled in memory once per process instead (tens of CPU
+    seconds on the first tree search) rather than cached where a digest of their sources
+    does not key them."""
+    if CACHE_FOLDER is None:
+        return False
+
     def probe():  # pragma: no cover - never called
         return 0
 
     try:
-        numba.njit(cache=True)(probe)
+        f = _njit(cache=True)(probe)
     except RuntimeError:  # "cannot cache function ...: no locator available"
         return False
-    return True
+    return os.path.abspath(f.stats.cache_path).startswith(CACHE_FOLDER + os.sep)
 
 
 _NB = dict(cache=_can_cache(), nogil=True, fastmath=False, error_model="numpy")
 
 
 # the formulas of :mod:`jaxsr.trees.losses`, compiled inline into every kernel below
-_sse = numba.njit(inline="always", **_NB)(losses.sse_one)
-_objective = numba.njit(inline="always", **_NB)(losses.objective)
-_centre = numba.njit(inline="always", **_NB)(losses.centre)
-_recentred = numba.njit(inline="always", **_NB)(losses.recentred)
+_sse = _njit(inline="always", **_NB)(losses.sse_one)
+_objective = _njit(inline="always", **_NB)(losses.objective)
+_centre = _njit(inline="always", **_NB)(losses.centre)
+_recentred = _njit(inline="always", **_NB)(losses.recentred)
 # a plain-Python kernel of another module, compiled: its calls of the formulas above
 # resolve to their compiled versions; PLAIN maps it back to the plain function (which
 # :mod:`jaxsr.trees.interpreted` runs)
@@ -152,12 +176,12 @@ def compile_plain(f, **options):
     g.update({k: v for k, v in _FORMULAS.items() if k in f.__code__.co_names})
     fc = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
     fc.__qualname__, fc.__doc__ = f.__qualname__, f.__doc__
-    out = numba.njit(**{**_NB, **options})(fc)
+    out = _njit(**{**_NB, **options})(fc)
     PLAIN[out] = f
     return out
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _pairs(ones, nones, st, sub, nsub, M, a, P, tot):
     """Statistics of a support ``sub[:nsub]``: total ``tot (4,)``, singles ``a (M, 4)``
     and pairs ``P[g, h] (g <= h)`` over the features set in each class (``ones``)."""
@@ -191,7 +215,7 @@ def _pairs(ones, nones, st, sub, nsub, M, a, P, tot):
                 P[g, h, 3] += s3
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _depth1_children(M, a, P, tot, lamn, m1, c1T, c1F):
     """Best trees with at most one split of ``S & x_g`` (``c1T[g]``) and ``S & ~x_g``
     (``c1F[g]``) for every ``g``, from the statistics of ``S`` (:func:`_pairs`)."""
@@ -231,7 +255,7 @@ def _depth1_children(M, a, P, tot, lamn, m1, c1T, c1F):
                     c1F[h] = v
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def pack_rows(X):
     """``np.packbits(X, axis=1)`` of an ``(n, M)`` bool matrix: ``(n, ceil(M / 8))`` uint8,
     feature ``j`` at bit ``7 - j % 8`` (big-endian) of byte ``j // 8`` (~20x faster than
@@ -245,7 +269,7 @@ def pack_rows(X):
     return out
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def feature_lists(X):
     """The set features of each row: ``ones[u, :nones[u]]`` are the ``g`` with
     ``X[u, g] != 0``, in increasing order (``ones`` is ``(U, M)`` int64, zero-padded;
@@ -263,7 +287,7 @@ def feature_lists(X):
     return ones, nones
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def subtree_splits(X, st, levels, lamn, m1, split):
     """Best tree of a support with at most ``levels`` split levels, per root feature.
 
@@ -319,7 +343,7 @@ def subtree_splits(X, st, levels, lamn, m1, split):
     return leaf
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
     """``split[r]``: the best tree with three split levels whose root splits on ``r``.
 
@@ -434,7 +458,7 @@ def _depth3_splits(ones, nones, st, U, M, a, P, tot, lamn, m1, split):
         split[r] = cost
 
 
-@numba.njit(inline="always", **_NB)
+@_njit(inline="always", **_NB)
 def _cost(A, B, C, j, i, medians):
     """Cost of the sorted items ``j..i``.
 
@@ -462,7 +486,7 @@ def _cost(A, B, C, j, i, medians):
     return v if v > 0.0 else 0.0
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _dc_row(prev, A, B, C, medians, n, D, opt, stack):
     """``D[i] = min_{0 <= j <= i} prev[j] + cost(j, i)``, leftmost minimiser monotone in
     ``i`` (quadrangle inequality): divide and conquer with an explicit stack."""
@@ -490,7 +514,7 @@ def _dc_row(prev, A, B, C, medians, n, D, opt, stack):
         top += 1
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _cluster_losses(A, B, C, medians, n, max_clusters, stop_gain, use_stop, out):
     """The 1-D clustering DP of :func:`kmeans_losses` and :func:`kmedians_losses` on the
     prefix arrays of :func:`_cost` (``n`` items)."""
@@ -530,7 +554,7 @@ def _cluster_losses(A, B, C, medians, n, max_clusters, stop_gain, use_stop, out)
     return k
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def kmeans_losses(W, S, Q, max_clusters, stop_gain, use_stop, out):
     """Constrained k-means losses ``D_k[n - 1]``, ``k = 1, 2, ...`` (items sorted by mean).
 
@@ -554,7 +578,7 @@ def kmeans_losses(W, S, Q, max_clusters, stop_gain, use_stop, out):
     return _cluster_losses(PW, PS, PQ, False, n, max_clusters, stop_gain, use_stop, out)
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def kmedians_losses(v, w, max_clusters, stop_gain, use_stop, out):
     """Weighted 1-D k-medians losses, ``k = 1, 2, ...`` (the DP of :func:`kmeans_losses`).
 
@@ -574,7 +598,7 @@ def kmedians_losses(v, w, max_clusters, stop_gain, use_stop, out):
     return _cluster_losses(PW, PV, v, True, n, max_clusters, stop_gain, use_stop, out)
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def support_kmeans_losses(sel, W, mean, E, max_clusters, stop_gain, use_stop, out):
     """:func:`kmeans_losses` of a support's classes ``sel`` (sorted by mean), re-centred.
 
@@ -608,7 +632,7 @@ def support_kmeans_losses(sel, W, mean, E, max_clusters, stop_gain, use_stop, ou
     return kmeans_losses(w, s, q, max_clusters, stop_gain, use_stop, out)
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def support_totals(mask, E, N):
     """``(sum E, sum N, classes)`` of a ``(U,)`` bool support: its equivalence loss, its
     samples and its number of classes (float, float, int)."""
@@ -623,7 +647,7 @@ def support_totals(mask, E, N):
     return Et, Nt, C
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def support_in_order(mask, korder, sel):
     """``sel[:C]`` the classes of a support in the order ``korder`` (by mean)."""
     t = 0
@@ -634,7 +658,7 @@ def support_in_order(mask, korder, sel):
             t += 1
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def support_leaf_loss(mask, W, mean, E):
     """Squared loss of one leaf on the classes of a ``(U,)`` bool support ``mask``,
     around the support's own weighted mean (the same number as :func:`_sse` of the
@@ -653,7 +677,7 @@ def support_leaf_loss(mask, W, mean, E):
     return loss
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def absolute_leaf_loss(mask, ys, ws, cls_s):
     """Absolute loss of one leaf on a support: ``sum w |y - median|`` over its samples,
     the median the first sample (in ``y`` order) at which the cumulative weight reaches
@@ -687,7 +711,7 @@ def absolute_leaf_loss(mask, ys, ws, cls_s):
     return loss
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def absolute_split_losses(mask, ys, ws, cls_s, X, F, nk, lossT, lossF):
     """Absolute losses of the two children of the splits ``F[:nk]`` of a support.
 
@@ -757,7 +781,7 @@ def absolute_split_losses(mask, ys, ws, cls_s, X, F, nk, lossT, lossF):
                 lossF[q] += w * abs(y - medF[q])
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def distinct_targets(mask, ys, ws, cls_s, vals, wts):
     """The distinct targets of a support's samples and their summed weights.
 
@@ -780,7 +804,7 @@ def distinct_targets(mask, ys, ws, cls_s, vals, wts):
     return k
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def absolute_support_bounds(mask, ys, ws, cls_s, E, N, d, lam, norm, m1, look, equiv,
                             use_kmeans, max_values):
     """Leaf loss and lower bounds of a new subproblem, absolute loss (the search's
@@ -823,7 +847,7 @@ def absolute_support_bounds(mask, ys, ws, cls_s, E, N, d, lam, norm, m1, look, e
     return leaf, max(b, kmeans_bound(out, kk, lam, norm, look)), deep, 1
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def support_splits(mask, X, keep):
     """The features that split a support in distinct ways (``subtrees.distinct_splits``).
 
@@ -895,7 +919,7 @@ def support_splits(mask, X, keep):
     return k
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
     """Exact best tree with at most ``levels`` split levels on a support (squared loss).
 
@@ -950,7 +974,7 @@ def support_subtree(mask, X, W, mean, E, N, levels, lamn, m1):
 kmeans_bound = compile_plain(bounds.kmeans_bound_of)
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def support_bounds(mask, korder, W, mean, E, N, d, lam, norm, m1, look, kl, equiv,
                    use_kmeans):
     """Leaf loss and lower bounds of a new subproblem (squared loss; the search's

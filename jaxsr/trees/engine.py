@@ -38,6 +38,7 @@ from . import bounds, solver, subtrees
 from .compiled import (
     _NB,
     _centre,
+    _njit,
     _objective,
     _recentred,
     _sse,
@@ -187,30 +188,30 @@ class CompiledState(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- helpers
-@numba.njit(cache=_NB["cache"])  # (object mode: no nogil)
+@_njit(cache=_NB["cache"])  # (object mode: no nogil)
 def _clock():
     with numba.objmode(t="float64"):
         t = time.perf_counter()
     return t
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _reaches(a, b):
     return a >= (b * (1.0 - RTOL) if b > 0 else b * (1.0 + RTOL))
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _improves(a, b):
     return a < b * (1.0 - RTOL) if b > 0 else a < b
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _nl(x):
     """Integer ``x`` typed as int64, not as a literal (one compiled version per callee)."""
     return x + np.int64(0)
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _hash(w):
     h = np.uint64(0x9E3779B97F4A7C15)
     for j in range(w.shape[0]):
@@ -220,13 +221,13 @@ def _hash(w):
     return h
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _find_slot(memo, w):
     """The table slot of support ``w``: its chain, or the empty slot where it goes."""
     return _probe(memo, w, _hash(w))
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _probe(memo, w, h):
     """:func:`_find_slot` of support ``w`` whose hash is ``h``."""
     table = memo.table
@@ -247,7 +248,7 @@ def _probe(memo, w, h):
         s = (s + 1) & np.int64(msk)
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _lookup(memo, slot, lev):
     e = memo.table[slot]
     while e >= 0:
@@ -257,7 +258,7 @@ def _lookup(memo, slot, lev):
     return -1
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _insert(memo, ctr, slot, w, lev, lb, ub, feat, solved, klev, deep):
     i = ctr[C_N]
     ctr[C_N] = i + 1
@@ -275,7 +276,7 @@ def _insert(memo, ctr, slot, w, lev, lb, ub, feat, solved, klev, deep):
     return i
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def rebuild_table(memo, n):
     """Fill an empty ``memo.table`` with the chains of the first ``n`` entries (in the
     order of their creation, as :func:`_insert` chains them)."""
@@ -286,13 +287,13 @@ def rebuild_table(memo, n):
         memo.table[s] = i
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def lookup(memo, w, lev):
     """Entry id of support ``w`` with ``lev`` levels, or -1."""
     return _lookup(memo, _find_slot(memo, w), lev)
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def insert(memo, ctr, w, lev, lb, ub, feat, solved, klev, deep):
     """Add (or overwrite) the entry of ``(w, lev)``; returns its id."""
     s = _find_slot(memo, w)
@@ -311,27 +312,27 @@ def insert(memo, ctr, w, lev, lb, ub, feat, solved, klev, deep):
 _useful_levels = compile_plain(bounds.useful_levels_of, inline="always")
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _deff(P, d, C, Nn, E, leaf):
     """The levels that can matter to one set (:func:`jaxsr.trees.bounds.useful_levels`)."""
     return np.int64(_useful_levels(float(d), C, Nn, E, leaf, P.prm[0], P.prm[1], P.prm[2],
                                    P.iprm[1] != 0))
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _cheap(P, E):
     """Equivalent points bound of the trees that split
     (:func:`jaxsr.trees.problem.cheap_split_bound`)."""
     return _objective(E if P.iprm[1] else 0.0, P.prm[1], P.prm[0], P.prm[3])
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _eq(P, E):
     """Equivalent points loss of a support (objective units; 0 without that bound)."""
     return E / P.prm[1] if P.iprm[1] else 0.0
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _leaf_budget(P, E, cap):
     """The most leaves of a tree that can cost less than ``cap`` (``lambda > 0``).
 
@@ -359,7 +360,7 @@ def _leaf_budget(P, E, cap):
 _kernel_work = compile_plain(subtrees.kernel_work, inline="always")
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _count(mask):
     """Number of classes of a ``(U,)`` bool support."""
     n = 0
@@ -369,7 +370,7 @@ def _count(mask):
     return n
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _affordable(P, fst, mask, levels):
     """A kernel call on ``mask`` is predicted to end before the deadline (as of the last
     clock read; always without a time limit)."""
@@ -379,14 +380,14 @@ def _affordable(P, fst, mask, levels):
     return fst[F_RATE] * work < fst[F_DEADLINE] - fst[F_NOW]
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _kernel(P, mask, levels):
     c, f = support_subtree(mask, P.X, P.cls[0], P.cls[1], P.cls[2], P.cls[3], levels,
                            P.prm[0] * P.prm[1], P.prm[2])
     return c / P.prm[1], f
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _child(P, fr, t, i, side):
     """The child's support of split ``i`` of level ``t`` into ``fr.cmask``/``cwords``."""
     f = fr.ki[t, K_F, i]
@@ -403,7 +404,7 @@ def _child(P, fr, t, i, side):
             fr.cmask[u] = fr.mask[t, u] and P.X[u, f] == 0
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _entry(P, memo, ctr, slot, w, mask, d):
     """A new subproblem's memo entry: its leaf and bounds; solved when a bound reaches the
     leaf. The same support with more levels has an optimum no larger (any tree with ``d``
@@ -440,7 +441,7 @@ def _entry(P, memo, ctr, slot, w, mask, d):
                    max(deep, sb))
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def root_entry(P, memo, ctr, w, mask, d, incumbent):
     """Insert the root's entry (:func:`_entry`: its leaf and bounds), its best tree the
     incumbent (``feat = GREEDY``) when that is better than the leaf: objective
@@ -456,7 +457,7 @@ def root_entry(P, memo, ctr, w, mask, d, incumbent):
     return e
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def split_sums(P, mask, a, tot):
     """The six statistics of a support, ``tot`` ``(6,)``, and of its part with feature
     ``g`` set, ``a[g]`` ``(M, 6)``: weight, ``S`` and ``Q`` re-centred on the support's own
@@ -497,7 +498,7 @@ def split_sums(P, mask, a, tot):
             a[g, 5] += 1.0
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _expansion(P, memo, ctr, fst, fr, L, e, cap):
     """Expand the subproblem of entry ``e`` into level ``L`` (its support is ``fr.cmask``):
     the children of every admissible distinct split, their leaf costs, levels and bounds,
@@ -546,7 +547,7 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
     return True
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def finish_expansion(P, memo, ctr, fst, fr, L, root_bounds):
     """The end of an expansion of level ``L``: with ``root_bounds`` at the root, the memo
     entries (bounds, k-Means included) of every child at once (anytime: the root's lower
@@ -571,7 +572,7 @@ def finish_expansion(P, memo, ctr, fst, fr, L, root_bounds):
     order_splits(fr, L, nk, memo.f[e, M_UB])
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def admissible_splits(fr, L, tot, keep, k, m1):
     """Keep, of the splits ``keep[:k]`` of level ``L``, those whose children both hold at
     least ``m1`` samples: their features into ``ki[L, K_F]`` and their children's
@@ -591,7 +592,7 @@ def admissible_splits(fr, L, tot, keep, k, m1):
     return nk
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def memo_bounds(P, memo, fr, L, nk):
     """Raise the children's lower bounds of the ``nk`` splits of level ``L`` to their memo
     entries' (children with more than one level that the memo holds)."""
@@ -615,7 +616,7 @@ def memo_bounds(P, memo, fr, L, nk):
                     fr.kf[L, K_LBF, i] = max(fr.kf[L, K_LBF, i], memo.f[ce, M_LB])
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def order_splits(fr, L, nk, ub):
     """The bound sums of the ``nk`` splits of level ``L`` and the order in which they are
     tried: by bound sum, sums equal up to rounding (``1e-10`` of the leaf ``ub``) in feature
@@ -628,7 +629,7 @@ def order_splits(fr, L, nk, ub):
     _argsort_stable(key, fr.ki[L, K_ORDER], fr.aux[1])
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def split_leaves(P, fr, L, nk, d):
     """For the ``nk`` splits of the subproblem of level ``L`` (``d`` levels), from their
     children's statistics (absolute loss: the children's losses already in the leaf rows):
@@ -656,7 +657,7 @@ def split_leaves(P, fr, L, nk, d):
         fr.kf[L, K_LBF, i] = min(lf, _cheap(P, comp[i, 3])) if df > 1 else lf
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _argsort_stable(key, out, tmp):
     """``out[:n] = argsort(key, kind="stable")`` (bottom-up merge sort; ``tmp``: scratch)."""
     n = key.shape[0]
@@ -689,7 +690,7 @@ def _argsort_stable(key, out, tmp):
         width *= 2
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
     """Visit the child in ``fr.cmask``/``fr.cwords`` with ``d``
     levels. Returns ``(entry id, pushed)``: pushed means level ``L`` holds its expansion."""
@@ -774,7 +775,7 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
     return e, _expansion(P, memo, ctr, fst, fr, L, e, cap)
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _offer(memo, e, total, feat):
     if _improves(total, memo.f[e, M_UB]):
         memo.f[e, M_UB] = total
@@ -782,7 +783,7 @@ def _offer(memo, e, total, feat):
         memo.i[e, M_KLEV] = -1
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _finish(memo, fr, t):
     e = fr.si[t, S_EID]
     m = np.inf
@@ -798,7 +799,7 @@ def _finish(memo, fr, t):
     return e
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _limit(ctr, fst):
     if fst[F_DEADLINE] < np.inf:
         ctr[C_TICK] += 1
@@ -812,7 +813,7 @@ def _limit(ctr, fst):
     return 0
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def _best_first_split(fr, ub, tries_max):
     """The root split of least bound sum and the cap it is solved against (level 0).
 
@@ -846,7 +847,7 @@ def _best_first_split(fr, ub, tries_max):
     return i, bound
 
 
-@numba.njit(**_NB)
+@_njit(**_NB)
 def run_chunk(P, memo, fr, ctr, fst, max_visits):
     """Run the search until it ends, ``max_visits`` more
     subproblem visits were made, or the arrays need room (``ctr[C_GROW]`` set: the caller

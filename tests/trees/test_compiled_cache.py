@@ -1,19 +1,28 @@
 """numba's on-disk cache of the tree kernels is keyed on every file compiled into them.
 
-numba stamps a cached function with its own file's contents only, while the compiled
-solver loop has the kernels of ``compiled.py`` and the constants of ``solver.py`` compiled
-into it: an edit of either (or cache files left behind by an upgrade) would leave the
-cached loop running the old code. ``jaxsr.trees.compiled`` installs cache locators that
-stamp this package's compiled functions with a digest of all three files.
+numba stamps a cached function with its own file only, while the compiled solver loop has
+the kernels of ``compiled.py``, the formulas of ``losses.py`` and the constants of
+``solver.py`` compiled into it: an edit of one of them would leave the cached loop running
+the old code. ``jaxsr.trees.compiled`` therefore caches its kernels, through numba's
+documented ``NUMBA_CACHE_DIR`` setting, in a folder named after a digest of all of them.
 """
 
 import importlib
+import json
+import os
 import shutil
+import subprocess
 import sys
+import textwrap
 
+import numba
 import pytest
 
 from jaxsr.trees import compiled, engine
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+needs_cache = pytest.mark.skipif(not compiled._NB["cache"],
+                                 reason="numba cannot cache here (no writable cache folder)")
 
 
 def test_sources_digest_changes_with_each_source(tmp_path):
@@ -34,19 +43,56 @@ def test_sources_digest_changes_with_each_source(tmp_path):
         seen.add(d)
 
 
-@pytest.mark.skipif(not (compiled._NB["cache"] and compiled._CACHE_KEYED_ON_ALL_SOURCES),
-                    reason="numba cannot cache here, or its locator list is not there")
-def test_compiled_functions_are_stamped_with_all_sources():
-    digest = compiled._sources_digest()
-    for fn in (engine.run_chunk, engine._visit, compiled.support_subtree,
+def test_cache_sources_cover_the_modules_compiled_into_the_kernels():
+    for name in ("compiled.py", "engine.py", "solver.py", "losses.py", "bounds.py",
+                 "subtrees.py"):
+        assert name in compiled._CACHE_SOURCES
+
+
+def test_cache_key_changes_with_contents_alone(tmp_path):
+    """An edit that keeps the file's size and modification time still moves the cache."""
+    for name in compiled._CACHE_SOURCES:
+        shutil.copy2(f"{compiled._HERE}/{name}", tmp_path / name)
+    before = compiled._cache_key(str(tmp_path))
+    assert before == compiled._cache_key(str(tmp_path))
+    path = tmp_path / "losses.py"
+    st = os.stat(path)
+    text = path.read_text()
+    i = text.index("#")
+    path.write_text(text[:i + 1] + ("x" if text[i + 1] != "x" else "y") + text[i + 2:])
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_size == st.st_size
+    compiled._sources_digest.cache_clear()  # (read once per folder and process)
+    assert compiled._cache_key(str(tmp_path)) != before
+
+
+def test_another_digest_gives_another_folder(monkeypatch, tmp_path):
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    here = compiled._cache_folder()
+    assert here == str(tmp_path / f"jaxsr-trees-{compiled._cache_key()[:16]}")
+    monkeypatch.setattr(compiled, "_sources_digest", lambda folder=None: b"edited")
+    assert compiled._cache_folder() not in (here, None)
+
+
+def test_no_cache_folder_when_the_base_cannot_be_written(monkeypatch, tmp_path):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "a-file"))
+    assert compiled._cache_folder() is None
+
+
+@needs_cache
+def test_kernels_are_cached_in_the_digest_folder():
+    assert os.path.basename(compiled.CACHE_FOLDER) == (
+        f"jaxsr-trees-{compiled._cache_key()[:16]}")
+    for fn in (engine.run_chunk, engine._visit, engine._clock, compiled.support_subtree,
                compiled.kmeans_losses):
-        cache = fn._cache
-        assert getattr(type(cache._impl.locator), "_jaxsr_sources", False), fn
-        assert cache._cache_file._source_stamp == digest, fn
+        path = os.path.abspath(fn.stats.cache_path)
+        assert path.startswith(compiled.CACHE_FOLDER + os.sep), fn
+    # numba's own setting is left as the user gave it
+    assert numba.config.CACHE_DIR == os.environ.get("NUMBA_CACHE_DIR", "")
 
 
-@pytest.mark.skipif(not compiled._CACHE_KEYED_ON_ALL_SOURCES,
-                    reason="numba's locator list is not there")
+@needs_cache
 def test_other_numba_functions_keep_numba_locators(tmp_path, monkeypatch):
     (tmp_path / "user_kernels.py").write_text(
         "import numba\n\n\n@numba.njit(cache=True)\ndef g(x):\n    return x + 1\n")
@@ -54,15 +100,50 @@ def test_other_numba_functions_keep_numba_locators(tmp_path, monkeypatch):
     mod = importlib.import_module("user_kernels")
     try:
         assert mod.g(1) == 2
-        assert not getattr(type(mod.g._cache._impl.locator), "_jaxsr_sources", False)
+        assert not os.path.abspath(mod.g.stats.cache_path).startswith(compiled.CACHE_FOLDER)
     finally:
         sys.modules.pop("user_kernels", None)
 
 
-def test_locators_installed_once():
-    from numba.core import caching
+_LOAD = textwrap.dedent("""
+    import json
+    import numpy as np
+    import numba
+    from jaxsr.trees import compiled
+    m = np.ones(4, dtype=np.bool_)
+    compiled.support_leaf_loss(m, np.ones(4), np.arange(4.0), np.zeros(4))
+    st = compiled.support_leaf_loss.stats
+    print(json.dumps(dict(folder=compiled.CACHE_FOLDER, path=st.cache_path,
+                          file=compiled.__file__, hits=sum(st.cache_hits.values()),
+                          misses=sum(st.cache_misses.values()))))
+""")
 
-    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
-    before = list(impl._locator_classes)
-    assert compiled._install_cache_locators() == compiled._CACHE_KEYED_ON_ALL_SOURCES
-    assert list(impl._locator_classes) == before
+
+@needs_cache
+def test_an_edited_source_loads_nothing_stale(tmp_path):
+    """A copy of the package whose ``losses.py`` (inlined into the kernels, not their own
+    file) gets a changed comment: its kernels go to a fresh folder, compiled anew."""
+    pkg = tmp_path / "src"
+    shutil.copytree(os.path.join(ROOT, "jaxsr"), pkg / "jaxsr",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), JAX_PLATFORMS="cpu",
+               PYTHONPATH=str(pkg))
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", _LOAD], env=env, cwd=str(tmp_path),
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    first, again = run(), run()
+    assert first["file"].startswith(str(pkg))
+    assert first["folder"].startswith(str(tmp_path / "numba"))
+    assert first["path"].startswith(first["folder"] + os.sep)
+    assert (first["hits"], first["misses"]) == (0, 1)  # compiled and saved
+    assert again["folder"] == first["folder"] and (again["hits"], again["misses"]) == (1, 0)
+    losses = pkg / "jaxsr" / "trees" / "losses.py"
+    losses.write_text(losses.read_text().replace("#", "# edited:", 1))
+    edited = run()
+    assert edited["folder"] != first["folder"]
+    assert edited["path"].startswith(edited["folder"] + os.sep)
+    assert (edited["hits"], edited["misses"]) == (0, 1)
