@@ -713,7 +713,7 @@ def _cmd_warmup(args) -> int:
     _progress("compiling the optimal-tree kernels (numba; about 30 s the first time) ...")
     cached = warmup.warmup()
     state = {True: "in numba's cache", False: "NOT in numba's cache (not writable?)",
-             None: "compiled (whether numba's cache holds them cannot be told here)"}
+             None: "compiled (no writable cache folder here: set NUMBA_CACHE_DIR)"}
     _progress(f"tree kernels {state[cached]} after {time.perf_counter() - t0:.1f} s")
     return EXIT_OK if cached is not False else EXIT_FAILED
 

@@ -3,9 +3,11 @@ the background so that no fit waits in silence for the compiler.
 
 The host search runs its kernels and its solver loop compiled by numba
 (:mod:`jaxsr.trees.compiled`, :mod:`jaxsr.trees.engine`). Compiling them takes
-about 25-50 CPU seconds, once: numba keeps them in its on-disk cache (``__pycache__`` next
-to the sources when writable, else ``NUMBA_CACHE_DIR`` or ``~/.cache/numba``), from which a
-later process loads them in about a second. A fit chooses its kernels with
+about 25-50 CPU seconds, once: numba keeps them in its on-disk cache, in a folder named
+after a digest of their sources (:data:`jaxsr.trees.compiled.CACHE_FOLDER`:
+``jaxsr-trees-<digest>`` in ``NUMBA_CACHE_DIR`` when set, else in
+``$XDG_CACHE_HOME/jaxsr/numba`` or ``~/.cache/jaxsr/numba``), from which a later process
+loads them in about a second. A fit chooses its kernels with
 :func:`kernels_for_fit`:
 
 * the compiled kernels when they are loaded in this process, or on the cache (then loaded
@@ -73,32 +75,71 @@ def _compiled_functions():
             engine.rebuild_table, engine.finish_expansion)
 
 
-def native_kernels_cached() -> bool | None:
-    """Whether every compiled kernel has an entry in numba's on-disk cache for this
-    version of the sources (loading them then takes about a second, not a compilation).
+COMPLETE_MARKER = "complete"
 
-    numba has no public call for this: its cache index is read through the dispatcher's
-    private cache object, on the numba versions where that layout is known
-    (:data:`jaxsr.trees.compiled.NUMBA_INTERNALS_KNOWN`).
 
-    Returns:
-      True or False; ``None`` when it cannot be told (another numba version, or numba
-      cannot cache here: a read-only install and home).
-    """
+def _marker_path() -> str | None:
+    """The file that says the cache folder holds every kernel (None: no on-disk cache)."""
     from . import compiled
 
-    if not (compiled.NUMBA_INTERNALS_KNOWN and compiled._NB["cache"]):
+    if not (compiled._NB["cache"] and compiled.CACHE_FOLDER):
         return None
+    return os.path.join(compiled.CACHE_FOLDER, COMPLETE_MARKER)
+
+
+def native_kernels_cached() -> bool | None:
+    """Whether every compiled kernel is in numba's on-disk cache for this version of the
+    sources (loading them then takes about a second, not a compilation): whether
+    :func:`load_native_kernels` has run every one with the cache on and left the marker
+    file ``complete`` in their cache folder (:data:`jaxsr.trees.compiled.CACHE_FOLDER`).
+
+    Returns:
+      True or False; ``None`` when the kernels cannot be cached here (no writable cache
+      folder: a read-only home without ``NUMBA_CACHE_DIR``).
+    """
+    path = _marker_path()
+    return None if path is None else os.path.exists(path)
+
+
+def _mark_cache_complete() -> bool:
+    """Write the marker of :func:`native_kernels_cached` (atomically: a reader sees it
+    whole or not at all) when every function of :func:`_compiled_functions` went through
+    the cache folder in this process: numba's public ``Dispatcher.stats`` shows it cached
+    there (``cache_path``) and loaded from it or compiled and saved into it (a cache hit
+    or miss). Returns whether the marker is there afterwards."""
+    from . import compiled
+
+    path = _marker_path()
+    if path is None:
+        return False
+    for f in _compiled_functions():
+        st = f.stats
+        if not os.path.abspath(st.cache_path).startswith(compiled.CACHE_FOLDER + os.sep):
+            return False
+        if not (sum(st.cache_hits.values()) + sum(st.cache_misses.values())):
+            return False
+    if os.path.exists(path):
+        return True
     try:
-        return all(len(f._cache._cache_file._load_index()) > 0 for f in _compiled_functions())
-    except Exception:  # pragma: no cover - depends on numba's private cache layout
-        return None
+        fd, tmp = tempfile.mkstemp(dir=compiled.CACHE_FOLDER, prefix=".complete-")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write("".join(f"{g.__module__}.{g.__name__}\n"
+                                for g in _compiled_functions()))
+            os.replace(tmp, path)
+        except BaseException:
+            os.remove(tmp)
+            raise
+    except OSError:
+        return False
+    return True
 
 
 def load_native_kernels() -> None:
     """Load (or compile) the compiled kernels and solver loop in this process now, by a
     tiny search (16 classes, 6 levels) that calls each of them, so that numba's cache
-    holds every one afterwards; later searches in the process use them with no load."""
+    holds every one afterwards (then marked complete: :func:`native_kernels_cached`);
+    later searches in the process use them with no load."""
     import numpy as np
 
     from . import engine
@@ -121,6 +162,7 @@ def load_native_kernels() -> None:
     st = search.memo._ref[0]
     engine.finish_expansion(st.problem, st.memo, st.ctr, st.fst, st.frames, 0, False)
     _NATIVE_LOADED[0] = True
+    _mark_cache_complete()
 
 
 def warmup() -> bool | None:
@@ -131,7 +173,7 @@ def warmup() -> bool | None:
 
     Returns:
       :func:`native_kernels_cached` afterwards (True: a later process loads them from
-      the cache; None: cannot be told, or numba cannot cache here).
+      the cache; None: numba cannot cache here, no writable cache folder).
     """
     load_native_kernels()
     return native_kernels_cached()
@@ -144,14 +186,14 @@ def background_compile_enabled() -> bool:
 
 
 def _lock_path() -> str:
-    """One lock per (sources, interpreter, cache location): two processes of the same
-    install do not compile at once; numba's cache writes are atomic, so a lock lost in a
-    race only costs a second compilation."""
+    """One lock per cache folder (sources, install, interpreter, cache location:
+    :data:`jaxsr.trees.compiled.CACHE_FOLDER`): two processes of the same install do not
+    compile at once; numba's cache writes are atomic, so a lock lost in a race only costs
+    a second compilation."""
     from . import compiled
 
     h = hashlib.sha256(compiled._sources_digest())
-    for part in (sys.executable, os.environ.get("NUMBA_CACHE_DIR", ""),
-                 os.path.expanduser("~")):
+    for part in (compiled.CACHE_FOLDER or "", sys.executable):
         h.update(part.encode() + b"\0")
     uid = os.getuid() if hasattr(os, "getuid") else 0
     return os.path.join(tempfile.gettempdir(), f"jaxsr-kernels-{uid}-{h.hexdigest()[:16]}.lock")
@@ -324,8 +366,8 @@ def kernels_for_fit(seconds_left=None):
       :data:`LOAD_SECONDS`, compiled; else the numpy kernels;
     * not on the cache: the numpy kernels, and the background compilation is started
       (:func:`start_background_compile`);
-    * not on the cache with the background process off, or when the cache cannot be
-      told: compiled in this process now (announced on stderr) when ``seconds_left``
+    * not on the cache with the background process off, or when the kernels cannot be
+      cached here: compiled in this process now (announced on stderr) when ``seconds_left``
       affords :data:`COMPILE_SECONDS`; else the numpy kernels, with a ``UserWarning`` once
       per process.
 
