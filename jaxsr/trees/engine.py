@@ -776,6 +776,26 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
 
 
 @_njit(**_NB)
+def _solve_child(P, memo, ctr, fst, fr, t, i, side, cap, stopped):
+    """Solve the child on ``side`` (1: true, 0: false) of split ``i`` of level ``t``
+    against ``cap``: a leaf when it has one level, else a visit (:func:`_visit`).
+    Returns ``(pushed, lb, ub, solved)``: pushed means level ``t + 1`` now holds its
+    expansion (its result comes when that frame finishes); else its bounds now."""
+    dcol, lcol = (K_DT, K_LEAFT) if side == 1 else (K_DF, K_LEAFF)
+    if fr.ki[t, dcol, i] <= 1:
+        leaf = fr.kf[t, lcol, i]
+        return False, leaf, leaf, True
+    if not stopped:
+        ctr[C_STEPS] += 1
+    _child(P, fr, t, i, side)
+    ce, pushed = _visit(P, memo, ctr, fst, fr, t + 1, fr.ki[t, dcol, i], fr.kf[t, lcol, i],
+                        fr.st[t, 1 - side, i, 3], cap, stopped)
+    if pushed:
+        return True, 0.0, 0.0, False
+    return False, memo.f[ce, M_LB], memo.f[ce, M_UB], memo.i[ce, M_SOLVED] != 0
+
+
+@_njit(**_NB)
 def _offer(memo, e, total, feat):
     if _improves(total, memo.f[e, M_UB]):
         memo.f[e, M_UB] = total
@@ -947,23 +967,14 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
             fr.sf[t, S_BOUND] = bound
             fr.si[t, S_PHASE] = TRUE
             fr.si[t, S_CUR] = i
-            if fr.ki[t, K_DT, i] <= 1:
-                c_lb = c_ub = fr.kf[t, K_LEAFT, i]
-                c_solved = True
-                continue
             capc = bound - fr.kf[t, K_LBF, i] if hier else np.inf
-            ctr[C_STEPS] += 1
-            _child(P, fr, t, i, _nl(1))
-            ce, pushed = _visit(P, memo, ctr, fst, fr, t + 1, fr.ki[t, K_DT, i],
-                                fr.kf[t, K_LEAFT, i], fr.st[t, 0, i, 3], capc, stopped)
+            pushed, c_lb, c_ub, c_solved = _solve_child(P, memo, ctr, fst, fr, t, i, _nl(1),
+                                                        capc, stopped)
             if pushed:
                 t += 1
                 if ctr[C_DEVICE]:
                     ctr[C_TOP] = t
                     return
-                continue
-            c_lb, c_ub = memo.f[ce, M_LB], memo.f[ce, M_UB]
-            c_solved = memo.i[ce, M_SOLVED] != 0
             continue
         i = fr.si[t, S_CUR]
         e = fr.si[t, S_EID]
@@ -981,24 +992,14 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
                 continue
             fr.sf[t, S_TUB] = c_ub
             fr.si[t, S_PHASE] = FALSE
-            if fr.ki[t, K_DF, i] <= 1:
-                c_lb = c_ub = fr.kf[t, K_LEAFF, i]
-                c_solved = True
-                continue
             capc = fr.sf[t, S_BOUND] - c_ub if hier else np.inf
-            if not stopped:
-                ctr[C_STEPS] += 1
-            _child(P, fr, t, i, _nl(0))
-            ce, pushed = _visit(P, memo, ctr, fst, fr, t + 1, fr.ki[t, K_DF, i],
-                                fr.kf[t, K_LEAFF, i], fr.st[t, 1, i, 3], capc, stopped)
+            pushed, c_lb, c_ub, c_solved = _solve_child(P, memo, ctr, fst, fr, t, i, _nl(0),
+                                                        capc, stopped)
             if pushed:
                 t += 1
                 if ctr[C_DEVICE]:
                     ctr[C_TOP] = t
                     return
-                continue
-            c_lb, c_ub = memo.f[ce, M_LB], memo.f[ce, M_UB]
-            c_solved = memo.i[ce, M_SOLVED] != 0
             continue
         # phase FALSE: the false child's result is in
         fr.kf[t, K_LBF, i] = max(fr.kf[t, K_LBF, i], c_lb)
