@@ -419,8 +419,48 @@ _KMEANS_TABLE_FIRST = 160  # below this the table is built first (cheaper than a
 KMEDIANS_MAX_VALUES = 20000  # the search skips a k-medians bound over more distinct targets
 
 
+def _kmedians_table_np(v, w):
+    """Host twin of :func:`_kmedians_cost` (the same floats) with fewer passes and
+    temporaries (n <= ``_TABLE_MAX``)."""
+    n = v.shape[0]
+    PW, PV = _prefix(np, w), _prefix(np, w * v)
+    lo = PW[:-1, None]  # PW[j]
+    half = PW[None, 1:] - lo
+    half *= 0.5
+    half += lo
+    m = np.searchsorted(PW[1:], half.reshape(-1), side="left").reshape(n, n)
+    np.maximum(m, np.arange(n)[:, None], out=m)
+    np.minimum(m, n - 1, out=m)
+    vm = v[m]
+    left = PW[m]
+    left -= lo
+    left *= vm
+    t = PV[m]
+    t -= PV[:-1, None]
+    left -= t  # vm (PW[m] - PW[j]) - (PV[m] - PV[j])
+    m += 1
+    right = PV[m]
+    np.subtract(PV[None, 1:], right, out=right)
+    t = PW[m]
+    np.subtract(PW[None, 1:], t, out=t)
+    t *= vm
+    right -= t  # (PV[i + 1] - PV[m + 1]) - vm (PW[i + 1] - PW[m + 1])
+    left += right
+    np.maximum(left, 0.0, out=left)
+    np.copyto(left, np.inf, where=_LOWER[:n, :n])
+    return left
+
+
 def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):
-    """Host version of :func:`weighted_kmedians` with the same early stop."""
+    """Host version of :func:`weighted_kmedians` with the same early stop.
+
+    Up to ``_KMEDIANS_TABLE_FIRST`` items and with at least 3 clusters the cost table is
+    built first (its first row and last column are the two rows the DP reads before its
+    first full row, and a full row, which needs the table, follows unless the first gain
+    already stops it)."""
     v, w = np.asarray(values, np.float64), np.asarray(weights, np.float64)
-    return _dp_host(_kmedians_cost_fn(v, w), v.shape[0], max_clusters, stop_gain,
-                    lambda: _kmedians_cost(np, v, w), _KMEDIANS_TABLE_FIRST)
+    n = v.shape[0]
+    if 1 < n <= _KMEDIANS_TABLE_FIRST and max_clusters > 2:
+        return _dp_host(None, n, max_clusters, stop_gain, table=_kmedians_table_np(v, w))
+    return _dp_host(_kmedians_cost_fn(v, w), n, max_clusters, stop_gain,
+                    lambda: _kmedians_table_np(v, w), _KMEDIANS_TABLE_FIRST)
