@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .losses import STAT_E, absolute_losses, objective, recentre, sse
+from .losses import STAT_E, absolute_split_losses, objective, recentre, sse
 from .problem import ST4, TreeProblem, exact_subtree, leaf_cost, levels
 from .solver import improves
 from .subtrees import kernel_work
@@ -88,8 +88,8 @@ def greedy_node(P: TreeProblem, m, lev, native=False):
         ok = (cnt >= P.m1) & (ys.size - cnt >= P.m1)
         if not ok.any():
             return leaf, lev, -1, 0.0
-        c = (absolute_losses(ys, ws[:, None] * Xn)[0]
-             + absolute_losses(ys, ws[:, None] * ~Xn)[0])
+        lt, lf = absolute_split_losses(ys, ws, Xn)
+        c = lt + lf
         f, c = least_split(np.where(ok, c, np.inf), (leaf - P.lam) * P.norm)
         c = objective(c, P.norm, P.lam)
     elif st is None:

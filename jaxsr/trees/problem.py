@@ -29,7 +29,9 @@ from .losses import (
     STAT_W,
     TargetScale,
     absolute_class_losses,
+    absolute_loss,
     absolute_losses,
+    absolute_split_losses,
     class_statistics,
     objective,
     recentre,
@@ -235,7 +237,7 @@ def sub_stats(P: TreeProblem, idx):
 def absolute_leaf_loss(P: TreeProblem, mask):
     """Absolute loss of one leaf on the support ``mask`` (internal units)."""
     sm = mask[P.cls_s]
-    return float(absolute_losses(P.ys[sm], P.ws[sm][:, None])[0][0])
+    return absolute_loss(P.ys[sm], P.ws[sm])
 
 
 def leaf_cost(P: TreeProblem, mask, native=False) -> float:
@@ -315,8 +317,7 @@ def children(P: TreeProblem, mask, native=False):
     if P.l1:
         sm = mask[P.cls_s]
         ys, ws, Xn = P.ys[sm], P.ws[sm], P.Xsamp[sm][:, F]
-        lt = absolute_losses(ys, ws[:, None] * Xn)[0]
-        lf = absolute_losses(ys, ws[:, None] * ~Xn)[0]
+        lt, lf = absolute_split_losses(ys, ws, Xn)
     else:
         lt, lf = stats_loss(a), stats_loss(comp)
     return F, a, comp, objective(lt, P.norm, P.lam), objective(lf, P.norm, P.lam)
