@@ -335,7 +335,7 @@ def table(results) -> str:
     lines.append("")
     lines.append("times: wall-clock seconds around fit (jaxsr: second fit, after compilation; "
                  "jx 1st: jaxsr's first fit, with compilation; jaxsr = backend 'auto', which "
-                 "is the numpy host kernels on a CPU; jx-jax = backend 'jax', the batched "
+                 "is the compiled host engine; jx-jax = backend 'jax', the batched "
                  "jitted kernels); "
                  "obj = SSE/SST + lambda*leaves recomputed in float64 from each tool's own "
                  "predictions; L = leaves; * = osrt timed out (no certificate); "
@@ -439,7 +439,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(HERE / "results" / "trees_peers.json"))
     ap.add_argument("--no-warm", action="store_true", help="jaxsr: one fit only")
     ap.add_argument("--backends", default="auto,jax",
-                    help="jaxsr backends to time (auto = numpy kernels on a CPU host)")
+                    help="jaxsr backends to time (auto = the compiled host engine)")
     ap.add_argument("--from-json", help="print the table of a saved results JSON and exit")
     ap.add_argument("--merge", help="comma-separated saved results JSONs: write them as one "
                     "(--out, and its .txt table) and exit")
