@@ -76,7 +76,6 @@ def main(argv=None):
 
     from bench_trees_peers import load_binarized, shared_data_dir
 
-    from jaxsr.trees import engine
     from jaxsr.trees.interpreted import engine as interpreted_engine
     from jaxsr.trees.search import OptimalTreeSearch
 
@@ -96,8 +95,8 @@ def main(argv=None):
 
     def entry(memo, words, d):
         i = eng.lookup(memo, words, d)
-        return None if i < 0 else (float(memo.f[i, engine.M_LB]),
-                                   bool(memo.i[i, engine.M_SOLVED]))
+        return None if i < 0 else (float(memo.lb[i]),
+                                   bool(memo.solved[i]))
 
     def recorded(Pe, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         mask, words = fr.cmask.copy(), fr.cwords.copy()

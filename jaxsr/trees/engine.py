@@ -7,12 +7,16 @@ depth first in the style of GOSDT / MurTree, with the state in named arrays:
 
 * the memo is an open-addressing hash table over the bit-packed supports (``uint64``
   words), each slot the head of a chain of the entries of that support with different
-  levels (so the lower bounds of a support with more levels are found at once); entries
-  are rows of arrays (:class:`Memo`, the fields of :class:`~jaxsr.trees.solver.Entry`);
+  levels (so the lower bounds of a support with more levels are found at once); an entry
+  is one index into arrays named after the fields of :class:`~jaxsr.trees.solver.Entry`
+  (:class:`Memo`: ``memo.lb[e]``, ``memo.feat[e]``);
 * the frontier stack is preallocated per level (:class:`Frames`: per frame the children
   of every split, their bounds, the order in which the splits are tried and the split
-  being worked on); a child's support is its parent's words and'ed with the column of its
-  split, not a stored mask;
+  being worked on, each a named array); a child's support is its parent's words and'ed
+  with the column of its split, not a stored mask;
+* the loop's scalar state is two one-element records (:data:`COUNTERS`, :data:`CLOCK`:
+  ``ctr[0].steps``, ``fst[0].deadline``), numpy record arrays for the compiled engine
+  and objects of plain attributes for the interpreted one (:func:`with_engine` converts);
 * a new subproblem's leaf and bounds come from :func:`~jaxsr.trees.compiled.support_bounds`
   (squared loss) or :func:`~jaxsr.trees.compiled.absolute_support_bounds`, the children of
   its splits from :func:`split_sums`, :func:`split_leaves` (and
@@ -61,21 +65,33 @@ NEXT, TRUE, FALSE = solver.NEXT, solver.TRUE, solver.FALSE
 RTOL = solver.RTOL
 _UNTRIED = -2
 GREEDY = solver.GREEDY
-# ctr (int64 counters)
-C_N, C_STEPS, C_KERNEL, C_KMEANS, C_STATUS, C_STOPPED, C_TOP, C_GROW, C_STARTED, \
-    C_MAXSTEPS, C_ROOT, C_TRIES, C_TICK, C_DEVICE = range(14)
-# fst (float64 state)
-F_ROOTLB, F_RATE, F_DEADLINE, F_T0, F_BF, F_BFTRIES, F_NOW = range(7)
+# the loop's scalar state, each a one-element record array (``ctr[0].steps``):
+COUNTERS = np.dtype([
+    ("n", np.int64),  # memo entries in use
+    ("steps", np.int64),  # subproblem visits
+    ("kernel", np.int64),  # shallow-kernel calls
+    ("kmeans", np.int64),  # k-means / k-medians bounds
+    ("status", np.int64),  # 0 running, else a key of _STATUS
+    ("stopped", np.int64),  # a limit stopped the search (its status): unwinding
+    ("top", np.int64),  # the top frame (-1: none)
+    ("grow", np.int64),  # the loop returned for more memo or frames
+    ("started", np.int64),  # the root has been visited
+    ("maxsteps", np.int64),  # the node limit (-1: none)
+    ("root", np.int64),  # the root's memo entry
+    ("tick", np.int64),  # limit checks since the clock was last read
+    ("device_call", np.int64),  # the loop returned for the device to evaluate children
+])
+CLOCK = np.dtype([
+    ("rootlb", np.float64),  # the root's lower bound when the loop ended
+    ("rate", np.float64),  # seconds per element operation of a shallow-kernel call
+    ("deadline", np.float64),  # time.perf_counter() of the time limit (inf: none)
+    ("t0", np.float64),  # when the search started
+    ("bf", np.float64),  # fraction of the time limit after which the root goes best first
+    ("bftries", np.float64),  # capped attempts per root split when best first
+    ("now", np.float64),  # the last clock read
+])
 _TICKS = 16  # the limit check reads the clock (object mode, ~2-5 us) every 16th time
 _SLOW_KERNEL = 0.01  # kernel calls predicted to take this fraction of the time left are timed
-# memo columns (Memo.i, Memo.f)
-M_LEV, M_FEAT, M_SOLVED, M_KLEV, M_NXT = range(5)
-M_LB, M_UB, M_DEEP = range(3)
-# frame columns (Frames.si, Frames.sf, Frames.ki, Frames.kf)
-S_EID, S_NK, S_POS, S_PHASE, S_CUR, S_COMPLETED = range(6)
-S_CAP, S_BOUND, S_TUB = range(3)
-K_F, K_DT, K_DF, K_ORDER = range(4)
-K_LEAFT, K_LEAFF, K_LBT, K_LBF, K_LBSUM = range(5)
 _MEMO_CAP = 1024  # first memo capacity (entries; doubled when the loop asks)
 _MAX_FRAMES = 64  # first frontier depth (doubled when the loop asks)
 _STATUS = {1: Status.OPTIMAL, 2: Status.TIME_LIMIT, 3: Status.NODE_LIMIT}
@@ -87,12 +103,13 @@ class Problem(NamedTuple):
     X: ``(U, M)`` uint8 class rows. ones: ``(U, M)`` int64, the features set per class
     (first ``nones[u]``). colw: ``(M, nw)`` uint64 packed feature columns. cls: ``(4, U)``
     float64 class weight, mean target, internal loss, sample count. korder: ``(U,)``
-    int64 classes by mean. prm: ``[lambda, normaliser, min_samples_leaf, lookahead
-    leaves, most distinct targets of a k-medians bound]``. iprm: ``[exact_levels,
-    equivalent, kmeans, hierarchical, absolute loss, device]`` (device: an expansion with
-    at least 3 levels returns to Python for the device to evaluate its children).
-    ys, ws: ``(n,)`` float64 the internal targets sorted ascending and their weights,
-    cls_s: ``(n,)`` int64 their classes (absolute loss; empty for squared loss).
+    int64 classes by mean. ys, ws: ``(n,)`` float64 the internal targets sorted ascending
+    and their weights, cls_s: ``(n,)`` int64 their classes (absolute loss; empty for
+    squared loss). lam: lambda. norm: the normaliser. m1: least samples per leaf. look:
+    leaves of a tree that splits in the cheap bounds. kmedians_max: the most distinct
+    targets of a k-medians bound. kl: the shallow kernel's split levels. equiv, kmeans,
+    hier, l1: 0/1, the bounds used and absolute loss. device: 0/1, an expansion with at
+    least 3 levels returns to Python for the device to evaluate its children.
     """
 
     X: np.ndarray
@@ -101,52 +118,93 @@ class Problem(NamedTuple):
     colw: np.ndarray
     cls: np.ndarray
     korder: np.ndarray
-    prm: np.ndarray
-    iprm: np.ndarray
     ys: np.ndarray
     ws: np.ndarray
     cls_s: np.ndarray
+    lam: float
+    norm: float
+    m1: float
+    look: float
+    kmedians_max: float
+    kl: int
+    equiv: int
+    kmeans: int
+    hier: int
+    l1: int
+    device: int
 
 
 class Memo(NamedTuple):
-    """Memo entries as rows (``cap`` of them; the first ``ctr[C_N]`` in use) and the hash
-    table (``-1``: empty; else the newest entry of one support, whose entries with other
-    levels follow through ``M_NXT``).
+    """Memo entries (``cap`` of them; the first ``ctr[0].n`` in use) and the hash table
+    (``-1``: empty; else the newest entry of one support, whose entries with other levels
+    follow through ``nxt``).
 
-    words: ``(cap, nw)`` uint64 packed supports. i: ``(cap, 5)`` int64 levels, feature,
-    solved, klev, next entry of the same support. f: ``(cap, 3)`` float64 lb, ub, deep
-    (the fields of :class:`~jaxsr.trees.solver.Entry`). table: ``(T,)`` int64, ``T`` a
-    power of two at least 4 ``cap``.
+    words: ``(cap, nw)`` uint64 packed supports. lev, feat, solved, klev: ``(cap,)`` int64
+    and lb, ub, deep: ``(cap,)`` float64, the fields of :class:`~jaxsr.trees.solver.Entry`
+    (``lev`` the subproblem's levels). nxt: ``(cap,)`` int64 the next entry of the same
+    support (-1: none). table: ``(T,)`` int64, ``T`` a power of two at least 4 ``cap``.
     """
 
     words: np.ndarray
-    i: np.ndarray
-    f: np.ndarray
+    lev: np.ndarray
+    feat: np.ndarray
+    solved: np.ndarray
+    klev: np.ndarray
+    nxt: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+    deep: np.ndarray
     table: np.ndarray
 
 
+_MEMO_ROWS = ("words", "lev", "feat", "solved", "klev", "nxt", "lb", "ub", "deep")
+
+
 class Frames(NamedTuple):
-    """The frontier stack, one row per level (``D`` rows; the top is ``ctr[C_TOP]``): the
+    """The frontier stack, one row per level (``D`` rows; the top is ``ctr[0].top``): the
     fields of a frontier frame.
 
-    words, mask: ``(D, nw)`` / ``(D, U)`` the support. si: ``(D, 6)`` int64 memo entry,
-    number of splits ``k``, pos, phase, cur, completed. sf: ``(D, 3)`` cap, bound, t_ub.
-    ki: ``(D, 4, M)`` int64 F, dT, dF, order. kf: ``(D, 5, M)`` leafT, leafF, lbT, lbF,
-    lbsum. st: ``(D, 2, M, 6)`` the children's statistics (true, false). aux: ``(2, M)``
-    int64 the root's best-first tries and a scratch. cmask, cwords: the child being
-    visited (scratch).
+    words, mask: ``(D, nw)`` uint64 / ``(D, U)`` bool the support. Per frame, ``(D,)``:
+    eid its memo entry, nk its number of splits ``k``, pos the place in ``order`` of the
+    split being tried, phase (``NEXT``, ``TRUE``, ``FALSE``: what the frame awaits), cur
+    the split being worked on, completed (0 when a limit cut its expansion short), all
+    int64; cap (the cap it is solved against), bound (the cap of the split being tried),
+    tub (that split's true child's best objective), float64. Per split, ``(D, M)`` (the
+    first ``k``): feat its feature, dT, dF its children's levels, order the order in which
+    the splits are tried (int64); leafT, leafF its children's leaf costs, lbT, lbF their
+    lower bounds, lbsum the sum (float64). st: ``(D, 2, M, 6)`` the children's statistics
+    (true, false). tries: ``(M,)`` int64 the root's best-first attempts per split.
+    scratch: ``(M,)`` int64. cmask, cwords: the child being visited (scratch).
     """
 
     words: np.ndarray
     mask: np.ndarray
-    si: np.ndarray
-    sf: np.ndarray
-    ki: np.ndarray
-    kf: np.ndarray
+    eid: np.ndarray
+    nk: np.ndarray
+    pos: np.ndarray
+    phase: np.ndarray
+    cur: np.ndarray
+    completed: np.ndarray
+    cap: np.ndarray
+    bound: np.ndarray
+    tub: np.ndarray
+    feat: np.ndarray
+    dT: np.ndarray
+    dF: np.ndarray
+    order: np.ndarray
+    leafT: np.ndarray
+    leafF: np.ndarray
+    lbT: np.ndarray
+    lbF: np.ndarray
+    lbsum: np.ndarray
     st: np.ndarray
-    aux: np.ndarray
+    tries: np.ndarray
+    scratch: np.ndarray
     cmask: np.ndarray
     cwords: np.ndarray
+
+
+_FRAME_LEVELS = Frames._fields[:Frames._fields.index("st") + 1]  # the fields per level
 
 
 class Engine(NamedTuple):
@@ -160,6 +218,7 @@ class Engine(NamedTuple):
     feature_lists: object
     finish_expansion: object
     root_entry: object
+    records: object  # records(dtype, source=None): the loop's scalar state for this engine
     chunk: int  # subproblem visits per :func:`step`
 
 
@@ -252,26 +311,26 @@ def _probe(memo, w, h):
 def _lookup(memo, slot, lev):
     e = memo.table[slot]
     while e >= 0:
-        if memo.i[e, M_LEV] == lev:
+        if memo.lev[e] == lev:
             return e
-        e = memo.i[e, M_NXT]
+        e = memo.nxt[e]
     return -1
 
 
 @_njit(**_NB)
 def _insert(memo, ctr, slot, w, lev, lb, ub, feat, solved, klev, deep):
-    i = ctr[C_N]
-    ctr[C_N] = i + 1
+    i = ctr[0].n
+    ctr[0].n = i + 1
     for j in range(w.shape[0]):
         memo.words[i, j] = w[j]
-    memo.i[i, M_LEV] = lev
-    memo.f[i, M_LB] = lb
-    memo.f[i, M_UB] = ub
-    memo.i[i, M_FEAT] = feat
-    memo.i[i, M_SOLVED] = solved
-    memo.i[i, M_KLEV] = klev
-    memo.f[i, M_DEEP] = deep
-    memo.i[i, M_NXT] = memo.table[slot]
+    memo.lev[i] = lev
+    memo.lb[i] = lb
+    memo.ub[i] = ub
+    memo.feat[i] = feat
+    memo.solved[i] = solved
+    memo.klev[i] = klev
+    memo.deep[i] = deep
+    memo.nxt[i] = memo.table[slot]
     memo.table[slot] = i
     return i
 
@@ -283,7 +342,7 @@ def rebuild_table(memo, n):
     memo.table[:] = -1
     for i in range(n):
         s = _find_slot(memo, memo.words[i])
-        memo.i[i, M_NXT] = memo.table[s]
+        memo.nxt[i] = memo.table[s]
         memo.table[s] = i
 
 
@@ -299,12 +358,12 @@ def insert(memo, ctr, w, lev, lb, ub, feat, solved, klev, deep):
     s = _find_slot(memo, w)
     e = _lookup(memo, s, lev)
     if e >= 0:
-        memo.f[e, M_LB] = lb
-        memo.f[e, M_UB] = ub
-        memo.f[e, M_DEEP] = deep
-        memo.i[e, M_FEAT] = feat
-        memo.i[e, M_SOLVED] = solved
-        memo.i[e, M_KLEV] = klev
+        memo.lb[e] = lb
+        memo.ub[e] = ub
+        memo.deep[e] = deep
+        memo.feat[e] = feat
+        memo.solved[e] = solved
+        memo.klev[e] = klev
         return e
     return _insert(memo, ctr, s, w, lev, lb, ub, feat, solved, klev, deep)
 
@@ -315,21 +374,21 @@ _useful_levels = compile_plain(bounds.useful_levels_of, inline="always")
 @_njit(**_NB)
 def _deff(P, d, C, Nn, E, leaf):
     """The levels that can matter to one set (:func:`jaxsr.trees.bounds.useful_levels`)."""
-    return np.int64(_useful_levels(float(d), C, Nn, E, leaf, P.prm[0], P.prm[1], P.prm[2],
-                                   P.iprm[1] != 0))
+    return np.int64(_useful_levels(float(d), C, Nn, E, leaf, P.lam, P.norm, P.m1,
+                                   P.equiv != 0))
 
 
 @_njit(**_NB)
 def _cheap(P, E):
     """Equivalent points bound of the trees that split
     (:func:`jaxsr.trees.problem.cheap_split_bound`)."""
-    return _objective(E if P.iprm[1] else 0.0, P.prm[1], P.prm[0], P.prm[3])
+    return _objective(E if P.equiv else 0.0, P.norm, P.lam, P.look)
 
 
 @_njit(**_NB)
 def _eq(P, E):
     """Equivalent points loss of a support (objective units; 0 without that bound)."""
-    return E / P.prm[1] if P.iprm[1] else 0.0
+    return E / P.norm if P.equiv else 0.0
 
 
 @_njit(**_NB)
@@ -344,7 +403,7 @@ def _leaf_budget(P, E, cap):
     costs less than the cap, and else every tree costs at least
     ``min(its cost, eq + lambda (lmax + 1))``, which reaches the cap. Returns 0 when not
     even a leaf can beat the cap; at most ``2^30``."""
-    lam = P.prm[0]
+    lam = P.lam
     eq = _eq(P, E)
     x = (cap - eq) / lam
     if not x < 2.0 ** 30:
@@ -374,23 +433,23 @@ def _count(mask):
 def _affordable(P, fst, mask, levels):
     """A kernel call on ``mask`` is predicted to end before the deadline (as of the last
     clock read; always without a time limit)."""
-    if not fst[F_DEADLINE] < np.inf:
+    if not fst[0].deadline < np.inf:
         return True
     work = _kernel_work(P.X.shape[1], _count(mask), levels)
-    return fst[F_RATE] * work < fst[F_DEADLINE] - fst[F_NOW]
+    return fst[0].rate * work < fst[0].deadline - fst[0].now
 
 
 @_njit(**_NB)
 def _kernel(P, mask, levels):
     c, f = support_subtree(mask, P.X, P.cls[0], P.cls[1], P.cls[2], P.cls[3], levels,
-                           P.prm[0] * P.prm[1], P.prm[2])
-    return c / P.prm[1], f
+                           P.lam * P.norm, P.m1)
+    return c / P.norm, f
 
 
 @_njit(**_NB)
 def _child(P, fr, t, i, side):
     """The child's support of split ``i`` of level ``t`` into ``fr.cmask``/``cwords``."""
-    f = fr.ki[t, K_F, i]
+    f = fr.feat[t, i]
     nw = fr.cwords.shape[0]
     if side == 1:
         for j in range(nw):
@@ -409,19 +468,19 @@ def _entry(P, memo, ctr, slot, w, mask, d):
     """A new subproblem's memo entry: its leaf and bounds; solved when a bound reaches the
     leaf. The same support with more levels has an optimum no larger (any tree with ``d``
     levels also has fewer than ``d'``), so its lower bound holds here."""
-    lam, norm = P.prm[0], P.prm[1]
-    kl = P.iprm[0]
-    if P.iprm[4]:
+    lam, norm = P.lam, P.norm
+    kl = P.kl
+    if P.l1:
         loss, sb, deep, nkm = absolute_support_bounds(
-            mask, P.ys, P.ws, P.cls_s, P.cls[2], P.cls[3], d, lam, norm, P.prm[2], P.prm[3],
-            P.iprm[1] != 0, P.iprm[2] != 0, P.prm[4])
-        ctr[C_KMEANS] += nkm
+            mask, P.ys, P.ws, P.cls_s, P.cls[2], P.cls[3], d, lam, norm, P.m1, P.look,
+            P.equiv != 0, P.kmeans != 0, P.kmedians_max)
+        ctr[0].kmeans += nkm
     else:
         loss, sb, deep = support_bounds(mask, P.korder, P.cls[0], P.cls[1], P.cls[2],
-                                        P.cls[3], d, lam, norm, P.prm[2], P.prm[3], kl,
-                                        P.iprm[1] != 0, P.iprm[2] != 0)
-        if P.iprm[2] and d > max(kl, 1):
-            ctr[C_KMEANS] += 1
+                                        P.cls[3], d, lam, norm, P.m1, P.look, kl,
+                                        P.equiv != 0, P.kmeans != 0)
+        if P.kmeans and d > max(kl, 1):
+            ctr[0].kmeans += 1
     leaf = _objective(loss, norm, lam)
     if d <= 1 or _reaches(sb, leaf):
         return _insert(memo, ctr, slot, w, d, leaf, leaf, _nl(-1), _nl(1), _nl(-1),
@@ -431,9 +490,9 @@ def _entry(P, memo, ctr, slot, w, mask, d):
     # the same support with more levels: its lower bound holds here
     e2 = memo.table[slot]
     while e2 >= 0:
-        if memo.i[e2, M_LEV] > d and memo.f[e2, M_LB] > lb:
-            lb = min(memo.f[e2, M_LB], leaf)
-        e2 = memo.i[e2, M_NXT]
+        if memo.lev[e2] > d and memo.lb[e2] > lb:
+            lb = min(memo.lb[e2], leaf)
+        e2 = memo.nxt[e2]
     if _reaches(lb, leaf):
         return _insert(memo, ctr, slot, w, d, leaf, leaf, _nl(-1), _nl(1), klev,
                        max(deep, sb))
@@ -447,13 +506,13 @@ def root_entry(P, memo, ctr, w, mask, d, incumbent):
     incumbent (``feat = GREEDY``) when that is better than the leaf: objective
     ``incumbent`` (inf: none). Returns the entry's id."""
     e = _entry(P, memo, ctr, _find_slot(memo, w), w, mask, d)
-    if memo.i[e, M_SOLVED] == 0 and _improves(incumbent, memo.f[e, M_UB]):
-        memo.f[e, M_UB] = incumbent
-        memo.i[e, M_FEAT] = GREEDY
-        memo.f[e, M_LB] = min(memo.f[e, M_LB], incumbent)
-        if _reaches(memo.f[e, M_LB], incumbent):
-            memo.f[e, M_LB] = incumbent
-            memo.i[e, M_SOLVED] = 1
+    if memo.solved[e] == 0 and _improves(incumbent, memo.ub[e]):
+        memo.ub[e] = incumbent
+        memo.feat[e] = GREEDY
+        memo.lb[e] = min(memo.lb[e], incumbent)
+        if _reaches(memo.lb[e], incumbent):
+            memo.lb[e] = incumbent
+            memo.solved[e] = 1
     return e
 
 
@@ -512,36 +571,36 @@ def _expansion(P, memo, ctr, fst, fr, L, e, cap):
     a = fr.st[L, 0]
     tot = np.zeros(6)
     split_sums(P, mask, a, tot)
-    keep = fr.aux[1]
+    keep = fr.scratch
     k = support_splits(mask, P.X, keep)
-    nk = admissible_splits(fr, L, tot, keep, k, P.prm[2])
+    nk = admissible_splits(fr, L, tot, keep, k, P.m1)
     if nk == 0:
-        memo.f[e, M_LB] = memo.f[e, M_UB]
-        memo.i[e, M_FEAT] = -1
-        memo.i[e, M_SOLVED] = 1
-        memo.i[e, M_KLEV] = -1
-        memo.f[e, M_DEEP] = np.inf
+        memo.lb[e] = memo.ub[e]
+        memo.feat[e] = -1
+        memo.solved[e] = 1
+        memo.klev[e] = -1
+        memo.deep[e] = np.inf
         return False
-    if P.iprm[4]:  # the children's losses, written into the leaf rows first
-        absolute_split_losses(mask, P.ys, P.ws, P.cls_s, P.X, fr.ki[L, K_F], nk,
-                              fr.kf[L, K_LEAFT], fr.kf[L, K_LEAFF])
-    split_leaves(P, fr, L, nk, memo.i[e, M_LEV])
-    fr.si[L, S_NK] = nk
-    fr.si[L, S_EID] = e
-    fr.sf[L, S_CAP] = cap
-    fr.si[L, S_POS] = 0
-    fr.si[L, S_PHASE] = NEXT
-    fr.sf[L, S_BOUND] = np.inf
-    fr.sf[L, S_TUB] = np.inf
-    fr.si[L, S_COMPLETED] = 1
-    fr.si[L, S_CUR] = -1
+    if P.l1:  # the children's losses, written into the leaf rows first
+        absolute_split_losses(mask, P.ys, P.ws, P.cls_s, P.X, fr.feat[L], nk,
+                              fr.leafT[L], fr.leafF[L])
+    split_leaves(P, fr, L, nk, memo.lev[e])
+    fr.nk[L] = nk
+    fr.eid[L] = e
+    fr.cap[L] = cap
+    fr.pos[L] = 0
+    fr.phase[L] = NEXT
+    fr.bound[L] = np.inf
+    fr.tub[L] = np.inf
+    fr.completed[L] = 1
+    fr.cur[L] = -1
     if L == 0:
         for i in range(nk):
-            fr.aux[0, i] = 0
-    if P.iprm[5] and memo.i[e, M_LEV] >= 3:
+            fr.tries[i] = 0
+    if P.device and memo.lev[e] >= 3:
         # the children's bounds or exact subtrees on the device: the loop returns to
-        # Python (C_DEVICE), which calls finish_expansion once they are in the memo
-        ctr[C_DEVICE] = 1
+        # Python (ctr.device_call), which calls finish_expansion once they are in the memo
+        ctr[0].device_call = 1
         return True
     finish_expansion(P, memo, ctr, fst, fr, L, True)
     return True
@@ -553,15 +612,15 @@ def finish_expansion(P, memo, ctr, fst, fr, L, root_bounds):
     entries (bounds, k-Means included) of every child at once (anytime: the root's lower
     bound is the least bound sum over all its splits from the start); then the children's
     lower bounds from the memo and the order of the splits."""
-    nk = fr.si[L, S_NK]
-    e = fr.si[L, S_EID]
-    deadline = fst[F_DEADLINE]
+    nk = fr.nk[L]
+    e = fr.eid[L]
+    deadline = fst[0].deadline
     if L == 0 and root_bounds:
         for i in range(nk):
             if deadline < np.inf and _clock() > deadline:
                 break
             for side in (1, 0):
-                dd = fr.ki[L, K_DT, i] if side == 1 else fr.ki[L, K_DF, i]
+                dd = fr.dT[L, i] if side == 1 else fr.dF[L, i]
                 if dd <= 1:
                     continue
                 _child(P, fr, L, i, side)
@@ -569,13 +628,13 @@ def finish_expansion(P, memo, ctr, fst, fr, L, root_bounds):
                 if _lookup(memo, s, dd) < 0:
                     _entry(P, memo, ctr, s, fr.cwords, fr.cmask, dd)
     memo_bounds(P, memo, fr, L, nk)
-    order_splits(fr, L, nk, memo.f[e, M_UB])
+    order_splits(fr, L, nk, memo.ub[e])
 
 
 @_njit(**_NB)
 def admissible_splits(fr, L, tot, keep, k, m1):
     """Keep, of the splits ``keep[:k]`` of level ``L``, those whose children both hold at
-    least ``m1`` samples: their features into ``ki[L, K_F]`` and their children's
+    least ``m1`` samples: their features into ``feat[L]`` and their children's
     statistics into the first rows of ``st[L, 0]`` (from the per-feature sums there) and
     ``st[L, 1]`` (``tot`` minus them). Returns their number."""
     a = fr.st[L, 0]
@@ -584,7 +643,7 @@ def admissible_splits(fr, L, tot, keep, k, m1):
     for q in range(k):
         f = keep[q]
         if a[f, 4] >= m1 and tot[4] - a[f, 4] >= m1:
-            fr.ki[L, K_F, nk] = f
+            fr.feat[L, nk] = f
             for c in range(6):
                 a[nk, c] = a[f, c]
                 comp[nk, c] = tot[c] - a[f, c]
@@ -599,10 +658,10 @@ def memo_bounds(P, memo, fr, L, nk):
     nw = fr.cwords.shape[0]
     for i in range(nk):
         for side in (1, 0):
-            dd = fr.ki[L, K_DT, i] if side == 1 else fr.ki[L, K_DF, i]
+            dd = fr.dT[L, i] if side == 1 else fr.dF[L, i]
             if dd <= 1:
                 continue
-            f = fr.ki[L, K_F, i]
+            f = fr.feat[L, i]
             for j in range(nw):
                 if side == 1:
                     fr.cwords[j] = fr.words[L, j] & P.colw[f, j]
@@ -611,9 +670,9 @@ def memo_bounds(P, memo, fr, L, nk):
             ce = _lookup(memo, _find_slot(memo, fr.cwords), dd)
             if ce >= 0:
                 if side == 1:
-                    fr.kf[L, K_LBT, i] = max(fr.kf[L, K_LBT, i], memo.f[ce, M_LB])
+                    fr.lbT[L, i] = max(fr.lbT[L, i], memo.lb[ce])
                 else:
-                    fr.kf[L, K_LBF, i] = max(fr.kf[L, K_LBF, i], memo.f[ce, M_LB])
+                    fr.lbF[L, i] = max(fr.lbF[L, i], memo.lb[ce])
 
 
 @_njit(**_NB)
@@ -624,9 +683,9 @@ def order_splits(fr, L, nk, ub):
     key = np.empty(nk)
     qq = max(1e-10 * ub, 1e-300)
     for i in range(nk):
-        fr.kf[L, K_LBSUM, i] = fr.kf[L, K_LBT, i] + fr.kf[L, K_LBF, i]
-        key[i] = np.floor(fr.kf[L, K_LBSUM, i] / qq)
-    _argsort_stable(key, fr.ki[L, K_ORDER], fr.aux[1])
+        fr.lbsum[L, i] = fr.lbT[L, i] + fr.lbF[L, i]
+        key[i] = np.floor(fr.lbsum[L, i] / qq)
+    _argsort_stable(key, fr.order[L], fr.scratch)
 
 
 @_njit(**_NB)
@@ -636,25 +695,25 @@ def split_leaves(P, fr, L, nk, d):
     the children's leaf costs, the levels that can matter to them (:func:`_deff`) and
     their cheap lower bounds (the leaf, or at most the equivalent points bound of the trees
     that split)."""
-    lam, norm = P.prm[0], P.prm[1]
+    lam, norm = P.lam, P.norm
     a = fr.st[L, 0]
     comp = fr.st[L, 1]
     for i in range(nk):
-        if P.iprm[4]:
-            lt = _objective(fr.kf[L, K_LEAFT, i], norm, lam)
-            lf = _objective(fr.kf[L, K_LEAFF, i], norm, lam)
+        if P.l1:
+            lt = _objective(fr.leafT[L, i], norm, lam)
+            lf = _objective(fr.leafF[L, i], norm, lam)
         else:
             lt = _objective(max(_sse(a[i, 0], a[i, 1], a[i, 2]), a[i, 3]), norm, lam)
             lf = _objective(max(_sse(comp[i, 0], comp[i, 1], comp[i, 2]), comp[i, 3]), norm,
                             lam)
-        fr.kf[L, K_LEAFT, i] = lt
-        fr.kf[L, K_LEAFF, i] = lf
+        fr.leafT[L, i] = lt
+        fr.leafF[L, i] = lf
         dt = _deff(P, d - 1, a[i, 5], a[i, 4], a[i, 3], lt)
         df = _deff(P, d - 1, comp[i, 5], comp[i, 4], comp[i, 3], lf)
-        fr.ki[L, K_DT, i] = dt
-        fr.ki[L, K_DF, i] = df
-        fr.kf[L, K_LBT, i] = min(lt, _cheap(P, a[i, 3])) if dt > 1 else lt
-        fr.kf[L, K_LBF, i] = min(lf, _cheap(P, comp[i, 3])) if df > 1 else lf
+        fr.dT[L, i] = dt
+        fr.dF[L, i] = df
+        fr.lbT[L, i] = min(lt, _cheap(P, a[i, 3])) if dt > 1 else lt
+        fr.lbF[L, i] = min(lf, _cheap(P, comp[i, 3])) if df > 1 else lf
 
 
 @_njit(**_NB)
@@ -694,7 +753,7 @@ def _argsort_stable(key, out, tmp):
 def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
     """Visit the child in ``fr.cmask``/``fr.cwords`` with ``d``
     levels. Returns ``(entry id, pushed)``: pushed means level ``L`` holds its expansion."""
-    kl = P.iprm[0]
+    kl = P.kl
     slot = _find_slot(memo, fr.cwords)
     e = _lookup(memo, slot, d)
     if e < 0 and stopped:
@@ -704,9 +763,9 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         return e, False
     if e < 0:
         e = _entry(P, memo, ctr, slot, fr.cwords, fr.cmask, d)
-    if memo.i[e, M_SOLVED] != 0 or _reaches(memo.f[e, M_LB], cap) or stopped:
+    if memo.solved[e] != 0 or _reaches(memo.lb[e], cap) or stopped:
         return e, False
-    if kl > 0 and cap < np.inf and P.prm[0] > 0:
+    if kl > 0 and cap < np.inf and P.lam > 0:
         # only trees with at most lmax leaves, so at most lmax - 1 split levels, can beat
         # the cap (_leaf_budget): when that is fewer levels than the subproblem has and
         # the kernel covers them, the kernel decides at once
@@ -715,62 +774,62 @@ def _visit(P, memo, ctr, fst, fr, L, d, leaf, E, cap, stopped):
         if lev < d - 1 and lev <= kl and (lev < 1 or _affordable(P, fst, fr.cmask, lev)):
             if lev >= 1:
                 c, f = _kernel(P, fr.cmask, lev)
-                ctr[C_KERNEL] += 1
+                ctr[0].kernel += 1
             else:
                 c = _objective(support_leaf_loss(fr.cmask, P.cls[0], P.cls[1], P.cls[2]),
-                               P.prm[1], P.prm[0])
+                               P.norm, P.lam)
                 f = _nl(-1)
             if not _reaches(c, cap):  # the optimum: every deeper tree reaches the cap
-                memo.f[e, M_LB] = c
-                memo.f[e, M_UB] = c
-                memo.f[e, M_DEEP] = np.inf
-                memo.i[e, M_FEAT] = f
-                memo.i[e, M_SOLVED] = 1
-                memo.i[e, M_KLEV] = lev if lev >= 1 else -1  # rebuilt with lev levels
+                memo.lb[e] = c
+                memo.ub[e] = c
+                memo.deep[e] = np.inf
+                memo.feat[e] = f
+                memo.solved[e] = 1
+                memo.klev[e] = lev if lev >= 1 else -1  # rebuilt with lev levels
                 return e, False
-            lbk = min(c, _eq(P, E) + P.prm[0] * (lmax + 1))  # reaches the cap
-            memo.f[e, M_LB] = max(memo.f[e, M_LB], min(lbk, memo.f[e, M_UB]))
+            lbk = min(c, _eq(P, E) + P.lam * (lmax + 1))  # reaches the cap
+            memo.lb[e] = max(memo.lb[e], min(lbk, memo.ub[e]))
             return e, False
     if kl > 0 and d <= kl + 1:
         c, f = _kernel(P, fr.cmask, d - 1)
-        ctr[C_KERNEL] += 1
-        memo.f[e, M_LB] = c
-        memo.f[e, M_UB] = c
-        memo.f[e, M_DEEP] = np.inf
-        memo.i[e, M_FEAT] = f
-        memo.i[e, M_SOLVED] = 1
-        memo.i[e, M_KLEV] = -1
+        ctr[0].kernel += 1
+        memo.lb[e] = c
+        memo.ub[e] = c
+        memo.deep[e] = np.inf
+        memo.feat[e] = f
+        memo.solved[e] = 1
+        memo.klev[e] = -1
         return e, False
-    if (memo.i[e, M_KLEV] == _UNTRIED and d > kl + 1
-            and not _reaches(memo.f[e, M_LB], memo.f[e, M_DEEP])):
+    if (memo.klev[e] == _UNTRIED and d > kl + 1
+            and not _reaches(memo.lb[e], memo.deep[e])):
         n = _count(fr.cmask)
         M = P.X.shape[1]
-        deadline = fst[F_DEADLINE]
+        deadline = fst[0].deadline
         t_k = 0.0
         work = _kernel_work(M, n, kl)
         # a call predicted to take more than 1% of the time left (as of the last clock
         # read) is timed, and skipped when it would not fit
-        timed = deadline < np.inf and fst[F_RATE] * work > _SLOW_KERNEL * (deadline
-                                                                          - fst[F_NOW])
+        timed = deadline < np.inf and fst[0].rate * work > _SLOW_KERNEL * (deadline
+                                                                          - fst[0].now)
         if timed:
             t_k = _clock()
-            if fst[F_RATE] * work >= deadline - t_k:
-                memo.i[e, M_KLEV] = -1
+            if fst[0].rate * work >= deadline - t_k:
+                memo.klev[e] = -1
                 return e, _expansion(P, memo, ctr, fst, fr, L, e, cap)
         c, f = _kernel(P, fr.cmask, kl)
         if timed:
-            fst[F_RATE] = max(fst[F_RATE], (_clock() - t_k) / work)
-        ctr[C_KERNEL] += 1
-        memo.i[e, M_KLEV] = -1
-        if c < memo.f[e, M_UB]:
-            memo.f[e, M_UB] = c
-            memo.i[e, M_FEAT] = f
-            memo.i[e, M_KLEV] = kl
-        memo.f[e, M_LB] = max(memo.f[e, M_LB], min(c, memo.f[e, M_DEEP]))
-        if _reaches(memo.f[e, M_LB], memo.f[e, M_UB]):
-            memo.f[e, M_LB] = memo.f[e, M_UB]
-            memo.i[e, M_SOLVED] = 1
-        if memo.i[e, M_SOLVED] != 0 or _reaches(memo.f[e, M_LB], cap):
+            fst[0].rate = max(fst[0].rate, (_clock() - t_k) / work)
+        ctr[0].kernel += 1
+        memo.klev[e] = -1
+        if c < memo.ub[e]:
+            memo.ub[e] = c
+            memo.feat[e] = f
+            memo.klev[e] = kl
+        memo.lb[e] = max(memo.lb[e], min(c, memo.deep[e]))
+        if _reaches(memo.lb[e], memo.ub[e]):
+            memo.lb[e] = memo.ub[e]
+            memo.solved[e] = 1
+        if memo.solved[e] != 0 or _reaches(memo.lb[e], cap):
             return e, False
     return e, _expansion(P, memo, ctr, fst, fr, L, e, cap)
 
@@ -781,54 +840,54 @@ def _solve_child(P, memo, ctr, fst, fr, t, i, side, cap, stopped):
     against ``cap``: a leaf when it has one level, else a visit (:func:`_visit`).
     Returns ``(pushed, lb, ub, solved)``: pushed means level ``t + 1`` now holds its
     expansion (its result comes when that frame finishes); else its bounds now."""
-    dcol, lcol = (K_DT, K_LEAFT) if side == 1 else (K_DF, K_LEAFF)
-    if fr.ki[t, dcol, i] <= 1:
-        leaf = fr.kf[t, lcol, i]
+    d = fr.dT[t, i] if side == 1 else fr.dF[t, i]
+    leaf = fr.leafT[t, i] if side == 1 else fr.leafF[t, i]
+    if d <= 1:
         return False, leaf, leaf, True
     if not stopped:
-        ctr[C_STEPS] += 1
+        ctr[0].steps += 1
     _child(P, fr, t, i, side)
-    ce, pushed = _visit(P, memo, ctr, fst, fr, t + 1, fr.ki[t, dcol, i], fr.kf[t, lcol, i],
-                        fr.st[t, 1 - side, i, 3], cap, stopped)
+    ce, pushed = _visit(P, memo, ctr, fst, fr, t + 1, d, leaf, fr.st[t, 1 - side, i, 3], cap,
+                        stopped)
     if pushed:
         return True, 0.0, 0.0, False
-    return False, memo.f[ce, M_LB], memo.f[ce, M_UB], memo.i[ce, M_SOLVED] != 0
+    return False, memo.lb[ce], memo.ub[ce], memo.solved[ce] != 0
 
 
 @_njit(**_NB)
 def _offer(memo, e, total, feat):
-    if _improves(total, memo.f[e, M_UB]):
-        memo.f[e, M_UB] = total
-        memo.i[e, M_FEAT] = feat
-        memo.i[e, M_KLEV] = -1
+    if _improves(total, memo.ub[e]):
+        memo.ub[e] = total
+        memo.feat[e] = feat
+        memo.klev[e] = -1
 
 
 @_njit(**_NB)
 def _finish(memo, fr, t):
-    e = fr.si[t, S_EID]
+    e = fr.eid[t]
     m = np.inf
-    for i in range(fr.si[t, S_NK]):
-        m = min(m, fr.kf[t, K_LBSUM, i])
-    lb = max(memo.f[e, M_LB], min(memo.f[e, M_UB], m))
-    ub = memo.f[e, M_UB]
-    if (fr.si[t, S_COMPLETED] != 0 and ub <= fr.sf[t, S_CAP]) or lb >= ub:
-        memo.f[e, M_LB] = memo.f[e, M_UB]
-        memo.i[e, M_SOLVED] = 1
+    for i in range(fr.nk[t]):
+        m = min(m, fr.lbsum[t, i])
+    lb = max(memo.lb[e], min(memo.ub[e], m))
+    ub = memo.ub[e]
+    if (fr.completed[t] != 0 and ub <= fr.cap[t]) or lb >= ub:
+        memo.lb[e] = memo.ub[e]
+        memo.solved[e] = 1
     else:
-        memo.f[e, M_LB] = lb
+        memo.lb[e] = lb
     return e
 
 
 @_njit(**_NB)
 def _limit(ctr, fst):
-    if fst[F_DEADLINE] < np.inf:
-        ctr[C_TICK] += 1
-        if ctr[C_TICK] >= _TICKS:
-            ctr[C_TICK] = 0
-            fst[F_NOW] = _clock()
-        if fst[F_NOW] > fst[F_DEADLINE]:
+    if fst[0].deadline < np.inf:
+        ctr[0].tick += 1
+        if ctr[0].tick >= _TICKS:
+            ctr[0].tick = 0
+            fst[0].now = _clock()
+        if fst[0].now > fst[0].deadline:
             return 2
-    if ctr[C_MAXSTEPS] >= 0 and ctr[C_STEPS] >= ctr[C_MAXSTEPS]:
+    if ctr[0].maxsteps >= 0 and ctr[0].steps >= ctr[0].maxsteps:
         return 3
     return 0
 
@@ -844,11 +903,11 @@ def _best_first_split(fr, ub, tries_max):
     incumbent (so the loop ends). Every cap only decides what is proven, never what is
     pruned: the optimum is unchanged. Returns ``(i, bound)``, ``i = -1`` when every split
     reaches the incumbent."""
-    nk = fr.si[0, S_NK]
+    nk = fr.nk[0]
     i = -1
     best = np.inf
     for j in range(nk):
-        v = fr.kf[0, K_LBSUM, j]
+        v = fr.lbsum[0, j]
         live = v < ub * (1.0 - RTOL) if ub > 0 else v < ub
         if live and (i < 0 or v < best):
             i = j
@@ -858,165 +917,165 @@ def _best_first_split(fr, ub, tries_max):
     second = np.inf
     for j in range(nk):
         if j != i:
-            second = min(second, fr.kf[0, K_LBSUM, j])
-    if fr.aux[0, i] >= tries_max:
+            second = min(second, fr.lbsum[0, j])
+    if fr.tries[i] >= tries_max:
         bound = ub
     else:
         bound = min(ub, max(second, best + 0.5 * (ub - best)))
-    fr.aux[0, i] += 1
+    fr.tries[i] += 1
     return i, bound
 
 
 @_njit(**_NB)
 def run_chunk(P, memo, fr, ctr, fst, max_visits):
     """Run the search until it ends, ``max_visits`` more
-    subproblem visits were made, or the arrays need room (``ctr[C_GROW]`` set: the caller
+    subproblem visits were made, or the arrays need room (``ctr[0].grow`` set: the caller
     grows them and calls again; the loop resumes where it stopped)."""
-    hier = P.iprm[3] != 0
+    hier = P.hier != 0
     M = P.X.shape[1]
-    cap_entries = memo.f.shape[0]
-    D = fr.si.shape[0]
-    ctr[C_GROW] = 0
-    if ctr[C_STARTED] == 0:
-        if ctr[C_N] + 2 * M + 4 > cap_entries:
-            ctr[C_GROW] = 1
+    cap_entries = memo.lb.shape[0]
+    D = fr.eid.shape[0]
+    ctr[0].grow = 0
+    if ctr[0].started == 0:
+        if ctr[0].n + 2 * M + 4 > cap_entries:
+            ctr[0].grow = 1
             return
-        ctr[C_STARTED] = 1
-        r = ctr[C_ROOT]
+        ctr[0].started = 1
+        r = ctr[0].root
         for j in range(fr.cwords.shape[0]):
             fr.cwords[j] = memo.words[r, j]
         fr.cmask[:] = True
-        e, pushed = _visit(P, memo, ctr, fst, fr, _nl(0), memo.i[r, M_LEV], memo.f[r, M_UB],
-                           0.0, np.inf, ctr[C_STOPPED] != 0)
+        e, pushed = _visit(P, memo, ctr, fst, fr, _nl(0), memo.lev[r], memo.ub[r],
+                           0.0, np.inf, ctr[0].stopped != 0)
         if not pushed:
-            ctr[C_STATUS] = 1
-            fst[F_ROOTLB] = memo.f[e, M_LB]
-            ctr[C_TOP] = -1
+            ctr[0].status = 1
+            fst[0].rootlb = memo.lb[e]
+            ctr[0].top = -1
             return
-        ctr[C_TOP] = 0
-        if ctr[C_DEVICE]:
+        ctr[0].top = 0
+        if ctr[0].device_call:
             return
-    t = ctr[C_TOP]
-    start = ctr[C_STEPS]
+    t = ctr[0].top
+    start = ctr[0].steps
     c_lb = 0.0
     c_ub = 0.0
     c_solved = False
     while True:
-        ph = fr.si[t, S_PHASE]
-        stopped = ctr[C_STOPPED] != 0
+        ph = fr.phase[t]
+        stopped = ctr[0].stopped != 0
         if ph == NEXT:
-            if stopped or fr.si[t, S_POS] >= fr.si[t, S_NK]:
+            if stopped or fr.pos[t] >= fr.nk[t]:
                 if stopped:
-                    fr.si[t, S_COMPLETED] = 0
+                    fr.completed[t] = 0
                 e = _finish(memo, fr, t)
-                c_lb, c_ub = memo.f[e, M_LB], memo.f[e, M_UB]
-                c_solved = memo.i[e, M_SOLVED] != 0
+                c_lb, c_ub = memo.lb[e], memo.ub[e]
+                c_solved = memo.solved[e] != 0
                 t -= 1
                 if t < 0:
-                    r = ctr[C_ROOT]
-                    if memo.i[r, M_SOLVED] != 0:
-                        ctr[C_STATUS] = 1
+                    r = ctr[0].root
+                    if memo.solved[r] != 0:
+                        ctr[0].status = 1
                     else:
-                        ctr[C_STATUS] = ctr[C_STOPPED] if ctr[C_STOPPED] else 2
-                    fst[F_ROOTLB] = memo.f[r, M_LB]
-                    ctr[C_TOP] = -1
+                        ctr[0].status = ctr[0].stopped if ctr[0].stopped else 2
+                    fst[0].rootlb = memo.lb[r]
+                    ctr[0].top = -1
                     return
                 continue
             # room: until the next check at most 2 visits here and 1 per frame popped
-            room = ctr[C_N] + D + 4 <= cap_entries and t + 2 <= D
-            if not room or ctr[C_STEPS] - start >= max_visits:
-                ctr[C_TOP] = t
+            room = ctr[0].n + D + 4 <= cap_entries and t + 2 <= D
+            if not room or ctr[0].steps - start >= max_visits:
+                ctr[0].top = t
                 if not room:
-                    ctr[C_GROW] = 1
+                    ctr[0].grow = 1
                 return
             lim = _limit(ctr, fst)
             if lim:
-                ctr[C_STOPPED] = lim
+                ctr[0].stopped = lim
                 continue
-            e = fr.si[t, S_EID]
+            e = fr.eid[t]
             i = 0
             bound = 0.0
-            if (t == 0 and hier and fst[F_DEADLINE] < np.inf
-                    and _clock() >= fst[F_T0] + fst[F_BF] * (fst[F_DEADLINE] - fst[F_T0])):
-                i, bound = _best_first_split(fr, memo.f[e, M_UB], fst[F_BFTRIES])
+            if (t == 0 and hier and fst[0].deadline < np.inf
+                    and _clock() >= fst[0].t0 + fst[0].bf * (fst[0].deadline - fst[0].t0)):
+                i, bound = _best_first_split(fr, memo.ub[e], fst[0].bftries)
                 if i < 0:
-                    fr.si[t, S_POS] = fr.si[t, S_NK]
+                    fr.pos[t] = fr.nk[t]
                     continue
-                fr.si[t, S_POS] = -1
+                fr.pos[t] = -1
             else:
-                i = fr.ki[t, K_ORDER, fr.si[t, S_POS]]
-                bound = min(memo.f[e, M_UB], fr.sf[t, S_CAP])
-                if hier and _reaches(fr.kf[t, K_LBSUM, i], bound):
-                    fr.si[t, S_POS] = fr.si[t, S_NK]
+                i = fr.order[t, fr.pos[t]]
+                bound = min(memo.ub[e], fr.cap[t])
+                if hier and _reaches(fr.lbsum[t, i], bound):
+                    fr.pos[t] = fr.nk[t]
                     continue
-                if hier and fr.ki[t, K_DF, i] > 1:
+                if hier and fr.dF[t, i] > 1:
                     # the false child's bounds first (its memo entry, k-Means included):
                     # the split may fail on them, else the true child gets a tighter cap
-                    dd = fr.ki[t, K_DF, i]
+                    dd = fr.dF[t, i]
                     _child(P, fr, t, i, _nl(0))
                     s = _find_slot(memo, fr.cwords)
                     ce = _lookup(memo, s, dd)
                     if ce < 0:
                         ce = _entry(P, memo, ctr, s, fr.cwords, fr.cmask, dd)
-                    if memo.f[ce, M_LB] > fr.kf[t, K_LBF, i]:
-                        fr.kf[t, K_LBF, i] = memo.f[ce, M_LB]
-                        fr.kf[t, K_LBSUM, i] = fr.kf[t, K_LBT, i] + fr.kf[t, K_LBF, i]
-                        if _reaches(fr.kf[t, K_LBSUM, i], bound):
-                            fr.si[t, S_POS] += 1  # this split only: the order is stale
+                    if memo.lb[ce] > fr.lbF[t, i]:
+                        fr.lbF[t, i] = memo.lb[ce]
+                        fr.lbsum[t, i] = fr.lbT[t, i] + fr.lbF[t, i]
+                        if _reaches(fr.lbsum[t, i], bound):
+                            fr.pos[t] += 1  # this split only: the order is stale
                             continue
-            fr.sf[t, S_BOUND] = bound
-            fr.si[t, S_PHASE] = TRUE
-            fr.si[t, S_CUR] = i
-            capc = bound - fr.kf[t, K_LBF, i] if hier else np.inf
+            fr.bound[t] = bound
+            fr.phase[t] = TRUE
+            fr.cur[t] = i
+            capc = bound - fr.lbF[t, i] if hier else np.inf
             pushed, c_lb, c_ub, c_solved = _solve_child(P, memo, ctr, fst, fr, t, i, _nl(1),
                                                         capc, stopped)
             if pushed:
                 t += 1
-                if ctr[C_DEVICE]:
-                    ctr[C_TOP] = t
+                if ctr[0].device_call:
+                    ctr[0].top = t
                     return
             continue
-        i = fr.si[t, S_CUR]
-        e = fr.si[t, S_EID]
+        i = fr.cur[t]
+        e = fr.eid[t]
         if ph == TRUE:
-            fr.kf[t, K_LBT, i] = max(fr.kf[t, K_LBT, i], c_lb)
-            fr.kf[t, K_LBSUM, i] = fr.kf[t, K_LBT, i] + fr.kf[t, K_LBF, i]
+            fr.lbT[t, i] = max(fr.lbT[t, i], c_lb)
+            fr.lbsum[t, i] = fr.lbT[t, i] + fr.lbF[t, i]
             if not c_solved:
                 if stopped:
-                    _offer(memo, e, c_ub + fr.kf[t, K_LEAFF, i], fr.ki[t, K_F, i])
-                    fr.si[t, S_COMPLETED] = 0
-                    fr.si[t, S_POS] = fr.si[t, S_NK]
+                    _offer(memo, e, c_ub + fr.leafF[t, i], fr.feat[t, i])
+                    fr.completed[t] = 0
+                    fr.pos[t] = fr.nk[t]
                 else:
-                    fr.si[t, S_POS] += 1
-                fr.si[t, S_PHASE] = NEXT
+                    fr.pos[t] += 1
+                fr.phase[t] = NEXT
                 continue
-            fr.sf[t, S_TUB] = c_ub
-            fr.si[t, S_PHASE] = FALSE
-            capc = fr.sf[t, S_BOUND] - c_ub if hier else np.inf
+            fr.tub[t] = c_ub
+            fr.phase[t] = FALSE
+            capc = fr.bound[t] - c_ub if hier else np.inf
             pushed, c_lb, c_ub, c_solved = _solve_child(P, memo, ctr, fst, fr, t, i, _nl(0),
                                                         capc, stopped)
             if pushed:
                 t += 1
-                if ctr[C_DEVICE]:
-                    ctr[C_TOP] = t
+                if ctr[0].device_call:
+                    ctr[0].top = t
                     return
             continue
         # phase FALSE: the false child's result is in
-        fr.kf[t, K_LBF, i] = max(fr.kf[t, K_LBF, i], c_lb)
-        fr.kf[t, K_LBSUM, i] = fr.kf[t, K_LBT, i] + fr.kf[t, K_LBF, i]
+        fr.lbF[t, i] = max(fr.lbF[t, i], c_lb)
+        fr.lbsum[t, i] = fr.lbT[t, i] + fr.lbF[t, i]
         if c_solved or stopped:
-            _offer(memo, e, fr.sf[t, S_TUB] + c_ub, fr.ki[t, K_F, i])
+            _offer(memo, e, fr.tub[t] + c_ub, fr.feat[t, i])
         if t == 0:
             m = np.inf
-            for j in range(fr.si[0, S_NK]):
-                m = min(m, fr.kf[0, K_LBSUM, j])
-            fst[F_ROOTLB] = max(memo.f[e, M_LB], min(memo.f[e, M_UB], m))
+            for j in range(fr.nk[0]):
+                m = min(m, fr.lbsum[0, j])
+            fst[0].rootlb = max(memo.lb[e], min(memo.ub[e], m))
         if not c_solved and stopped:
-            fr.si[t, S_COMPLETED] = 0
-            fr.si[t, S_POS] = fr.si[t, S_NK]
+            fr.completed[t] = 0
+            fr.pos[t] = fr.nk[t]
         else:
-            fr.si[t, S_POS] += 1
-        fr.si[t, S_PHASE] = NEXT
+            fr.pos[t] += 1
+        fr.phase[t] = NEXT
 
 
 # ----------------------------------------------------------------------------- Python layer
@@ -1030,40 +1089,66 @@ def _pack(mask_bool_2d):
     return np.ascontiguousarray(b).view(np.uint64).reshape(k, nw)
 
 
+def records(dtype, source=None):
+    """A one-element record array of ``dtype`` (:data:`COUNTERS`, :data:`CLOCK`), zero or
+    with the fields of ``source`` (any record read as ``source[0].name``): the loop's
+    scalar state as the compiled engine takes it."""
+    rec = np.zeros(1, dtype=dtype).view(np.recarray)
+    if source is not None:
+        for name in dtype.names:
+            rec[0][name] = getattr(source[0], name)
+    return rec
+
+
+def _new_counters():
+    """The loop's counters (:data:`COUNTERS`), zero."""
+    return records(COUNTERS)
+
+
+def with_engine(state, engine):
+    """``state`` run by ``engine`` from its next step (the arrays are shared; the scalar
+    records are converted to the engine's kind)."""
+    return state._replace(engine=engine, ctr=engine.records(COUNTERS, state.ctr),
+                          fst=engine.records(CLOCK, state.fst))
+
+
 def _new_memo(cap, nw):
     tcap = 1
     while tcap < 4 * cap:
         tcap *= 2
-    ints = np.zeros((cap, 5), dtype=np.int64)
-    ints[:, M_NXT] = -1
-    return Memo(words=np.zeros((cap, nw), dtype=np.uint64), i=ints, f=np.zeros((cap, 3)),
-                table=np.full(tcap, -1, np.int64))
+    i8 = lambda: np.zeros(cap, dtype=np.int64)  # noqa: E731
+    return Memo(words=np.zeros((cap, nw), dtype=np.uint64), lev=i8(), feat=i8(),
+                solved=i8(), klev=i8(), nxt=np.full(cap, -1, np.int64), lb=np.zeros(cap),
+                ub=np.zeros(cap), deep=np.zeros(cap), table=np.full(tcap, -1, np.int64))
 
 
 def _grow_memo(memo, n, cap, engine):
     new = _new_memo(cap, memo.words.shape[1])
-    for a, b in zip(new[:3], memo[:3], strict=True):
-        a[:n] = b[:n]
+    for name in _MEMO_ROWS:
+        getattr(new, name)[:n] = getattr(memo, name)[:n]
     engine.rebuild_table(new, n)
     return new
 
 
 def _new_frames(D, U, M, nw):
+    i8 = lambda *shape: np.zeros(shape, dtype=np.int64)  # noqa: E731
+    f8 = np.zeros
     return Frames(words=np.zeros((D, nw), dtype=np.uint64),
-                  mask=np.zeros((D, U), dtype=np.bool_), si=np.zeros((D, 6), np.int64),
-                  sf=np.zeros((D, 3)), ki=np.zeros((D, 4, M), np.int64),
-                  kf=np.zeros((D, 5, M)), st=np.zeros((D, 2, M, 6)),
-                  aux=np.zeros((2, M), np.int64), cmask=np.zeros(U, dtype=np.bool_),
-                  cwords=np.zeros(nw, dtype=np.uint64))
+                  mask=np.zeros((D, U), dtype=np.bool_), eid=i8(D), nk=i8(D), pos=i8(D),
+                  phase=i8(D), cur=i8(D), completed=i8(D), cap=f8(D), bound=f8(D),
+                  tub=f8(D), feat=i8(D, M), dT=i8(D, M), dF=i8(D, M), order=i8(D, M),
+                  leafT=f8((D, M)), leafF=f8((D, M)), lbT=f8((D, M)), lbF=f8((D, M)),
+                  lbsum=f8((D, M)), st=f8((D, 2, M, 6)), tries=i8(M), scratch=i8(M),
+                  cmask=np.zeros(U, dtype=np.bool_), cwords=np.zeros(nw, dtype=np.uint64))
 
 
 def _grow_frames(fr, D):
-    U, M, nw = fr.cmask.shape[0], fr.aux.shape[1], fr.cwords.shape[0]
+    U, M, nw = fr.cmask.shape[0], fr.tries.shape[0], fr.cwords.shape[0]
     new = _new_frames(D, U, M, nw)
-    old_D = fr.si.shape[0]
-    for a, b in zip(new[:7], fr[:7], strict=True):
-        a[:old_D] = b
-    new.aux[:] = fr.aux
+    old_D = fr.eid.shape[0]
+    for name in _FRAME_LEVELS:
+        getattr(new, name)[:old_D] = getattr(fr, name)
+    new.tries[:] = fr.tries
     return new
 
 
@@ -1096,8 +1181,8 @@ class CompiledMemo:
         if e < 0:
             return default
         m = self._ref[0].memo
-        return Entry(float(m.f[e, M_LB]), float(m.f[e, M_UB]), int(m.i[e, M_FEAT]),
-                     bool(m.i[e, M_SOLVED]), int(m.i[e, M_KLEV]), float(m.f[e, M_DEEP]))
+        return Entry(float(m.lb[e]), float(m.ub[e]), int(m.feat[e]),
+                     bool(m.solved[e]), int(m.klev[e]), float(m.deep[e]))
 
     def __getitem__(self, key):
         e = self.get(key)
@@ -1113,7 +1198,7 @@ class CompiledMemo:
         self._ref[0].pending.append((self._words(key[0]), int(key[1]), entry))
 
     def __len__(self):
-        return int(self._ref[0].ctr[C_N])
+        return int(self._ref[0].ctr[0].n)
 
 
 def problem_of(tp, engine, device=False) -> Problem:
@@ -1128,13 +1213,13 @@ def problem_of(tp, engine, device=False) -> Problem:
     return Problem(X=X, ones=ones, nones=nones, colw=_pack(tp.XcT),
                    cls=np.stack([tp.Wc, tp.cls_mean, tp.Ec, tp.Nc]),
                    korder=tp.korder.astype(np.int64),
-                   prm=np.array([tp.lam, tp.norm, float(tp.m1), float(tp.look),
-                                 float(KMEDIANS_MAX_VALUES)]),
-                   iprm=np.array([tp.kl, int(tp.equiv), int(tp.use_kmeans), int(tp.hier),
-                                  int(tp.l1), int(device)], dtype=np.int64),
                    ys=np.ascontiguousarray(ys, dtype=np.float64),
                    ws=np.ascontiguousarray(ws, dtype=np.float64),
-                   cls_s=np.ascontiguousarray(cls_s, dtype=np.int64))
+                   cls_s=np.ascontiguousarray(cls_s, dtype=np.int64),
+                   lam=float(tp.lam), norm=float(tp.norm), m1=float(tp.m1),
+                   look=float(tp.look), kmedians_max=float(KMEDIANS_MAX_VALUES),
+                   kl=int(tp.kl), equiv=int(tp.equiv), kmeans=int(tp.use_kmeans),
+                   hier=int(tp.hier), l1=int(tp.l1), device=int(device))
 
 
 def init(problem, root, incumbent=np.inf, time_limit=None, max_steps=None, t0=None,
@@ -1153,27 +1238,27 @@ def init(problem, root, incumbent=np.inf, time_limit=None, max_steps=None, t0=No
     U, M = P.X.shape
     nw = P.colw.shape[1]
     memo = _new_memo(max(_MEMO_CAP, 4 * M + 8), nw)
-    ctr = np.zeros(14, dtype=np.int64)
-    ctr[C_MAXSTEPS] = -1 if max_steps is None else int(max_steps)
-    fst = np.zeros(7)
-    fst[F_RATE] = kernel_rate
-    fst[F_DEADLINE] = np.inf if time_limit is None else t0 + float(time_limit)
-    fst[F_T0] = fst[F_NOW] = t0
-    fst[F_BF] = solver.BEST_FIRST_AFTER
-    fst[F_BFTRIES] = solver._BEST_FIRST_TRIES
+    ctr = engine.records(COUNTERS)
+    ctr[0].maxsteps = -1 if max_steps is None else int(max_steps)
+    fst = engine.records(CLOCK)
+    fst[0].rate = kernel_rate
+    fst[0].deadline = np.inf if time_limit is None else t0 + float(time_limit)
+    fst[0].t0 = fst[0].now = t0
+    fst[0].bf = solver.BEST_FIRST_AFTER
+    fst[0].bftries = solver._BEST_FIRST_TRIES
     w = _pack(mask[None, :])[0]
-    r = ctr[C_ROOT] = engine.root_entry(P, memo, ctr, w, np.ascontiguousarray(mask),
+    r = ctr[0].root = engine.root_entry(P, memo, ctr, w, np.ascontiguousarray(mask),
                                         int(d), float(incumbent))
-    fst[F_ROOTLB] = memo.f[r, M_LB]
+    fst[0].rootlb = memo.lb[r]
     frames = _new_frames(int(min(max(d, 2), _MAX_FRAMES)) + 1, U, M, nw)
     status = None
-    if memo.i[r, M_SOLVED]:
+    if memo.solved[r]:
         status = Status.OPTIMAL
     elif time_limit is not None and (time_limit <= 0 or time.perf_counter() > t0 + time_limit):
         status = Status.TIME_LIMIT
     if status is not None:
-        ctr[C_STATUS] = {Status.OPTIMAL: 1, Status.TIME_LIMIT: 2}[status]
-    return CompiledState(engine, P, memo, frames, ctr, fst, key, float(memo.f[r, M_LB]),
+        ctr[0].status = {Status.OPTIMAL: 1, Status.TIME_LIMIT: 2}[status]
+    return CompiledState(engine, P, memo, frames, ctr, fst, key, float(memo.lb[r]),
                          status, 0, t0, device, [])
 
 
@@ -1185,32 +1270,32 @@ def step(state, chunk=None) -> CompiledState:
     chunk = engine.chunk if chunk is None else chunk
     while True:
         engine.run_chunk(P, memo, fr, ctr, fst, chunk)
-        if ctr[C_DEVICE]:
-            ctr[C_DEVICE] = 0
-            L = int(ctr[C_TOP])
+        if ctr[0].device_call:
+            ctr[0].device_call = 0
+            L = int(ctr[0].top)
             done = state.device(state._replace(memo=memo, frames=fr), L)
-            n, new = int(ctr[C_N]), state.pending
-            if n + len(new) + 2 * P.X.shape[1] + fr.si.shape[0] + 8 > memo.f.shape[0]:
+            n, new = int(ctr[0].n), state.pending
+            if n + len(new) + 2 * P.X.shape[1] + fr.eid.shape[0] + 8 > memo.lb.shape[0]:
                 memo = _grow_memo(memo, n, 2 * (n + len(new)) + 4 * P.X.shape[1]
-                                  + 2 * fr.si.shape[0] + 16, engine)
+                                  + 2 * fr.eid.shape[0] + 16, engine)
             for w, lev, en in new:
                 engine.insert(memo, ctr, w, lev, en.lb, en.ub, en.feat, int(en.solved),
                               en.klev, en.deep)
             new.clear()
             engine.finish_expansion(P, memo, ctr, fst, fr, L, not done)
             continue
-        if not ctr[C_GROW]:
+        if not ctr[0].grow:
             break
-        n, M = int(ctr[C_N]), P.X.shape[1]
-        if int(ctr[C_TOP]) + 2 > fr.si.shape[0]:
-            fr = _grow_frames(fr, 2 * fr.si.shape[0])
-        D = fr.si.shape[0]
-        if n + 2 * M + D + 8 > memo.f.shape[0]:
-            memo = _grow_memo(memo, n, max(2 * memo.f.shape[0], n + 4 * M + 2 * D + 16),
+        n, M = int(ctr[0].n), P.X.shape[1]
+        if int(ctr[0].top) + 2 > fr.eid.shape[0]:
+            fr = _grow_frames(fr, 2 * fr.eid.shape[0])
+        D = fr.eid.shape[0]
+        if n + 2 * M + D + 8 > memo.lb.shape[0]:
+            memo = _grow_memo(memo, n, max(2 * memo.lb.shape[0], n + 4 * M + 2 * D + 16),
                               engine)
-    st = int(ctr[C_STATUS])
-    return state._replace(memo=memo, frames=fr, root_lb=float(fst[F_ROOTLB]),
-                          status=_STATUS.get(st), steps=int(ctr[C_STEPS]))
+    st = int(ctr[0].status)
+    return state._replace(memo=memo, frames=fr, root_lb=float(fst[0].rootlb),
+                          status=_STATUS.get(st), steps=int(ctr[0].steps))
 
 
 def live_lower_bound(state) -> float:
@@ -1226,17 +1311,17 @@ def live_lower_bound(state) -> float:
     on down to the root (the same arithmetic as the unwinding after a limit)."""
     fr, memo = state.frames, state.memo
     below = None
-    for t in range(int(state.ctr[C_TOP]), -1, -1):
-        e = int(fr.si[t, S_EID])
-        nk = int(fr.si[t, S_NK])
-        lbsum = fr.kf[t, K_LBSUM, :nk].copy()
-        i, ph = int(fr.si[t, S_CUR]), int(fr.si[t, S_PHASE])
+    for t in range(int(state.ctr[0].top), -1, -1):
+        e = int(fr.eid[t])
+        nk = int(fr.nk[t])
+        lbsum = fr.lbsum[t, :nk].copy()
+        i, ph = int(fr.cur[t]), int(fr.phase[t])
         if below is not None and 0 <= i < nk and ph in (TRUE, FALSE):
             if ph == TRUE:
-                lbsum[i] = max(fr.kf[t, K_LBT, i], below) + fr.kf[t, K_LBF, i]
+                lbsum[i] = max(fr.lbT[t, i], below) + fr.lbF[t, i]
             else:
-                lbsum[i] = fr.kf[t, K_LBT, i] + max(fr.kf[t, K_LBF, i], below)
-        lb, ub = float(memo.f[e, M_LB]), float(memo.f[e, M_UB])
+                lbsum[i] = fr.lbT[t, i] + max(fr.lbF[t, i], below)
+        lb, ub = float(memo.lb[e]), float(memo.ub[e])
         below = max(lb, min(ub, float(lbsum.min()))) if nk else lb
     return float(state.root_lb) if below is None else max(float(state.root_lb), below)
 
@@ -1248,5 +1333,6 @@ def terminate(state) -> Status | None:
 
 COMPILED = Engine(run_chunk=run_chunk, insert=insert, lookup=lookup,
                   rebuild_table=rebuild_table, feature_lists=feature_lists,
-                  finish_expansion=finish_expansion, root_entry=root_entry, chunk=2048)
+                  finish_expansion=finish_expansion, root_entry=root_entry, records=records,
+                  chunk=2048)
 """The compiled engine (numba)."""

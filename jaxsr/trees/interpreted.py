@@ -150,7 +150,7 @@ def _leaf_loss(mask, W, mean, E):
 
 
 def _child(P, fr, t, i, side):
-    f = fr.ki[t, E.K_F, i]
+    f = fr.feat[t, i]
     if side == 1:
         np.bitwise_and(fr.words[t], P.colw[f], out=fr.cwords)
         np.logical_and(fr.mask[t], P.X[:, f] != 0, out=fr.cmask)
@@ -159,22 +159,20 @@ def _child(P, fr, t, i, side):
         np.logical_and(fr.mask[t], P.X[:, f] == 0, out=fr.cmask)
 
 
-# the two children's rows of the frame arrays are adjacent: both sides in one operation
-assert (E.K_LEAFF, E.K_DF, E.K_LBF) == (E.K_LEAFT + 1, E.K_DT + 1, E.K_LBT + 1)
-
-
 def _split_leaves(P, fr, L, nk, d):
-    lam, norm, m1, look = P.prm[0], P.prm[1], P.prm[2], P.prm[3]
-    equiv = bool(P.iprm[1])
-    K = E
+    lam, norm, m1, look = P.lam, P.norm, P.m1, P.look
+    equiv = bool(P.equiv)
     st = fr.st[L, :, :nk]  # (2, nk, 6): the true children, then the false ones
-    leaf = objective(fr.kf[L, K.K_LEAFT:K.K_LEAFT + 2, :nk] if P.iprm[4] else stats_loss(st),
-                     norm, lam)
-    dd = useful_levels(d - 1, st, leaf, lam, norm, m1, equiv)
+    if P.l1:  # the absolute losses are in leafT, leafF already
+        leaf = objective(np.stack((fr.leafT[L, :nk], fr.leafF[L, :nk])), norm, lam)
+    else:
+        leaf = objective(stats_loss(st), norm, lam)
+    dd = useful_levels(d - 1, st, leaf, lam, norm, m1, equiv)  # both sides at once
     cheap = objective(st[..., STAT_E] if equiv else 0.0, norm, lam, look)
-    fr.kf[L, K.K_LEAFT:K.K_LEAFT + 2, :nk] = leaf
-    fr.ki[L, K.K_DT:K.K_DT + 2, :nk] = dd
-    fr.kf[L, K.K_LBT:K.K_LBT + 2, :nk] = np.where(dd > 1, np.minimum(leaf, cheap), leaf)
+    lb = np.where(dd > 1, np.minimum(leaf, cheap), leaf)
+    fr.leafT[L, :nk], fr.leafF[L, :nk] = leaf
+    fr.dT[L, :nk], fr.dF[L, :nk] = dd
+    fr.lbT[L, :nk], fr.lbF[L, :nk] = lb
 
 
 def _admissible(fr, L, tot, keep, k, m1):
@@ -186,7 +184,7 @@ def _admissible(fr, L, tot, keep, k, m1):
     rows = a[F]
     a[:nk] = rows
     np.subtract(tot, rows, out=comp[:nk])
-    fr.ki[L, E.K_F, :nk] = F
+    fr.feat[L, :nk] = F
     return nk
 
 
@@ -245,7 +243,6 @@ def _find(memo, words, lev):
     starts its chain, which is walked for all of them together; only a slot holding
     another support (linear probing, rare: the table is at most a quarter full) is
     probed one by one (:func:`_probe`)."""
-    K = E
     h = _hashes(words)
     table = memo.table
     slot = (h & np.uint64(table.shape[0] - 1)).astype(np.int64)
@@ -259,18 +256,17 @@ def _find(memo, words, lev):
     todo = np.concatenate((used[same], used[~same][e[used[~same]] >= 0]))
     cur = e[todo]
     while todo.size:  # the chains of the supports found: the entry with their levels
-        hit = memo.i[cur, K.M_LEV] == lev[todo]
+        hit = memo.lev[cur] == lev[todo]
         out[todo[hit]] = cur[hit]
-        nxt = memo.i[cur, K.M_NXT]
+        nxt = memo.nxt[cur]
         go = ~hit & (nxt >= 0)
         todo, cur = todo[go], nxt[go]
     return out
 
 
 def _memo_bounds(P, memo, fr, L, nk):
-    K = E
-    F = fr.ki[L, K.K_F, :nk]
-    dT, dF = fr.ki[L, K.K_DT, :nk], fr.ki[L, K.K_DF, :nk]
+    F = fr.feat[L, :nk]
+    dT, dF = fr.dT[L, :nk], fr.dF[L, :nk]
     iT, iF = np.flatnonzero(dT > 1), np.flatnonzero(dF > 1)
     nT = iT.size
     if nT + iF.size == 0:
@@ -279,19 +275,18 @@ def _memo_bounds(P, memo, fr, L, nk):
     np.bitwise_and(fr.words[L], P.colw[F[iT]], out=words[:nT])
     np.bitwise_and(fr.words[L], ~P.colw[F[iF]], out=words[nT:])
     ce = _find(memo, words, np.concatenate((dT[iT], dF[iF])))
-    for i, c, col in ((iT, ce[:nT], K.K_LBT), (iF, ce[nT:], K.K_LBF)):
+    for i, c, lb in ((iT, ce[:nT], fr.lbT[L]), (iF, ce[nT:], fr.lbF[L])):
         got = c >= 0
         i = i[got]
-        fr.kf[L, col, i] = np.maximum(fr.kf[L, col, i], memo.f[c[got], K.M_LB])
+        lb[i] = np.maximum(lb[i], memo.lb[c[got]])
 
 
 def _order(fr, L, nk, ub):
-    K = E
-    s = fr.kf[L, K.K_LBSUM, :nk]
-    np.add(fr.kf[L, K.K_LBT, :nk], fr.kf[L, K.K_LBF, :nk], out=s)
+    s = fr.lbsum[L, :nk]
+    np.add(fr.lbT[L, :nk], fr.lbF[L, :nk], out=s)
     with np.errstate(over="ignore", invalid="ignore"):
         key = np.floor(s / max(1e-10 * ub, 1e-300))
-    fr.ki[L, K.K_ORDER, :nk] = np.argsort(key, kind="stable")
+    fr.order[L, :nk] = np.argsort(key, kind="stable")
 
 
 def _argsort(key, out, tmp):
@@ -369,7 +364,27 @@ def engine() -> E.Engine:
         rebuild_table=_quiet(table[E.rebuild_table]),
         feature_lists=table[compiled.feature_lists],
         finish_expansion=_quiet(table[E.finish_expansion]),
-        root_entry=_quiet(table[E.root_entry]), chunk=_CHUNK)
+        root_entry=_quiet(table[E.root_entry]), records=_records, chunk=_CHUNK)
+
+
+@functools.cache
+def _record_class(dtype):
+    """A class of plain attributes named after the fields of ``dtype``, whose ``[0]`` is
+    itself: the interpreted engine reads and writes ``ctr[0].steps`` at Python attribute
+    speed (a numpy record costs ~1 us an access, 25% of an absolute-loss search)."""
+    def item(self, i):
+        return self
+
+    return type("Record", (), {"__slots__": dtype.names, "__getitem__": item})
+
+
+def _records(dtype, source=None):
+    """:func:`jaxsr.trees.engine.records` for the interpreted engine (Python numbers)."""
+    rec = _record_class(dtype)()
+    for name in dtype.names:
+        kind = float if dtype[name].kind == "f" else int
+        setattr(rec, name, kind(0 if source is None else getattr(source[0], name)))
+    return rec
 
 
 def _quiet(f):

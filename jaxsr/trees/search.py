@@ -317,24 +317,22 @@ class OptimalTreeSearch:
         (:mod:`jaxsr.trees.engine`, ``backend="jax"``): the children of its splits,
         as :meth:`_device_children` takes them; their entries go to the memo. Returns
         whether the device evaluated every new child."""
-        from . import engine as cs
-
         P = self.problem
         fr = state.frames
-        nk = int(fr.si[L, cs.S_NK])
-        d = int(state.memo.i[int(fr.si[L, cs.S_EID]), cs.M_LEV])
-        F = fr.ki[L, cs.K_F, :nk]
+        nk = int(fr.nk[L])
+        d = int(state.memo.lev[int(fr.eid[L])])
+        F = fr.feat[L, :nk]
         mask = fr.mask[L].copy()
         maskT = mask[None, :] & P.XcT[F]
         maskF = mask[None, :] & ~P.XcT[F]
-        dT, dF = fr.ki[L, cs.K_DT, :nk].copy(), fr.ki[L, cs.K_DF, :nk].copy()
+        dT, dF = fr.dT[L, :nk].copy(), fr.dF[L, :nk].copy()
         packT, packF = np.packbits(maskT, axis=1), np.packbits(maskF, axis=1)
         keysT = [(packT[i].tobytes(), int(dT[i])) if dT[i] > 1 else None for i in range(nk)]
         keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None for i in range(nk)]
         return self._device_children(
             mask, d, (maskT, maskF), (keysT, keysF),
             (fr.st[L, 0, :nk].copy(), fr.st[L, 1, :nk].copy()),
-            (fr.kf[L, cs.K_LEAFT, :nk].copy(), fr.kf[L, cs.K_LEAFF, :nk].copy()), (dT, dF))
+            (fr.leafT[L, :nk].copy(), fr.leafF[L, :nk].copy()), (dT, dF))
 
     def _device_children(self, mask, d, masks, keys, stats, leaves, deffs):
         """Evaluate all new children of a subproblem in batched device calls; False when
@@ -433,8 +431,8 @@ class OptimalTreeSearch:
                     self.deadline -= 2.5 * sum(dt for i, dt in inc.kernel_seconds.items()
                                                if inc.nodes[i][6] >= 1)
             state = self._search((key, mask, d), g, max_steps, t0)
-            self.n_kernel += int(state.ctr[_engine().C_KERNEL])
-            self.n_kmeans += int(state.ctr[_engine().C_KMEANS])
+            self.n_kernel += int(state.ctr[0].kernel)
+            self.n_kmeans += int(state.ctr[0].kmeans)
             e = self.memo[key]
             if e.feat == GREEDY:  # the root's best tree is the incumbent
                 self.incumbent = inc
@@ -495,7 +493,7 @@ class OptimalTreeSearch:
                             else self.deadline - time.perf_counter())
                     if _warmup.kernels_for_fit(left) is None:
                         self._native_on = True
-                        state = ref[0] = state._replace(engine=cs.COMPILED)
+                        state = ref[0] = cs.with_engine(state, cs.COMPILED)
                         _progress.write(
                             "jaxsr: the compiled tree kernels are ready; the search "
                             f"goes on compiled (after {time.perf_counter() - t0:.1f} s "

@@ -65,12 +65,12 @@ _STATE: dict = {"process": None, "announced": False, "warned": False, "lock": No
 
 
 def _compiled_functions():
-    """Every numba function a search calls (the cache is complete when each has an entry)."""
+    """Every compiled function a search calls from Python (the cache is complete when each
+    has an entry; the functions they call are compiled into them)."""
     from . import compiled, engine
 
-    return (compiled.support_subtree, compiled.support_bounds, compiled.support_leaf_loss,
-            compiled.feature_lists, compiled.pack_rows,
-            compiled.support_kmeans_losses, compiled.support_splits,
+    return (compiled.support_subtree, compiled.support_leaf_loss, compiled.feature_lists,
+            compiled.pack_rows, compiled.support_splits,
             engine.run_chunk, engine.lookup, engine.insert, engine.root_entry,
             engine.rebuild_table, engine.finish_expansion)
 
@@ -155,7 +155,7 @@ def load_native_kernels() -> None:
     memo = engine._new_memo(4, 1)
     engine.rebuild_table(memo, 0)  # used only when a memo grows
     # called from Python only with backend="jax" (the device's entries)
-    engine.insert(memo, np.zeros(14, dtype=np.int64), np.zeros(1, dtype=np.uint64), 2, 0.0,
+    engine.insert(memo, engine._new_counters(), np.zeros(1, dtype=np.uint64), 2, 0.0,
                   0.0, -1, 0, -1, np.inf)
     # called from Python only with backend="jax" (after the device's part of an
     # expansion): on the finished search's root frame, its lower bounds and order again

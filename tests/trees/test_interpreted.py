@@ -97,7 +97,7 @@ def _memo_with_collisions(rng, nw, entries, slots):
     """A memo filled by the compiled insert, its table only ``slots`` long (mostly
     occupied: linear probing runs), with several levels per support."""
     memo = E._new_memo(entries, nw)._replace(table=np.full(slots, -1, np.int64))
-    ctr = np.zeros(16, dtype=np.int64)
+    ctr = E._new_counters()
     supports = rng.integers(0, 2**63, size=(entries // 2, nw), dtype=np.uint64)
     for k in range(entries):
         E.insert(memo, ctr, supports[k % supports.shape[0]], np.int64(2 + k % 3), 0.1 * k,

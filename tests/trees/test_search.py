@@ -642,6 +642,19 @@ def test_unique_rows_equals_numpy_unique_along_rows():
         np.testing.assert_array_equal(inv, np.asarray(inv0).reshape(-1))
 
 
+def test_engine_state_fields_are_record_fields_in_python():
+    """The engine's scalar state is read by field name (``ctr[0].steps``) in numba and, by
+    the interpreted engine, on numpy records, where an attribute of numpy's own (e.g.
+    ``device``) would hide a field of that name: no field may be one."""
+    from jaxsr.trees import engine as CS
+
+    for dtype in (CS.COUNTERS, CS.CLOCK):
+        rec = CS.records(dtype)
+        for k, name in enumerate(dtype.names):
+            rec[0][name] = k + 1
+            assert getattr(rec[0], name) == k + 1, name
+
+
 def test_compiled_packing_equals_numpy():
     """compiled.pack_rows is np.packbits(axis=1), compiled.feature_lists each row's set
     features in order, and the compiled memo's key conversion (CompiledMemo._words, from
