@@ -63,7 +63,7 @@ __all__ = ["Problem", "Memo", "Frames", "CompiledState", "Engine", "COMPILED", "
 
 NEXT, TRUE, FALSE = solver.NEXT, solver.TRUE, solver.FALSE
 RTOL = solver.RTOL
-_UNTRIED = -2
+_UNTRIED = solver.UNTRIED
 GREEDY = solver.GREEDY
 # the loop's scalar state, each a one-element record array (``ctr[0].steps``):
 COUNTERS = np.dtype([

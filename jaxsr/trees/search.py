@@ -100,7 +100,7 @@ from .problem import (
     leaf_cost,
     levels,
 )
-from .solver import GREEDY, Entry, Status, reaches
+from .solver import GREEDY, UNTRIED, Entry, Status, reaches
 from .tree import Tree
 from .warmup import load_native_kernels, native_kernels_cached
 
@@ -109,7 +109,6 @@ __all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS", "native_for_time_l
 
 _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
-_UNTRIED = -2  # Entry.klev: the shallow-kernel upper bound is still to be computed
 # the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.75 s CPU once per
 # process (import and load) and are then 5-20x faster than numpy per subproblem: a search
 # (either loss) uses them unless it is one kernel call; so does every search once they
@@ -385,7 +384,7 @@ class OptimalTreeSearch:
                 kd = k[1] > P.kl + 1 and P.kl and not P.l1
                 deep = max(sb, float(deep_bound(P, sel_st[j]))) if kd else np.inf
                 memo[k] = Entry(float(min(leaf, sb)), float(leaf), -1, False,
-                                _UNTRIED if kd else -1, float(deep))
+                                UNTRIED if kd else -1, float(deep))
         return done == len(sel_k)
 
     # ------------------------------------------------------------------ driver

@@ -14,11 +14,12 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-__all__ = ["Status", "Entry", "reaches", "improves", "RTOL", "GREEDY"]
+__all__ = ["Status", "Entry", "reaches", "improves", "RTOL", "GREEDY", "UNTRIED"]
 
 RTOL = 1e-12  # relative tolerance of every prune / solved test (rounding of the sums)
 NEXT, TRUE, FALSE = range(3)  # a frame's phase: start the next split / await a child
 GREEDY = -3  # Entry.feat of the root: its best tree is the greedy incumbent
+UNTRIED = -2  # Entry.klev: the shallow-kernel upper bound is still to be computed
 
 
 def reaches(a, b) -> bool:
