@@ -710,7 +710,10 @@ def _cmd_warmup(args) -> int:
     from .trees import warmup
 
     t0 = time.perf_counter()
-    _progress("compiling the optimal-tree kernels (numba; about 30 s the first time) ...")
+    if warmup.native_kernels_cached():
+        _progress("loading the optimal-tree kernels from numba's cache ...")
+    else:
+        _progress("compiling the optimal-tree kernels (numba, once: under a minute of CPU) ...")
     cached = warmup.warmup()
     state = {True: "in numba's cache", False: "NOT in numba's cache (not writable?)",
              None: "compiled (no writable cache folder here: set NUMBA_CACHE_DIR)"}

@@ -623,8 +623,9 @@ class Binarizer(TransformerMixin, BaseEstimator):
 
 # ---------------------------------------------------------------------- helpers
 def _numeric_column(col: np.ndarray, name: str) -> np.ndarray:
-    return check_numeric_column(col, name, hint="; list it in categorical=[...] to one-hot "
-                                "encode it")
+    return check_numeric_column(col, name, hint="; list it in Binarizer(categorical=[...]) to "
+                                "one-hot encode it (OptimalTreeRegressor(binarizer=Binarizer("
+                                "categorical=[...])))")
 
 def _check_categorical_column(col: np.ndarray, name: str) -> None:
     import pandas as pd

@@ -22,87 +22,22 @@ normaliser * leaves``); the callers divide by the normaliser.
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import os
-import sys
-import tempfile
 import types
 
 import numba
 import numpy as np
 
-from . import bounds, losses
+from . import bounds, kernel_cache, losses
 
 __all__ = ["subtree_splits", "kmeans_losses"]
 
 
-# The compiled code of these files is one program: the solver loop
-# (:mod:`~jaxsr.trees.engine`) has the kernels of this module and the formulas of
-# :mod:`~jaxsr.trees.losses` compiled into it and the constants of
-# :mod:`~jaxsr.trees.solver` frozen in; kernels compiled from the plain functions of
-# :mod:`~jaxsr.trees.bounds` and :mod:`~jaxsr.trees.subtrees` join it. numba keys a cached
-# function on its own file only ("changes in symbols defined in another file are not
-# recognized", numba's caching notes), so after an edit of one of the others the cached
-# solver loop would go on running the old kernels. The kernels are therefore cached in a
-# folder of their own whose name is a digest of all these files (:data:`CACHE_FOLDER`):
-# any edit gives a new, empty folder.
-_CACHE_SOURCES = ("compiled.py", "engine.py", "solver.py", "losses.py", "bounds.py",
-                  "subtrees.py")
-_HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-@functools.cache
-def _sources_digest(folder: str = _HERE) -> bytes:
-    """SHA-256 of the files of :data:`_CACHE_SOURCES` in ``folder`` (names and contents)."""
-    h = hashlib.sha256()
-    for name in _CACHE_SOURCES:
-        with open(os.path.join(folder, name), "rb") as f:
-            h.update(name.encode() + b"\0" + f.read())
-    return h.digest()
-
-
-def _cache_key(folder: str = _HERE) -> str:
-    """Hex digest of everything the cached kernels of ``folder`` depend on: the sources'
-    contents (:func:`_sources_digest`); their sizes and modification times, which numba
-    stamps each cached function with (a reinstall of the same files invalidates numba's
-    entries, so it must not find an old folder called complete); the install's path (numba
-    files each install's kernels apart inside the folder); numba's and Python's versions."""
-    h = hashlib.sha256(_sources_digest(folder))
-    for name in _CACHE_SOURCES:
-        st = os.stat(os.path.join(folder, name))
-        h.update(f"{name}\0{st.st_mtime_ns}\0{st.st_size}\0".encode())
-    for part in (os.path.abspath(folder), numba.__version__, sys.version,
-                 getattr(sys, "abiflags", "")):
-        h.update(part.encode() + b"\0")
-    return h.hexdigest()
-
-
-def _cache_base() -> str:
-    """The user's ``NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/jaxsr/numba`` or
-    ``~/.cache/jaxsr/numba``."""
-    if numba.config.CACHE_DIR:
-        return os.path.abspath(os.path.expanduser(numba.config.CACHE_DIR))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "jaxsr", "numba")
-
-
-def _cache_folder(folder: str = _HERE) -> str | None:
-    """``<base>/jaxsr-trees-<key>`` (:func:`_cache_base`, :func:`_cache_key`), created;
-    None when it cannot be created or written (a read-only home)."""
-    try:
-        path = os.path.join(_cache_base(), f"jaxsr-trees-{_cache_key(folder)[:16]}")
-        os.makedirs(path, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-    except (OSError, RuntimeError):
-        return None
-    return path
-
-
-# Where the kernels of this package are cached, or None (then they are compiled in memory,
+# Where the kernels of this package are cached (:mod:`jaxsr.trees.kernel_cache`: a folder
+# per version of their sources), or None (then they are compiled in memory,
 # once per process). Folders of other sources or versions are left where they are: they
 # may belong to another install that shares the base folder.
-CACHE_FOLDER = _cache_folder()
+CACHE_FOLDER = kernel_cache.cache_folder()
 
 
 @contextlib.contextmanager

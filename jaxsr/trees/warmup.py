@@ -42,6 +42,8 @@ import threading
 import time
 import warnings
 
+from .kernel_cache import COMPLETE_MARKER
+
 __all__ = ["native_kernels_cached", "load_native_kernels", "warmup", "kernels_for_fit",
            "start_background_compile", "wait_for_background_compile", "compiling",
            "compiled_ready",
@@ -75,7 +77,6 @@ def _compiled_functions():
             engine.rebuild_table, engine.finish_expansion)
 
 
-COMPLETE_MARKER = "complete"
 
 
 def _marker_path() -> str | None:
@@ -187,13 +188,13 @@ def background_compile_enabled() -> bool:
 
 def _lock_path() -> str:
     """One lock per cache folder (sources, install, interpreter, cache location:
-    :data:`jaxsr.trees.compiled.CACHE_FOLDER`): two processes of the same install do not
-    compile at once; numba's cache writes are atomic, so a lock lost in a race only costs
-    a second compilation."""
-    from . import compiled
+    :func:`jaxsr.trees.kernel_cache.cache_folder`, told without importing numba): two
+    processes of the same install do not compile at once; numba's cache writes are atomic,
+    so a lock lost in a race only costs a second compilation."""
+    from . import kernel_cache
 
-    h = hashlib.sha256(compiled._sources_digest())
-    for part in (compiled.CACHE_FOLDER or "", sys.executable):
+    h = hashlib.sha256(kernel_cache.sources_digest())
+    for part in (kernel_cache.cache_folder(create=False) or "", sys.executable):
         h.update(part.encode() + b"\0")
     uid = os.getuid() if hasattr(os, "getuid") else 0
     return os.path.join(tempfile.gettempdir(), f"jaxsr-kernels-{uid}-{h.hexdigest()[:16]}.lock")
@@ -378,7 +379,16 @@ def kernels_for_fit(seconds_left=None):
     if _NATIVE_LOADED[0]:
         return None
     if seconds_left is not None and seconds_left < LOAD_SECONDS:
-        return False  # not even a load from the cache fits (and telling costs ~0.3 s)
+        # not even a load from the cache fits: the numpy kernels. Unless the cache is
+        # complete, the background compilation starts all the same, so that later fits
+        # get the compiled kernels (a file check and a process start, a few ms: numba is
+        # not imported here; nothing when the kernels cannot be cached)
+        from . import kernel_cache
+
+        if (not kernel_cache.marker_exists() and kernel_cache.cache_folder() is not None
+                and os.environ.get("NUMBA_CACHE_LOCATOR_CLASSES") is None):
+            start_background_compile()
+        return False
     p = _STATE["process"]
     if p is not None and p.poll() is None:
         return False  # our compiler is still at work

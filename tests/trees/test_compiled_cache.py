@@ -4,7 +4,8 @@ numba stamps a cached function with its own file only, while the compiled solver
 the kernels of ``compiled.py``, the formulas of ``losses.py`` and the constants of
 ``solver.py`` compiled into it: an edit of one of them would leave the cached loop running
 the old code. ``jaxsr.trees.compiled`` therefore caches its kernels, through numba's
-documented ``NUMBA_CACHE_DIR`` setting, in a folder named after a digest of all of them.
+documented ``NUMBA_CACHE_DIR`` setting, in a folder named after a digest of all of them
+(``jaxsr.trees.kernel_cache``, which tells it without importing numba).
 """
 
 import importlib
@@ -18,7 +19,7 @@ import textwrap
 import numba
 import pytest
 
-from jaxsr.trees import compiled, engine
+from jaxsr.trees import compiled, engine, kernel_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 needs_cache = pytest.mark.skipif(not compiled._NB["cache"],
@@ -26,19 +27,19 @@ needs_cache = pytest.mark.skipif(not compiled._NB["cache"],
 
 
 def test_sources_digest_changes_with_each_source(tmp_path):
-    for name in compiled._CACHE_SOURCES:
-        shutil.copy(f"{compiled._HERE}/{name}", tmp_path / name)
-    base = compiled._sources_digest(str(tmp_path))
-    assert base == compiled._sources_digest()  # same contents, same digest
+    for name in kernel_cache.CACHE_SOURCES:
+        shutil.copy(f"{kernel_cache.HERE}/{name}", tmp_path / name)
+    base = kernel_cache.sources_digest(str(tmp_path))
+    assert base == kernel_cache.sources_digest()  # same contents, same digest
     seen = {base}
-    for i, name in enumerate(compiled._CACHE_SOURCES):
+    for i, name in enumerate(kernel_cache.CACHE_SOURCES):
         sub = tmp_path / f"edit{i}"
         sub.mkdir()
-        for other in compiled._CACHE_SOURCES:
+        for other in kernel_cache.CACHE_SOURCES:
             shutil.copy(tmp_path / other, sub / other)
         with open(sub / name, "a") as f:
             f.write("\n# an edit\n")
-        d = compiled._sources_digest(str(sub))
+        d = kernel_cache.sources_digest(str(sub))
         assert d not in seen
         seen.add(d)
 
@@ -46,15 +47,15 @@ def test_sources_digest_changes_with_each_source(tmp_path):
 def test_cache_sources_cover_the_modules_compiled_into_the_kernels():
     for name in ("compiled.py", "engine.py", "solver.py", "losses.py", "bounds.py",
                  "subtrees.py"):
-        assert name in compiled._CACHE_SOURCES
+        assert name in kernel_cache.CACHE_SOURCES
 
 
 def test_cache_key_changes_with_contents_alone(tmp_path):
     """An edit that keeps the file's size and modification time still moves the cache."""
-    for name in compiled._CACHE_SOURCES:
-        shutil.copy2(f"{compiled._HERE}/{name}", tmp_path / name)
-    before = compiled._cache_key(str(tmp_path))
-    assert before == compiled._cache_key(str(tmp_path))
+    for name in kernel_cache.CACHE_SOURCES:
+        shutil.copy2(f"{kernel_cache.HERE}/{name}", tmp_path / name)
+    before = kernel_cache.cache_key(str(tmp_path))
+    assert before == kernel_cache.cache_key(str(tmp_path))
     path = tmp_path / "losses.py"
     st = os.stat(path)
     text = path.read_text()
@@ -62,28 +63,54 @@ def test_cache_key_changes_with_contents_alone(tmp_path):
     path.write_text(text[:i + 1] + ("x" if text[i + 1] != "x" else "y") + text[i + 2:])
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert os.stat(path).st_size == st.st_size
-    compiled._sources_digest.cache_clear()  # (read once per folder and process)
-    assert compiled._cache_key(str(tmp_path)) != before
+    kernel_cache.sources_digest.cache_clear()  # (read once per folder and process)
+    assert kernel_cache.cache_key(str(tmp_path)) != before
 
 
 def test_another_digest_gives_another_folder(monkeypatch, tmp_path):
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
-    here = compiled._cache_folder()
-    assert here == str(tmp_path / f"jaxsr-trees-{compiled._cache_key()[:16]}")
-    monkeypatch.setattr(compiled, "_sources_digest", lambda folder=None: b"edited")
-    assert compiled._cache_folder() not in (here, None)
+    here = kernel_cache.cache_folder()
+    assert here == str(tmp_path / f"jaxsr-trees-{kernel_cache.cache_key()[:16]}")
+    monkeypatch.setattr(kernel_cache, "sources_digest", lambda folder=None: b"edited")
+    assert kernel_cache.cache_folder() not in (here, None)
 
 
 def test_no_cache_folder_when_the_base_cannot_be_written(monkeypatch, tmp_path):
     (tmp_path / "a-file").write_text("")
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "a-file"))
-    assert compiled._cache_folder() is None
+    assert kernel_cache.cache_folder() is None
+
+
+def test_the_folder_and_its_marker_are_told_without_numba(tmp_path):
+    """kernel_cache computes the folder numba's kernels go to, and whether it is
+    complete, in a process that has not imported numba: the same folder as compiled's."""
+    code = textwrap.dedent("""
+        import json, sys
+        from jaxsr.trees import kernel_cache
+        out = dict(folder=kernel_cache.cache_folder(create=False),
+                   complete=kernel_cache.marker_exists(), numba="numba" in sys.modules)
+        from jaxsr.trees import compiled
+        out["compiled"] = compiled.CACHE_FOLDER
+        print(json.dumps(out))
+    """)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert not got["numba"] and got["complete"] is False
+    assert got["folder"] == got["compiled"] and got["folder"].startswith(str(tmp_path))
+    with open(os.path.join(got["folder"], "complete"), "w"):
+        pass
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert json.loads(out.stdout.strip().splitlines()[-1])["complete"] is True
 
 
 @needs_cache
 def test_kernels_are_cached_in_the_digest_folder():
     assert os.path.basename(compiled.CACHE_FOLDER) == (
-        f"jaxsr-trees-{compiled._cache_key()[:16]}")
+        f"jaxsr-trees-{kernel_cache.cache_key()[:16]}")
     for fn in (engine.run_chunk, engine._visit, engine._clock, compiled.support_subtree,
                compiled.kmeans_losses):
         path = os.path.abspath(fn.stats.cache_path)

@@ -169,3 +169,22 @@ def test_a_long_first_search_goes_on_compiled_when_ready(monkeypatch, capsys):
     assert m.optimal_ and ref.optimal_
     assert m.objective_ == pytest.approx(ref.objective_, rel=1e-9)
     np.testing.assert_allclose(m.predict(X), ref.predict(X), rtol=1e-9)
+
+
+def test_a_short_time_limit_still_starts_the_background_compile(monkeypatch):
+    """A fit whose time limit affords not even a load from the cache runs the numpy
+    kernels; the background compilation starts all the same unless the cache is complete
+    (told without importing numba), so that a user of short fits gets the compiled kernels
+    later and is told so."""
+    from jaxsr.trees import kernel_cache
+
+    started = []
+    monkeypatch.setattr(W, "_NATIVE_LOADED", [False])
+    monkeypatch.setattr(W, "start_background_compile", lambda: started.append(1) or True)
+    monkeypatch.setattr(kernel_cache, "marker_exists", lambda: False)
+    assert W.kernels_for_fit(0.5) is False and started == [1]
+    monkeypatch.setattr(kernel_cache, "marker_exists", lambda: True)
+    assert W.kernels_for_fit(0.5) is False and started == [1]
+    monkeypatch.setattr(kernel_cache, "marker_exists", lambda: False)
+    monkeypatch.setattr(kernel_cache, "cache_folder", lambda *a, **k: None)  # read-only
+    assert W.kernels_for_fit(0.5) is False and started == [1]
