@@ -70,6 +70,31 @@ def _is_live(stream) -> bool:
     return "ipykernel" in sys.modules and stream in (sys.stderr, sys.stdout)
 
 
+class _LogLines:
+    """A log file or captured stream as tqdm's file: each redraw of the bar (tqdm writes
+    ``"\r" + line``, to overwrite it in place) becomes its own line, and the clearing
+    writes (carriage returns and blanks) are dropped; a redraw the same as the line before
+    is not repeated."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.encoding = getattr(stream, "encoding", None) or "utf-8"
+        self._last = None
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").rstrip()
+        if not line or (text.startswith("\r") and line == self._last):
+            return  # a clearing write, or a redraw that shows nothing new
+        self.stream.write(line + "\n")
+        self._last = line
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
 class FitProgress:
     """A context manager for one fit: ``with FitProgress("SymbolicRegressor", True) as p:``.
 
@@ -133,7 +158,8 @@ class FitProgress:
         self._live = _is_live(stream)
         self._interval = 0.2 if self._live else LOG_INTERVAL
         self._bar = tqdm(total=None, desc=self.desc, unit=self.unit, delay=self.delay,
-                         file=stream, dynamic_ncols=True, leave=True,
+                         file=stream if self._live else _LogLines(stream),
+                         dynamic_ncols=True, leave=True,
                          mininterval=float("inf"),
                          bar_format="{desc}: {n_fmt} " + self.unit + " [{elapsed}{postfix}]")
         self._thread = threading.Thread(target=self._heartbeat, name="jaxsr-progress",

@@ -114,6 +114,29 @@ def test_a_line_before_the_bar_shows_does_not_draw_it():
     assert buf.getvalue() == "jaxsr: a notice\n"
 
 
+def test_the_bar_in_a_log_file_is_one_line_per_redraw():
+    """On a stream that is not a terminal each redraw of the bar is its own line (no
+    carriage returns), a redraw that shows nothing new is not repeated, and a verbose line
+    is kept whole between them."""
+    import io
+
+    log = io.StringIO()
+    with _progress.FitProgress("OptimalTreeRegressor", True, delay=0.0, file=log,
+                               watch_jax=False) as p:
+        p._interval = 0.0  # (a redraw at every update: LOG_INTERVAL is 10 s)
+        _progress.update(3, gap="0.5")
+        _progress.update(0, gap="0.5")
+        _progress.write("[osrt] a verbose line")
+        _progress.update(2, gap="0")
+    text = log.getvalue()
+    lines = text.splitlines()
+    assert "\r" not in text and text.endswith("\n")
+    assert "[osrt] a verbose line" in lines
+    assert lines[-1].startswith("OptimalTreeRegressor: 5 it") and "gap=0]" in lines[-1]
+    assert all(a != b for a, b in zip(lines, lines[1:], strict=False))
+    assert sum(ln.startswith("OptimalTreeRegressor: 3 it") for ln in lines) <= 2
+
+
 def test_to_dict_round_trip_json():
     X, y = _data(4)
     m = OptimalTreeRegressor(regularization=0.02, depth_budget=4,
