@@ -1026,56 +1026,52 @@ def run_chunk(P, memo, fr, ctr, fst, max_visits):
             fr.bound[t] = bound
             fr.phase[t] = TRUE
             fr.cur[t] = i
+            side = 1  # the true child first, against the cap its sibling's bound leaves
             capc = bound - fr.lbF[t, i] if hier else np.inf
-            pushed, c_lb, c_ub, c_solved = _solve_child(P, memo, ctr, fst, fr, t, i, _nl(1),
-                                                        capc, stopped)
-            if pushed:
-                t += 1
-                if ctr[0].device_call:
-                    ctr[0].top = t
-                    return
-            continue
-        i = fr.cur[t]
-        e = fr.eid[t]
-        if ph == TRUE:
-            fr.lbT[t, i] = max(fr.lbT[t, i], c_lb)
-            fr.lbsum[t, i] = fr.lbT[t, i] + fr.lbF[t, i]
-            if not c_solved:
-                if stopped:
-                    _offer(memo, e, c_ub + fr.leafF[t, i], fr.feat[t, i])
+        else:
+            i = fr.cur[t]
+            e = fr.eid[t]
+            if ph == TRUE:
+                fr.lbT[t, i] = max(fr.lbT[t, i], c_lb)
+                fr.lbsum[t, i] = fr.lbT[t, i] + fr.lbF[t, i]
+                if not c_solved:
+                    if stopped:
+                        _offer(memo, e, c_ub + fr.leafF[t, i], fr.feat[t, i])
+                        fr.completed[t] = 0
+                        fr.pos[t] = fr.nk[t]
+                    else:
+                        fr.pos[t] += 1
+                    fr.phase[t] = NEXT
+                    continue
+                fr.tub[t] = c_ub
+                fr.phase[t] = FALSE
+                side = 0  # then the false child, against what the true child's tree leaves
+                capc = fr.bound[t] - c_ub if hier else np.inf
+            else:
+                # phase FALSE: the false child's result is in
+                fr.lbF[t, i] = max(fr.lbF[t, i], c_lb)
+                fr.lbsum[t, i] = fr.lbT[t, i] + fr.lbF[t, i]
+                if c_solved or stopped:
+                    _offer(memo, e, fr.tub[t] + c_ub, fr.feat[t, i])
+                if t == 0:
+                    m = np.inf
+                    for j in range(fr.nk[0]):
+                        m = min(m, fr.lbsum[0, j])
+                    fst[0].rootlb = max(memo.lb[e], min(memo.ub[e], m))
+                if not c_solved and stopped:
                     fr.completed[t] = 0
                     fr.pos[t] = fr.nk[t]
                 else:
                     fr.pos[t] += 1
                 fr.phase[t] = NEXT
                 continue
-            fr.tub[t] = c_ub
-            fr.phase[t] = FALSE
-            capc = fr.bound[t] - c_ub if hier else np.inf
-            pushed, c_lb, c_ub, c_solved = _solve_child(P, memo, ctr, fst, fr, t, i, _nl(0),
-                                                        capc, stopped)
-            if pushed:
-                t += 1
-                if ctr[0].device_call:
-                    ctr[0].top = t
-                    return
-            continue
-        # phase FALSE: the false child's result is in
-        fr.lbF[t, i] = max(fr.lbF[t, i], c_lb)
-        fr.lbsum[t, i] = fr.lbT[t, i] + fr.lbF[t, i]
-        if c_solved or stopped:
-            _offer(memo, e, fr.tub[t] + c_ub, fr.feat[t, i])
-        if t == 0:
-            m = np.inf
-            for j in range(fr.nk[0]):
-                m = min(m, fr.lbsum[0, j])
-            fst[0].rootlb = max(memo.lb[e], min(memo.ub[e], m))
-        if not c_solved and stopped:
-            fr.completed[t] = 0
-            fr.pos[t] = fr.nk[t]
-        else:
-            fr.pos[t] += 1
-        fr.phase[t] = NEXT
+        pushed, c_lb, c_ub, c_solved = _solve_child(P, memo, ctr, fst, fr, t, i, _nl(side),
+                                                    capc, stopped)
+        if pushed:
+            t += 1
+            if ctr[0].device_call:
+                ctr[0].top = t
+                return
 
 
 # ----------------------------------------------------------------------------- Python layer
