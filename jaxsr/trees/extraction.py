@@ -18,12 +18,14 @@ from .problem import TreeProblem, children, exact_subtree, leaf_cost, levels
 from .solver import GREEDY
 from .tree import Tree
 
-__all__ = ["GREEDY", "extract_tree", "node_values"]
+__all__ = ["GREEDY", "extract_tree", "node_values", "memo_key"]
 
 NODE_VALUE_ELEMENTS = 1 << 22  # (nodes x samples) per chunk of node_values (32 MiB)
 
 
-def _key(mask, d):
+def memo_key(mask, d):
+    """The memo key of the subproblem ``(mask, d)``: the support's ``np.packbits`` bytes
+    and its levels (as :class:`~jaxsr.trees.engine.CompiledMemo` reads it)."""
     return (np.packbits(mask).tobytes(), int(d))
 
 
@@ -38,7 +40,7 @@ def root_feature(P: TreeProblem, memo, mask, d, native=False):
     """
     if d <= 1:
         return -1, 0, False
-    e = memo.get(_key(mask, d))
+    e = memo.get(memo_key(mask, d))
     shallow = P.kl and d <= P.kl + 1
     if e is not None and (e.solved or not shallow):
         if e.klev >= 1:
@@ -125,7 +127,7 @@ def extract_tree(P: TreeProblem, memo, mask, d, incumbent_nodes=None, native=Fal
     rows = []  # (feature, true, false, value, n, w, loss)
     masks = []  # each row's support (the leaf values are computed at the end)
     todo = [(mask, d, True, -1, 0)]  # (support, levels, effective, parent row, side)
-    if memo[_key(mask, d)].feat == GREEDY:
+    if memo[memo_key(mask, d)].feat == GREEDY:
         todo = []  # the exact shallow subtrees of the greedy tree, built below
         stack = [0]
         parents = {0: (-1, 0)}

@@ -88,7 +88,7 @@ import numpy as np
 
 from .. import _progress
 from . import warmup as _warmup
-from .extraction import extract_tree
+from .extraction import extract_tree, memo_key
 from .incumbent import greedy_tree
 from .losses import STAT_E, STAT_W, objective
 from .problem import (
@@ -397,7 +397,7 @@ class OptimalTreeSearch:
         self.incumbent = None
         mask = np.ones(P.U, dtype=bool)
         d = levels(P, P.depth, P.stats.sum(0), leaf_cost(P, mask, self._native()))
-        key = (np.packbits(mask).tobytes(), d)
+        key = memo_key(mask, d)
         shallow = bool(P.kl and d <= P.kl + 1)
         if self._native_mode is None and not shallow:
             # a search, not one kernel call: the compiled kernels when they are loaded or
