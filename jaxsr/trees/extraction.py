@@ -25,11 +25,11 @@ NODE_VALUE_ELEMENTS = 1 << 22  # (nodes x samples) per chunk of node_values (32 
 
 def memo_key(mask, d):
     """The memo key of the subproblem ``(mask, d)``: the support's ``np.packbits`` bytes
-    and its levels (as :class:`~jaxsr.trees.engine.CompiledMemo` reads it)."""
+    and its levels (as :class:`~jaxsr.trees.engine.MemoView` reads it)."""
     return (np.packbits(mask).tobytes(), int(d))
 
 
-def root_feature(P: TreeProblem, memo, mask, d, native=False):
+def root_feature(P: TreeProblem, memo, mask, d):
     """Root split of the best tree found on ``(mask, d)`` and its children's levels.
 
     Returns ``(feature, child_levels, replay)``: ``replay`` says the children are memo
@@ -51,15 +51,15 @@ def root_feature(P: TreeProblem, memo, mask, d, native=False):
             return int(e.feat), d - 1, False
         return int(e.feat), d - 1, True
     if shallow:
-        return exact_subtree(P, mask, d - 1, native)[1], d - 1, False
+        return exact_subtree(P, mask, d - 1)[1], d - 1, False
     # never reached: a leaf can only be optimal here if it was pruned as such
     return -1, 0, False
 
 
-def child_levels(P: TreeProblem, mask, d, f, native=False):
+def child_levels(P: TreeProblem, mask, d, f):
     """Levels of the two children of split ``f`` of ``(mask, d)``, as the engine's
     expansion computed them (same arithmetic, so the same memo keys)."""
-    F, a, comp, leafT, leafF = children(P, mask, native)
+    F, a, comp, leafT, leafF = children(P, mask)
     i = int(np.flatnonzero(F == f)[0])
     return levels(P, d - 1, a[i], leafT[i]), levels(P, d - 1, comp[i], leafF[i])
 
@@ -112,15 +112,15 @@ def node_values(P: TreeProblem, masks):
             W * P.scale.w_max, np.asarray(loss, float))
 
 
-def extract_tree(P: TreeProblem, memo, mask, d, incumbent_nodes=None, native=False) -> Tree:
+def extract_tree(P: TreeProblem, memo, mask, d, incumbent_nodes=None) -> Tree:
     """The best tree found on the root ``(mask, d)`` (``d``: its memo key's levels).
 
     Args:
       P: the problem. memo: the search's memo as a mapping ``(packed support bytes,
-        levels) -> Entry`` (:class:`~jaxsr.trees.engine.CompiledMemo`). mask: ``(U,)``
+        levels) -> Entry`` (:class:`~jaxsr.trees.engine.MemoView`). mask: ``(U,)``
         bool the root's support. incumbent_nodes: the greedy incumbent's nodes
         (:class:`~jaxsr.trees.incumbent.Incumbent`), read when the root's entry says its
-        best tree is the incumbent. native: the kernels that rebuild kernel subtrees.
+        best tree is the incumbent.
 
     Depth first with an explicit stack (no recursion: a chain of any depth works).
     """
@@ -149,15 +149,15 @@ def extract_tree(P: TreeProblem, memo, mask, d, incumbent_nodes=None, native=Fal
     while todo:
         m, d_in, effective, parent, side = todo.pop()
         dd = d_in if effective else levels(P, d_in, P.stats[m].sum(0),
-                                           leaf_cost(P, m, native))
-        f, dc, replay = root_feature(P, memo, m, dd, native)
+                                           leaf_cost(P, m))
+        f, dc, replay = root_feature(P, memo, m, dd)
         i = len(rows)
         rows.append([-1, -1, -1, 0.0, 0, 0.0, 0.0])
         masks.append(m)
         if parent >= 0:
             rows[parent][side] = i
         if f >= 0:
-            dT, dF = child_levels(P, m, dd, f, native) if replay else (dc, dc)
+            dT, dF = child_levels(P, m, dd, f) if replay else (dc, dc)
             rows[i][0] = f
             # pushed false first, so the true child is numbered right after its parent
             todo.append((m & ~P.Xc_bool[:, f], dF, replay, i, 2))

@@ -19,8 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .losses import STAT_E, absolute_split_losses, objective, recentre, sse
-from .problem import ST4, TreeProblem, exact_subtree, leaf_cost, levels
+from . import engine
+from .losses import STAT_N, objective
+from .problem import TreeProblem, exact_subtree, leaf_cost, levels
 from .solver import improves
 from .subtrees import kernel_work
 
@@ -56,64 +57,39 @@ def least_split(c, node_loss):
     return f, float(c[f])
 
 
-def greedy_node(P: TreeProblem, m, lev, native=False):
+def greedy_node(P: TreeProblem, m, lev):
     """A node of the greedy tree on support ``m`` with at most ``lev`` levels:
     ``(leaf cost, levels, feature, gain)``.
 
     ``levels`` is ``lev`` capped by the node's own leaf budget; the split (when ``levels >
-    1``) is the one of least children's loss (vectorised over all features: one product of
-    the support's statistics with its class rows, or the compiled one-split kernel), kept
-    only when it lowers the loss; ``gain = leaf - (children's loss + lambda)`` in
+    1``) is the one of least children's loss over all features at once (the engine's
+    one-split terminal solver with no leaf penalty, or every split's absolute losses),
+    kept only when it lowers the loss; ``gain = leaf - (children's loss + lambda)`` in
     objective units. ``feature = -1`` (gain 0) when no split lowers the loss."""
-    if P.l1 or native:
-        leaf = leaf_cost(P, m, native)
-        tot = P.stats[m].sum(0)
-        st = None
-    else:  # one pass: the support's statistics serve the leaf, the budget and the split
-        idx = np.flatnonzero(m)
-        raw = P.stats[idx]
-        tot = raw.sum(0)
-        st = recentre(raw, P.cls_mean[idx])[:, ST4]  # W, S, Q, N about its mean
-        stot = st.sum(0)
-        leaf = objective(float(max(sse(stot[0], stot[1], stot[2]), tot[STAT_E])), P.norm,
-                         P.lam)
+    leaf = leaf_cost(P, m)
+    tot = P.stats[m].sum(0)
     lev = levels(P, lev, tot, leaf)
     if lev <= 1:
         return leaf, lev, -1, 0.0
     if P.l1:
         # every feature's two children at once, on the support's samples in y order
-        sm = m[P.cls_s]
-        ys, ws, Xn = P.ys[sm], P.ws[sm], P.Xsamp[sm]
-        cnt = Xn.sum(axis=0)
-        ok = (cnt >= P.m1) & (ys.size - cnt >= P.m1)
+        cnt = P.Nc[m] @ P.Xc[m]  # (M,) samples with each feature set
+        ok = (cnt >= P.m1) & (tot[STAT_N] - cnt >= P.m1)
         if not ok.any():
             return leaf, lev, -1, 0.0
-        lt, lf = absolute_split_losses(ys, ws, Xn)
-        c = lt + lf
-        f, c = least_split(np.where(ok, c, np.inf), (leaf - P.lam) * P.norm)
-        c = objective(c, P.norm, P.lam)
-    elif st is None:
-        # the compiled one-split kernel with no leaf penalty: the split of least
+        lt, lf = engine.absolute_split_losses(P.core, m, np.arange(P.M))
+        f, c = least_split(np.where(ok, lt + lf, np.inf), (leaf - P.lam) * P.norm)
+    else:
+        # the one-split terminal solver with no leaf penalty: the split of least
         # children's loss, or -1 when none decreases the loss
-        from .compiled import support_subtree
-
-        c, f = support_subtree(m, P.Xu8, P.Wc, P.cls_mean, P.Ec, P.Nc, 1, 0.0, float(P.m1))
-        f, c = int(f), objective(float(c), P.norm, P.lam)
+        c, f = engine.subtree(P.core, m, 1, 0.0)
         if f < 0:
             return leaf, lev, -1, 0.0
-    else:
-        a = st.T @ P.Xc[idx]  # (4, M): every feature's "true" child at once
-        comp = stot[:, None] - a
-        ok = (a[3] >= P.m1) & (comp[3] >= P.m1)
-        if not ok.any():
-            return leaf, lev, -1, 0.0
-        c = np.where(ok, sse(a[0], a[1], a[2]) + sse(comp[0], comp[1], comp[2]), np.inf)
-        f, c = least_split(c, (leaf - P.lam) * P.norm)
-        c = objective(c, P.norm, P.lam)
+    c = objective(c, P.norm, P.lam)
     return (leaf, lev, f, leaf - c) if improves(c, leaf) else (leaf, lev, -1, 0.0)
 
 
-def greedy_tree(P: TreeProblem, mask, d, *, native=False, deadline=None, polish=False,
+def greedy_tree(P: TreeProblem, mask, d, *, deadline=None, polish=False,
                 kernel_rate=3e-8) -> Incumbent:
     """Greedy CART on the support ``mask`` with at most ``d`` levels, pruned for the
     objective (the module docstring).
@@ -134,7 +110,7 @@ def greedy_tree(P: TreeProblem, mask, d, *, native=False, deadline=None, polish=
         if parent >= 0 and deadline is not None and time.perf_counter() > deadline:
             return False
         i = len(nodes)
-        leaf, lev, f, gain = greedy_node(P, m, lev, native)
+        leaf, lev, f, gain = greedy_node(P, m, lev)
         nodes.append([m, -1, -1, -1, leaf, lev, 0])
         if parent >= 0:
             nodes[parent][side] = i
@@ -164,7 +140,7 @@ def greedy_tree(P: TreeProblem, mask, d, *, native=False, deadline=None, polish=
             if deadline is not None and kernel_rate * work >= deadline - time.perf_counter():
                 continue
             t_k = time.perf_counter()
-            kern[i] = (exact_subtree(P, nd[0], L, native)[0], L)
+            kern[i] = (exact_subtree(P, nd[0], L)[0], L)
             dt = time.perf_counter() - t_k
             kernel_rate = max(kernel_rate, dt / work)
             seconds[i] = dt

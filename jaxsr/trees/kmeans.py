@@ -382,15 +382,12 @@ def _kmeans_table_np(W, S, Q):
     return c
 
 
-def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None,
-                     native: bool = False):
+def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None):
     """Host version of the constrained k-means losses (items already sorted by mean).
 
     Args:
       W, S, Q: ``(n,)`` float64 class statistics sorted by mean ``S / W``.
       max_clusters: most clusters; stop_gain: see below.
-      native: the compiled DP (:func:`jaxsr.trees.compiled.kmeans_losses`, numba: each row
-        by divide and conquer in compiled loops) instead of the numpy rows.
 
     Returns:
       ``(k,)`` float64 losses for ``1..k`` clusters. Stops after the first ``k`` whose gain
@@ -400,15 +397,6 @@ def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None,
     """
     W, S, Q = (np.asarray(a, np.float64) for a in (W, S, Q))
     n = W.shape[0]
-    if native:
-        from .compiled import kmeans_losses
-
-        out = np.empty(max(1, min(int(max_clusters), n)))
-        k = kmeans_losses(np.ascontiguousarray(W), np.ascontiguousarray(S),
-                          np.ascontiguousarray(Q), int(max_clusters),
-                          0.0 if stop_gain is None else float(stop_gain),
-                          stop_gain is not None, out)
-        return out[:k]
     if 1 < n <= _KMEANS_TABLE_FIRST:
         return _dp_host(None, n, max_clusters, stop_gain, table=_kmeans_table_np(W, S, Q))
     return _dp_host(_kmeans_cost_fn(W, S, Q), n, max_clusters, stop_gain,

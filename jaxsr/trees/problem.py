@@ -9,9 +9,8 @@ the tree extraction (:mod:`jaxsr.trees.extraction`) and the device batches
 (:mod:`jaxsr.trees.device`) read it.
 
 The functions below compute, on the host, one support's leaf cost, the statistics and leaf
-costs of the children of all its splits, its useful levels and its exact shallow subtree:
-with the compiled kernels (``native=True``, :mod:`jaxsr.trees.compiled`) or the numpy ones
-(:mod:`jaxsr.trees.subtrees`, :mod:`jaxsr.trees.losses`); the answer is the same.
+costs of the children of all its splits, its useful levels and its exact shallow subtree,
+with the engine's compiled kernels (:mod:`jaxsr.trees.engine`, the record's ``core``).
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ from .losses import (
     scale_targets,
     stats_loss,
 )
-from .subtrees import best_subtree_np, distinct_splits
 
 __all__ = ["TreeProblem", "build_problem", "auto_exact_levels", "unique_rows", "ALL_BOUNDS",
            "sub_stats", "leaf_cost", "levels", "cheap_split_bound", "deep_bound",
@@ -75,6 +73,8 @@ class TreeProblem(NamedTuple):
 
     Normaliser: ``total_loss`` the one-leaf loss (internal units), ``norm`` the divisor of
     the loss in the objective, ``root_leaf_loss = total_loss / norm``.
+
+    ``core``: the engine's copy of the record (:func:`jaxsr.trees.engine.problem_of`).
     """
 
     l1: bool
@@ -112,6 +112,7 @@ class TreeProblem(NamedTuple):
     total_loss: float
     norm: float
     root_leaf_loss: float
+    core: object = None
 
 
 def auto_exact_levels(U: int, M: int, budget_bytes: float = 6e8) -> int:
@@ -143,11 +144,10 @@ def unique_rows(packed):
 
 
 def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
-                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
-                  native=False) -> TreeProblem:
+                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS,
+                  exact_levels=None) -> TreeProblem:
     """The :class:`TreeProblem` of a fit (arguments as
-    :class:`~jaxsr.trees.search.OptimalTreeSearch`; ``native``: pack the rows with the
-    compiled kernel, else numpy; the same record).
+    :class:`~jaxsr.trees.search.OptimalTreeSearch`).
 
     Raises:
       ValueError: ``normalize=False`` and the spread of ``y`` puts the mean loss outside
@@ -163,12 +163,7 @@ def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normali
     t, wi, scale = scale_targets(y, w)
 
     # equivalence classes = unique binary rows
-    if native:
-        from .compiled import pack_rows
-
-        packed = pack_rows(np.ascontiguousarray(X))  # one layout: one compilation
-    else:
-        packed = np.packbits(X, axis=1)
+    packed = np.packbits(X, axis=1)
     uniq, inv = unique_rows(packed)
     U = uniq.shape[0]
     Xc_bool = np.unpackbits(uniq, axis=1, count=M).astype(bool)  # (U, M)
@@ -209,7 +204,7 @@ def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normali
         kl = auto_exact_levels(U, M)
     else:
         kl = int(exact_levels)
-    return TreeProblem(
+    tp = TreeProblem(
         l1=l1, lam=float(regularization), m1=max(1, int(min_samples_leaf)),
         depth=BIG_DEPTH if depth_budget is None else int(depth_budget), kl=kl,
         look=2 if "lookahead" in bounds else 1, equiv="equivalent" in bounds,
@@ -223,6 +218,9 @@ def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normali
         Nc=np.ascontiguousarray(st[:, STAT_N]), st4=np.ascontiguousarray(st[:, ST4]),
         korder=np.argsort(cls_mean, kind="stable").astype(np.int64),
         total_loss=total_loss, norm=norm, root_leaf_loss=total_loss / norm)
+    from . import engine
+
+    return tp._replace(core=engine.problem_of(tp))
 
 
 # ---------------------------------------------------------------------- one support
@@ -240,17 +238,11 @@ def absolute_leaf_loss(P: TreeProblem, mask):
     return absolute_loss(P.ys[sm], P.ws[sm])
 
 
-def leaf_cost(P: TreeProblem, mask, native=False) -> float:
-    """Objective of one leaf on the support ``mask`` ``(U,)`` bool."""
-    if P.l1:
-        loss = absolute_leaf_loss(P, mask)
-    elif native:
-        from .compiled import support_leaf_loss
+def leaf_cost(P: TreeProblem, mask) -> float:
+    """Objective of one leaf on the support ``mask`` ``(U,)`` bool (the engine's task)."""
+    from . import engine
 
-        loss = support_leaf_loss(mask, P.Wc, P.cls_mean, P.Ec)
-    else:
-        loss = float(stats_loss(sub_stats(P, np.flatnonzero(mask)).sum(0)))
-    return objective(loss, P.norm, P.lam)
+    return objective(engine.leaf_loss(P.core, mask), P.norm, P.lam)
 
 
 def levels(P: TreeProblem, d, st, leaf) -> int:
@@ -275,27 +267,22 @@ def deep_bound(P: TreeProblem, st):
     return np.full(st.shape[:-1], P.lam * (P.kl + 2))
 
 
-def exact_subtree(P: TreeProblem, mask, split_levels, native=False, idx=None):
-    """Exact best tree with at most ``split_levels`` split levels on ``mask`` (squared
-    loss): ``(objective, root feature)`` (:func:`~jaxsr.trees.subtrees.best_subtree_np`,
-    or its compiled twin :func:`~jaxsr.trees.compiled.support_subtree`)."""
-    if native:
-        from .compiled import support_subtree
+def exact_subtree(P: TreeProblem, mask, split_levels):
+    """Exact best tree with at most ``split_levels`` (1-3) split levels on ``mask``
+    (squared loss): ``(objective, root feature)`` (the engine's terminal solver,
+    :func:`jaxsr.trees.engine.subtree`)."""
+    from . import engine
 
-        c, f = support_subtree(mask, P.Xu8, P.Wc, P.cls_mean, P.Ec, P.Nc,
-                               int(split_levels), P.lam * P.norm, float(P.m1))
-        return float(c / P.norm), int(f)
-    idx = np.flatnonzero(mask) if idx is None else idx
-    return best_subtree_np(P.Xc[idx], sub_stats(P, idx)[:, ST4], split_levels, P.lam,
-                           P.norm, P.m1)
+    c, f = engine.subtree(P.core, mask, int(split_levels), P.lam * P.norm)
+    return float(c / P.norm), int(f)
 
 
-def children(P: TreeProblem, mask, native=False):
+def children(P: TreeProblem, mask):
     """The children of every distinct admissible split of the support ``mask``.
 
     Returns ``(F, a, comp, leafT, leafF)``: ``F`` ``(k,)`` int the split features (one per
     distinct split: equal or complementary columns make the same two children,
-    :func:`~jaxsr.trees.subtrees.distinct_splits`; both children with at least
+    :func:`jaxsr.trees.engine.splits`; both children with at least
     ``min_samples_leaf`` samples), ``a``, ``comp`` ``(k, 6)`` the statistics of the
     "true" and "false" children, ``leafT``, ``leafF`` ``(k,)`` their leaf costs.
     """
@@ -305,19 +292,13 @@ def children(P: TreeProblem, mask, native=False):
     a = P.Xc[idx].T @ st  # (M, s): the "true" children
     comp = tot[None, :] - a
     ok = (a[:, STAT_N] >= P.m1) & (comp[:, STAT_N] >= P.m1)
-    if native:
-        from .compiled import support_splits
+    from . import engine
 
-        keep = np.empty(P.M, dtype=np.int64)
-        keep = keep[:support_splits(mask, P.Xu8, keep)]
-        F = keep[ok[keep]]
-    else:
-        F = np.intersect1d(distinct_splits(P.Xc_bool[idx]), np.flatnonzero(ok))
+    keep = engine.splits(P.core, mask)
+    F = keep[ok[keep]]
     a, comp = a[F], comp[F]
     if P.l1:
-        sm = mask[P.cls_s]
-        ys, ws, Xn = P.ys[sm], P.ws[sm], P.Xsamp[sm][:, F]
-        lt, lf = absolute_split_losses(ys, ws, Xn)
+        lt, lf = engine.absolute_split_losses(P.core, mask, F)
     else:
         lt, lf = stats_loss(a), stats_loss(comp)
     return F, a, comp, objective(lt, P.norm, P.lam), objective(lf, P.norm, P.lam)

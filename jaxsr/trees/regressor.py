@@ -30,7 +30,6 @@ from .problem import auto_exact_levels
 from .search import ALL_BOUNDS, OptimalTreeSearch
 from .solver import Status
 from .tree import Tree
-from .warmup import kernels_for_fit
 
 __all__ = ["OptimalTreeRegressor", "PathSegment"]
 
@@ -398,18 +397,11 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             self._check_memory(n, M, n, el_mem)
             time_left = (None if self.time_limit is None else
                          max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
-            native = None
-            if time_left is not None:
-                # the one-time load of the compiled kernels counts in the time limit: done
-                # here when the budget affords it, else the numpy kernels are used (both
-                # backends: the "jax" one runs host kernels between its device calls)
-                native = kernels_for_fit(time_left)
-                time_left = max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit))
             search = OptimalTreeSearch(
                 Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
                 bounds=bounds, exact_levels=el, time_limit=time_left,
-                verbose=bool(self.verbose), backend=backend, native=native,
+                verbose=bool(self.verbose), backend=backend,
                 mesh=resolve_mesh(self.mesh, "classes")[0], progress=bool(self.progress))
             if self.time_limit is not None:  # what is left after the search's set-up
                 search.time_limit = max(0.0, float(self.time_limit)

@@ -87,7 +87,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _progress
-from . import warmup as _warmup
+from . import engine as cs
 from .extraction import extract_tree, memo_key
 from .incumbent import greedy_tree
 from .losses import STAT_E, STAT_W, objective
@@ -102,26 +102,11 @@ from .problem import (
 )
 from .solver import GREEDY, UNTRIED, Entry, Status, reaches
 from .tree import Tree
-from .warmup import load_native_kernels, native_kernels_cached
 
-__all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS", "native_for_time_limit",
-           "load_native_kernels", "native_kernels_cached"]
+__all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS"]
 
 _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
-# the compiled host kernels (numba, :mod:`jaxsr.trees.compiled`) cost ~0.75 s CPU once per
-# process (import and load) and are then 5-20x faster than numpy per subproblem: a search
-# (either loss) uses them unless it is one kernel call; so does every search once they
-# are loaded. Which kernels a fit gets, their cache and their one-time compilation (in a
-# background process on a fresh install): :mod:`jaxsr.trees.warmup`.
-_NATIVE_LOADED = _warmup._NATIVE_LOADED
-_SWITCH_POLL_SECONDS = 1.0  # how often a search on the numpy kernels asks for them
-
-
-def native_for_time_limit(seconds_left):
-    """:func:`jaxsr.trees.warmup.kernels_for_fit` (the ``native`` argument of a
-    host search that must end within ``seconds_left``)."""
-    return _warmup.kernels_for_fit(seconds_left)
 
 
 @dataclass
@@ -200,13 +185,6 @@ class OptimalTreeSearch:
         :mod:`jaxsr.trees.device`).
       greedy: start from the greedy CART tree (pruned at ``lambda``) as the incumbent:
         the tree returned under a limit is never worse than it.
-      native: the host engine (:mod:`jaxsr.trees.engine`: the search loop and its
-        kernels) compiled by numba: True, False (its Python source on the numpy kernels,
-        :mod:`jaxsr.trees.interpreted`), or None (compiled unless the whole search is one
-        shallow-kernel call and they are not loaded yet: loading costs ~0.75 s once per
-        process; on a fresh install the Python source until a background process has
-        compiled them, :mod:`jaxsr.trees.warmup`). The optimum is the same. The greedy
-        incumbent and the tree extraction use the same choice of kernels.
       mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
         the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
       progress: report steps, bounds, gap and subproblems to the open
@@ -226,14 +204,12 @@ class OptimalTreeSearch:
 
     def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
-                 time_limit=None, verbose=False, backend="numpy", greedy=True, native=None,
+                 time_limit=None, verbose=False, backend="numpy", greedy=True,
                  mesh=None, progress=False):
-        self._native_mode = native
-        self._native_on = bool(native) or (native is None and _NATIVE_LOADED[0])
         self.problem: TreeProblem = build_problem(
             X, y, w, loss=loss, regularization=regularization, normalize=normalize,
             depth_budget=depth_budget, min_samples_leaf=min_samples_leaf, bounds=bounds,
-            exact_levels=exact_levels, native=self._native_on)
+            exact_levels=exact_levels)
         self.time_limit = time_limit
         self.verbose = verbose
         self.progress = bool(progress)
@@ -256,10 +232,6 @@ class OptimalTreeSearch:
         self.n_kernel = 0
         self.n_kmeans = 0
 
-    def _native(self) -> bool:
-        """Whether the host kernels run compiled (see ``native``)."""
-        return self._native_on
-
     # ------------------------------------------------------------------ progress
     def _live_bound(self, state, final=False):
         """The root's lower bound now (valid during the search, :mod:`jaxsr.trees.engine`)
@@ -267,9 +239,7 @@ class OptimalTreeSearch:
         e = self.memo[state.root_key]
         if final or e.solved or state.status is not None:
             return e.lb, e
-        from .engine import live_lower_bound
-
-        return live_lower_bound(state), e
+        return cs.live_lower_bound(state), e
 
     def _report(self, state, final=False, line=True):
         """The bounds, gap and subproblems on the progress bar (``progress``) and, with
@@ -317,21 +287,19 @@ class OptimalTreeSearch:
         as :meth:`_device_children` takes them; their entries go to the memo. Returns
         whether the device evaluated every new child."""
         P = self.problem
-        fr = state.frames
-        nk = int(fr.nk[L])
-        d = int(state.memo.lev[int(fr.eid[L])])
-        F = fr.feat[L, :nk]
-        mask = fr.mask[L].copy()
+        fr = state.search.frame(L)
+        nk, d = int(fr["nk"]), int(fr["levels"])
+        F = fr["feat"]
+        mask = fr["mask"].astype(bool)
         maskT = mask[None, :] & P.XcT[F]
         maskF = mask[None, :] & ~P.XcT[F]
-        dT, dF = fr.dT[L, :nk].copy(), fr.dF[L, :nk].copy()
+        dT, dF = fr["dT"], fr["dF"]
         packT, packF = np.packbits(maskT, axis=1), np.packbits(maskF, axis=1)
         keysT = [(packT[i].tobytes(), int(dT[i])) if dT[i] > 1 else None for i in range(nk)]
         keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None for i in range(nk)]
         return self._device_children(
-            mask, d, (maskT, maskF), (keysT, keysF),
-            (fr.st[L, 0, :nk].copy(), fr.st[L, 1, :nk].copy()),
-            (fr.leafT[L, :nk].copy(), fr.leafF[L, :nk].copy()), (dT, dF))
+            mask, d, (maskT, maskF), (keysT, keysF), (fr["stT"], fr["stF"]),
+            (fr["leafT"], fr["leafF"]), (dT, dF))
 
     def _device_children(self, mask, d, masks, keys, stats, leaves, deffs):
         """Evaluate all new children of a subproblem in batched device calls; False when
@@ -396,13 +364,9 @@ class OptimalTreeSearch:
         P = self.problem
         self.incumbent = None
         mask = np.ones(P.U, dtype=bool)
-        d = levels(P, P.depth, P.stats.sum(0), leaf_cost(P, mask, self._native()))
+        d = levels(P, P.depth, P.stats.sum(0), leaf_cost(P, mask))
         key = memo_key(mask, d)
         shallow = bool(P.kl and d <= P.kl + 1)
-        if self._native_mode is None and not shallow:
-            # a search, not one kernel call: the compiled kernels when they are loaded or
-            # cached (loaded now), else numpy while a background process compiles them
-            self._native_on = _warmup.kernels_for_fit(None) is None
         # one shallow-kernel call (d <= kl + 1) is a few products: not worth the ~0.2 s
         # threadpoolctl takes to find the libraries on the first fit of a process
         blas = _blas_single_thread() if not shallow else contextlib.nullcontext()
@@ -414,7 +378,7 @@ class OptimalTreeSearch:
                 # anytime: the greedy CART tree first (a few ms), so the search starts
                 # from its objective and never returns a worse tree, even when the time
                 # limit stops it before the root's bounds are computed
-                inc = greedy_tree(P, mask, d, native=self._native(), deadline=self.deadline,
+                inc = greedy_tree(P, mask, d, deadline=self.deadline,
                                   polish=self.deadline is not None,
                                   kernel_rate=self._kernel_rate)
                 self._kernel_rate = inc.kernel_rate
@@ -430,14 +394,13 @@ class OptimalTreeSearch:
                     self.deadline -= 2.5 * sum(dt for i, dt in inc.kernel_seconds.items()
                                                if inc.nodes[i][6] >= 1)
             state = self._search((key, mask, d), g, max_steps, t0)
-            self.n_kernel += int(state.ctr[0].kernel)
-            self.n_kmeans += int(state.ctr[0].kmeans)
+            self.n_kernel += state.kernel_calls
+            self.n_kmeans += state.kmeans
             e = self.memo[key]
             if e.feat == GREEDY:  # the root's best tree is the incumbent
                 self.incumbent = inc
             tree = extract_tree(P, self.memo, mask, d,
-                                None if self.incumbent is None else self.incumbent.nodes,
-                                self._native())
+                                None if self.incumbent is None else self.incumbent.nodes)
         finally:
             blas.__exit__(None, None, None)
         if self.verbose or self.progress:
@@ -451,52 +414,23 @@ class OptimalTreeSearch:
 
     def _search(self, root, incumbent, max_steps, t0):
         """The engine from the root (its entry with the objective ``incumbent`` of the
-        greedy tree, inf for none) until it terminates: compiled, or, while
-        the compiled kernels are not built, its Python source on the numpy kernels
-        (:mod:`jaxsr.trees.interpreted`), switching to compiled when they are ready;
-        ``backend="jax"``: the device evaluates the children of every expansion with at
-        least 3 levels. Progress and verbose lines between steps. Returns the final
-        :class:`~jaxsr.trees.engine.CompiledState`; :attr:`memo` reads its memo."""
-        cs = _engine()
-        if self._native():
-            engine = cs.COMPILED
-        else:
-            from .interpreted import engine as interpreted_engine
-
-            engine = interpreted_engine()
+        greedy tree, inf for none) until it terminates; ``backend="jax"``: the device
+        evaluates the children of every expansion with at least 3 levels. Progress and
+        verbose lines between steps. Returns the final :class:`~jaxsr.trees.engine.State`;
+        :attr:`memo` reads its memo."""
         device = None
         if self._jax:
             def device(st, L):
-                ref[0] = st  # the memo as the engine holds it now
+                ref[0] = st  # the search as the engine holds it now
                 return self._device_expansion(st, L)
         limit = None if self.deadline is None else self.deadline - t0
-        ref = [cs.init(self.problem, root, incumbent, limit, max_steps, t0, engine, device,
+        ref = [cs.init(self.problem, root, incumbent, limit, max_steps, t0, device,
                        kernel_rate=self._kernel_rate)]
-        self.memo = cs.CompiledMemo(ref)
+        self.memo = cs.MemoView(ref)
         state = ref[0]
         next_line = t0 + 1.0  # verbose: a line a second
         next_post = t0 + 0.5  # progress: the bounds twice a second
-        # a fresh install: the engine runs as Python on the numpy kernels while a
-        # background process compiles it; once numba's cache holds it, the search goes
-        # on compiled from where it is (the same arrays: nothing is recomputed; the
-        # compiled loop is 6-15x faster), when the time left affords the load
-        switch = (state.engine is not cs.COMPILED and self._native_mode is None
-                  and _warmup.compiling())
-        next_poll = t0 + _SWITCH_POLL_SECONDS
-        while state.status is None:
-            if switch and time.perf_counter() >= next_poll:
-                next_poll = time.perf_counter() + _SWITCH_POLL_SECONDS
-                if _warmup.compiled_ready():
-                    switch = False
-                    left = (None if self.deadline is None
-                            else self.deadline - time.perf_counter())
-                    if _warmup.kernels_for_fit(left) is None:
-                        self._native_on = True
-                        state = ref[0] = cs.with_engine(state, cs.COMPILED)
-                        _progress.write(
-                            "jaxsr: the compiled tree kernels are ready; the search "
-                            f"goes on compiled (after {time.perf_counter() - t0:.1f} s "
-                            "on the numpy kernels)")
+        while cs.terminate(state) is None:
             steps = state.steps
             state = ref[0] = cs.step(state)
             if self.progress or self.verbose:
@@ -511,13 +445,6 @@ class OptimalTreeSearch:
                     if line:
                         next_line = next_post + 0.5
         return state
-
-
-def _engine():
-    """:mod:`jaxsr.trees.engine` (imported at the first search: it imports numba)."""
-    from . import engine
-
-    return engine
 
 
 # the scan of the loaded libraries (10-20 ms with JAX loaded) at import, so that it is not

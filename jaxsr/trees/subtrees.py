@@ -54,7 +54,7 @@ def kernel_work(M, n_classes, levels):
     """Element operations of one exact-subtree call with ``levels`` split levels on
     ``n_classes`` classes and ``M`` features (rough: the products of the pair / triple
     statistics and the ``min`` reductions). Times a call before it is made under a time
-    limit. Plain arithmetic (numba compiles it for the engine)."""
+    limit (the engine's copy: ``kernel_work`` in ``engine/terminal.hpp``)."""
     if levels >= 3:
         return n_classes * M * M * 3.0 + 40.0 * M ** 3 + 1.0
     return n_classes * M * 3.0 * (M if levels == 2 else 1) + 40.0 * M ** 2 + 1.0
@@ -167,7 +167,7 @@ def optimal_subtree_cost(class_features, class_stats, mask, regularization, norm
                         max(1, min_samples_leaf))
 
 
-def best_subtree_np(Xs, st, levels, lam, norm, m1, native=False):
+def best_subtree_np(Xs, st, levels, lam, norm, m1):
     """Host (numpy) version of :func:`optimal_subtree_cost` on the support's own rows.
 
     Same optimum as :func:`best_subtree` with ``numpy``, computed with fewer passes:
@@ -187,10 +187,6 @@ def best_subtree_np(Xs, st, levels, lam, norm, m1, native=False):
     Args:
       Xs: ``(U, M)`` float 0/1 rows of the support's classes; st: ``(U, 4)`` ``W, S, Q, N``.
       levels: 1, 2 or 3 split levels; lam, norm, m1: as in :func:`best_depth1`.
-      native: use the compiled solver (:mod:`jaxsr.trees.compiled`, numba: about 10x
-        faster per call, after a one-off ~0.6 s import and load per process) instead of
-        the numpy products. Same optimum; the search switches to it once it has run long
-        enough to repay the load.
 
     Returns:
       ``(cost, feature)``: python float and int (``-1``: a leaf).
@@ -198,25 +194,9 @@ def best_subtree_np(Xs, st, levels, lam, norm, m1, native=False):
     Xs = np.asarray(Xs, dtype=np.float64)
     keep = distinct_splits(Xs > 0.5)
     st = np.asarray(st, dtype=np.float64)
-    if native:
-        c, f = _best_compiled(Xs[:, keep], st, levels, lam, norm, m1)
-    else:
-        with np.errstate(over="ignore"):
-            c, f = _best_np(np.ascontiguousarray(Xs[:, keep]), st, levels, lam, norm, m1)
+    with np.errstate(over="ignore"):
+        c, f = _best_np(np.ascontiguousarray(Xs[:, keep]), st, levels, lam, norm, m1)
     return c, (int(keep[f]) if f >= 0 else -1)
-
-
-def _best_compiled(Xs, st, levels, lam, norm, m1):
-    """:func:`_best_np` by the compiled solver (:func:`jaxsr.trees.compiled.subtree_splits`:
-    per root feature and side, the pair statistics of that side and the best depth-2 tree
-    from them; STreeD's depth-two solver one level deeper), same tie-breaking."""
-    from .compiled import subtree_splits
-
-    split = np.empty(Xs.shape[1])
-    leaf = subtree_splits(np.ascontiguousarray(Xs > 0.5, dtype=np.uint8),
-                          np.ascontiguousarray(st), int(levels), float(lam) * float(norm),
-                          float(max(1, m1)), split)
-    return _tie_break(split, leaf, norm)
 
 
 def distinct_splits(Xb):
