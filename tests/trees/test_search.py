@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxsr.trees import OptimalTreeRegressor, optimal_subtree_cost
-from jaxsr.trees.compiled import support_splits, support_subtree
+from jaxsr.trees import engine
 from jaxsr.trees.extraction import node_values
 from jaxsr.trees.problem import leaf_cost
 from jaxsr.trees.search import ALL_BOUNDS, OptimalTreeSearch
@@ -134,23 +134,20 @@ def test_optimal_objective_equals_exhaustive_enumeration(seed, depth, loss, weig
 
 
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
-def test_both_engines_equal_exhaustive_enumeration(loss):
-    """The compiled engine (native=True) and the Python loop on the numpy kernels
-    (native=False) each certify the brute-force optimum, for both losses, with and
-    without weights and min_samples_leaf, at fixed depth budgets and without one."""
+def test_engine_equals_exhaustive_enumeration(loss):
+    """The engine certifies the brute-force optimum, for both losses, with and without
+    weights and min_samples_leaf, at fixed depth budgets and without one."""
     for seed, depth, weights, msl in ((40, 3, False, 1), (41, 4, True, 2), (42, 4, True, 1),
                                       (43, None, True, 1)):
         X, y, w = _problem(seed, n=30 if depth is None else None, M=5, weights=weights)
         for lam in ((0.005, 0.02) if depth is None else (0.0, 0.01)):
             ref = (memo_oracle(X, y, w, lam, None, loss, msl) if depth is None
                    else exhaustive(X, y, w, lam, depth, loss, msl))
-            for native in (False, True):
-                r = OptimalTreeSearch(X, y, w, loss=loss, regularization=lam,
-                                      depth_budget=depth, min_samples_leaf=msl,
-                                      native=native).run()
-                assert r.objective == pytest.approx(ref, rel=1e-9, abs=1e-12), (seed, native)
-                assert r.lower_bound == pytest.approx(ref, rel=1e-9, abs=1e-12)
-                assert r.status.value == "optimal"
+            r = OptimalTreeSearch(X, y, w, loss=loss, regularization=lam,
+                                  depth_budget=depth, min_samples_leaf=msl).run()
+            assert r.objective == pytest.approx(ref, rel=1e-9, abs=1e-12), (seed, lam)
+            assert r.lower_bound == pytest.approx(ref, rel=1e-9, abs=1e-12)
+            assert r.status.value == "optimal"
 
 
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
@@ -289,9 +286,9 @@ def test_deep_budget_with_shallow_kernels_equals_oracle(depth):
                                          exact_levels=el).fit(X, y, sample_weight=w)
                 assert m.objective_ == pytest.approx(ref, rel=1e-9), (seed, lam, el)
                 assert m.optimal_
-                # the compiled host kernels (numba) give the same certified optimum
+                # the search itself gives the same certified optimum
                 r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
-                                      exact_levels=el, native=True).run()
+                                      exact_levels=el).run()
                 assert r.objective == pytest.approx(ref, rel=1e-9), (seed, lam, el)
                 assert r.lower_bound == pytest.approx(ref, rel=1e-9), (seed, lam, el)
                 assert m.depth_ <= depth
@@ -330,8 +327,8 @@ def test_memo_oracle_equals_exhaustive():
 @pytest.mark.parametrize("levels,msl", [(1, 2), (2, 2), (3, 2), (2, 1), (3, 1), (3, 3)])
 def test_subtree_kernels_numpy_jax_vmap(levels, msl):
     """The matrix-product kernels: the host kernel (symmetric triple statistics, octants by
-    transposition, no inner masks for min_samples_leaf 1), the compiled host solver (pair
-    statistics per root side), jitted JAX and vmapped JAX agree
+    transposition, no inner masks for min_samples_leaf 1), the engine's terminal solver
+    (pair statistics per root side), jitted JAX and vmapped JAX agree
     with the oracle; some classes have zero weight. Columns 5-7 repeat column 3,
     complement column 1 and are constant: the host kernel drops them (one feature per
     distinct split), the oracle and the JAX kernel do not."""
@@ -350,22 +347,24 @@ def test_subtree_kernels_numpy_jax_vmap(levels, msl):
     X8 = Xc.astype(np.uint8)
     mean = np.where(Wc > 0, st[:, 1] / np.maximum(Wc, 1.0), 0.0)
     E = st[:, 2] - Wc * mean * mean
+    core = engine._core.make_problem(
+        X8, engine.pack(Xc.T > 0.5), Wc, mean, E, Nc, np.argsort(mean, kind="stable"),
+        np.zeros(0), np.zeros(0), np.zeros(0, np.int64), lam, norm, float(msl), 2.0, 2e4, 0,
+        True, True, True, False)
     batched = jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
         jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(masks), lam, norm, levels, msl)
     for b, m in enumerate(masks):
         c_np, f_np = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl)
-        # the compiled solver (numba): the same cost and the same root (same tie-breaking)
-        c_nb, f_nb = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl, native=True)
-        assert c_nb == pytest.approx(c_np, rel=1e-12)
-        assert f_nb == f_np
+        # the engine's terminal solver on the support's distinct columns: the same cost
+        keep = distinct_splits(Xc[m] > 0.5)
+        leaf, split = engine.subtree_splits(X8[m][:, keep], st[m], levels, lam * norm, msl)
+        assert min(leaf, split.min()) / norm == pytest.approx(c_np, rel=1e-12)
         # and from the support mask over all classes (gather, distinct splits, re-centring
-        # and tie-breaking compiled too)
-        c_sm, f_sm = support_subtree(m, X8, Wc, mean, E, Nc, levels, lam * norm, float(msl))
+        # and tie-breaking in the engine): the same cost and the same root
+        c_sm, f_sm = engine.subtree(core, m, levels, lam * norm)
         assert c_sm / norm == pytest.approx(c_np, rel=1e-12)
         assert f_sm == f_np
-        keep = np.empty(M, dtype=np.int64)
-        k = support_splits(m, X8, keep)
-        np.testing.assert_array_equal(keep[:k], distinct_splits(Xc[m] > 0.5))
+        np.testing.assert_array_equal(engine.splits(core, m), keep)
         c_jx, f_jx = optimal_subtree_cost(jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(m),
                                           lam, norm, levels=levels, min_samples_leaf=msl)
         assert float(c_jx) == pytest.approx(c_np, rel=1e-12)
@@ -642,41 +641,20 @@ def test_unique_rows_equals_numpy_unique_along_rows():
         np.testing.assert_array_equal(inv, np.asarray(inv0).reshape(-1))
 
 
-def test_engine_state_fields_are_record_fields_in_python():
-    """The engine's scalar state is read by field name (``ctr[0].steps``) in numba and, by
-    the interpreted engine, on numpy records, where an attribute of numpy's own (e.g.
-    ``device``) would hide a field of that name: no field may be one."""
-    from jaxsr.trees import engine as CS
-
-    for dtype in (CS.COUNTERS, CS.CLOCK):
-        rec = CS.records(dtype)
-        for k, name in enumerate(dtype.names):
-            rec[0][name] = k + 1
-            assert getattr(rec[0], name) == k + 1, name
-
-
-def test_compiled_packing_equals_numpy():
-    """compiled.pack_rows is np.packbits(axis=1), compiled.feature_lists each row's set
-    features in order, and the compiled memo's key conversion (CompiledMemo._words, from
-    np.packbits bytes) gives the words of engine._pack, for 1..1000 columns."""
+def test_memo_keys_equal_the_engine_words():
+    """The memo view's key conversion (np.packbits bytes -> the engine's words) gives the
+    words of engine.pack (bit u % 64 of word u // 64) for 1..1000 classes."""
     from types import SimpleNamespace
 
-    from jaxsr.trees import engine as CS
-    from jaxsr.trees.compiled import feature_lists, pack_rows
-
     rng = np.random.default_rng(5)
-    for M in (1, 7, 8, 9, 27, 63, 64, 65, 130, 1000):
-        X = rng.random((40, M)) < rng.uniform(0.05, 0.95)
-        np.testing.assert_array_equal(pack_rows(X), np.packbits(X, axis=1))
-        ones, nones = feature_lists(X.astype(np.uint8))
-        for u in range(40):
-            np.testing.assert_array_equal(ones[u, :nones[u]], np.flatnonzero(X[u]))
-
-        state = SimpleNamespace(problem=SimpleNamespace(colw=np.zeros((M, (M + 63) // 64))))
-        memo = CS.CompiledMemo([state])
-        for m in X[:5]:
+    for U in (1, 7, 8, 9, 27, 63, 64, 65, 130, 1000):
+        state = SimpleNamespace(search=SimpleNamespace(n_words=max(1, (U + 63) // 64)))
+        memo = engine.MemoView([state])
+        for m in rng.random((5, U)) < rng.uniform(0.05, 0.95):
             np.testing.assert_array_equal(memo._words(np.packbits(m).tobytes()),
-                                          CS._pack(m[None, :])[0])
+                                          engine.pack(m[None, :])[0])
+    words = engine.pack(np.eye(70, dtype=bool))
+    assert words.shape == (70, 2) and words[69, 1] == 1 << 5 and words[3, 0] == 8
 
 
 @pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
@@ -721,78 +699,24 @@ def test_leaf_values_of_many_nodes_equal_a_numpy_oracle(loss, monkeypatch):
 
 
 @pytest.mark.usefixtures("frozen_heap")  # no collector pause of the suite's heap
-def test_time_limit_counts_the_kernel_load(monkeypatch):
-    """time_limit bounds the whole fit, the one-time load of the compiled kernels included:
-    with them not loaded, a limit too short for the load runs the numpy kernels (nothing
-    loaded) and stops with a valid tree and a valid bound; a limit that affords the load
-    has it done first, inside the budget (warmup.kernels_for_fit)."""
+def test_time_limit_bounds_the_whole_fit():
+    """time_limit bounds the whole fit: a limit too short for the search stops with a
+    valid tree and a valid bound, the tree's objective as reported."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from jaxsr.trees import warmup as W
-
-    calls = []
-    monkeypatch.setattr(W, "_NATIVE_LOADED", [False])
-    monkeypatch.setattr(W, "load_native_kernels", lambda: calls.append(1))
     X, y, w = _problem(53, n=300, M=12)
     sst = float(np.sum((y - y.mean()) ** 2))
     with pytest.warns(ConvergenceWarning, match="time limit"):
         m = OptimalTreeRegressor(regularization=0.0005, depth_budget=7,
                                  time_limit=0.05).fit(X, y)
-    assert m.timed_out_ and not m.optimal_ and not calls and not W._NATIVE_LOADED[0]
+    assert m.timed_out_ and not m.optimal_
     with pytest.warns(ConvergenceWarning):  # any tree's objective is above the optimum
         ref = OptimalTreeRegressor(regularization=0.0005, depth_budget=7, max_steps=40).fit(
             X, y)
-    assert m.fit_seconds_ < 2.0  # generous under load; a kernel load alone takes 1-2 s
+    assert m.fit_seconds_ < 2.0  # generous under load
     assert m.lower_bound_ <= ref.objective_ * (1 + 1e-12)
     assert _tree_objective(m.tree_, X, y, w, 0.0005, sst) == pytest.approx(m.objective_,
                                                                            rel=1e-9)
-    monkeypatch.setattr(W, "native_kernels_cached", lambda: True)
-    W._NATIVE_LOADED[0] = False
-    del calls[:]  # the reference fit (no limit) may have loaded them
-    OptimalTreeRegressor(regularization=0.01, depth_budget=3,
-                         time_limit=W.LOAD_SECONDS + 1.0).fit(X[:40], y[:40])
-    assert calls == [1]
-    OptimalTreeRegressor(regularization=0.01, depth_budget=3,
-                         time_limit=W.LOAD_SECONDS * 0.9).fit(X[:40], y[:40])
-    assert calls == [1]
-
-
-def test_uncompiled_kernels_start_the_background_compile_or_warn_once(monkeypatch):
-    """A time-limited fit with numba's cache empty (a fresh install) runs the numpy
-    kernels and starts the background compilation; with the background process turned
-    off (JAXSR_BACKGROUND_COMPILE=0) it says so, with the remedy, once per process; with
-    the kernels cached (or a budget below a load) it says nothing."""
-    import warnings
-
-    from jaxsr.trees import warmup as W
-
-    calls, started = [], []
-    monkeypatch.setattr(W, "_NATIVE_LOADED", [False])
-    monkeypatch.setattr(W, "_STATE", dict(W._STATE, warned=False, process=None))
-    monkeypatch.setattr(W, "load_native_kernels", lambda: calls.append(1))
-    monkeypatch.setattr(W, "native_kernels_cached", lambda: False)
-    monkeypatch.setattr(W, "start_background_compile",
-                        lambda: started.append(1) or W.background_compile_enabled())
-    X, y, _ = _problem(7, n=60, M=6)
-    budget = W.LOAD_SECONDS + 1.0  # affords a load from the cache, not a compilation
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        m = OptimalTreeRegressor(regularization=0.01, depth_budget=3,
-                                 time_limit=budget).fit(X, y)
-    assert m.optimal_ and not calls and started == [1]
-    monkeypatch.setenv(W.ENV_BACKGROUND_COMPILE, "0")
-    with pytest.warns(UserWarning, match="jaxsr warmup"):
-        m = OptimalTreeRegressor(regularization=0.01, depth_budget=3,
-                                 time_limit=budget).fit(X, y)
-    assert m.optimal_ and not calls and W._STATE["warned"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no second warning in the process
-        OptimalTreeRegressor(regularization=0.01, depth_budget=3, time_limit=budget).fit(X, y)
-        monkeypatch.setitem(W._STATE, "warned", False)
-        # a budget below a load never asks the cache, nor warns
-        assert W.kernels_for_fit(W.LOAD_SECONDS * 0.5) is False
-        monkeypatch.setattr(W, "native_kernels_cached", lambda: True)
-        assert W.kernels_for_fit(budget) is None and calls == [1]
 
 
 @pytest.mark.parametrize("depth", [None, 6])
@@ -882,42 +806,40 @@ def _split_bound_oracle(P, mask, d):
     return max(b, kmeans_bound(losses, P.lam, P.norm, P.look)), deep
 
 
-def test_compiled_leaf_and_bounds_equal_the_numpy_ones():
-    """compiled.support_bounds (leaf loss, equivalent points and k-Means bounds of a new
-    subproblem in one call) equals a numpy oracle (leaf_cost, _split_bound_oracle) on
-    random supports, depths, bound subsets and leaf sizes."""
-    from jaxsr.trees.compiled import support_bounds
+def test_engine_leaf_and_bounds_equal_the_numpy_ones():
+    """The squared task's bounds (leaf loss, equivalent points and k-Means bounds of a new
+    subproblem in one call) equal a numpy oracle (the leaf around the support's mean,
+    _split_bound_oracle) on random supports, depths, bound subsets and leaf sizes."""
+    from jaxsr.trees.losses import stats_loss
+    from jaxsr.trees.problem import sub_stats
 
     rng = np.random.default_rng(5)
     X, y, w = _problem(61, n=80, M=9, weights=True)
     for bounds, msl, el in ((ALL_BOUNDS, 1, 3), (("equivalent", "kmeans"), 2, 2),
                             (("hierarchical",), 1, 0)):
         s = OptimalTreeSearch(X, y, w, regularization=0.003, depth_budget=6, bounds=bounds,
-                              min_samples_leaf=msl, exact_levels=el, native=False).problem
+                              min_samples_leaf=msl, exact_levels=el).problem
         for _ in range(12):
             mask = rng.random(s.U) < rng.uniform(0.2, 1.0)
             if not mask.any():
                 continue
+            leaf0 = float(stats_loss(sub_stats(s, np.flatnonzero(mask)).sum(0)))
             for d in (1, 2, 4, 6):
-                loss, b, deep = support_bounds(mask, s.korder, s.Wc, s.cls_mean, s.Ec,
-                                               s.Nc, d, s.lam, s.norm, float(s.m1),
-                                               float(s.look), s.kl, s.equiv, s.use_kmeans)
-                assert loss / s.norm + s.lam == pytest.approx(leaf_cost(s, mask), rel=1e-10)
+                loss, b, deep, _ = engine.support_bounds(s.core, mask, d)
+                assert loss == pytest.approx(leaf0, rel=1e-10, abs=1e-15)
+                assert leaf_cost(s, mask) == pytest.approx(leaf0 / s.norm + s.lam, rel=1e-10)
                 b0, deep0 = _split_bound_oracle(s, mask, d)
                 assert b == pytest.approx(b0, rel=1e-10), (bounds, d)
                 assert deep == pytest.approx(deep0, rel=1e-10), (bounds, d)
 
 
-def test_compiled_engine_equals_the_interpreted_engine(monkeypatch):
-    """The compiled engine (:mod:`jaxsr.trees.engine`: memo hash table, frontier
-    arrays) gives the optimum and certificate of its Python source on the numpy kernels
-    (native=False, :mod:`jaxsr.trees.interpreted`), for both losses, also when its memo and
-    frontier start tiny and must grow, and under max_steps; the tree rebuilt from its memo
-    has the reported objective."""
-    from jaxsr.trees import engine, solver
+def test_engine_certifies_the_oracle_and_stops_at_max_steps():
+    """The engine (memo hash table grown from its first 1024 entries, frontier grown
+    level by level) certifies the oracle's optimum for both losses, with and without a
+    depth budget; under max_steps it stops with a valid bound and a tree whose objective
+    is as reported; the tree rebuilt from its memo has the reported objective."""
+    from jaxsr.trees import solver
 
-    monkeypatch.setattr(engine, "_MEMO_CAP", 4)
-    monkeypatch.setattr(engine, "_MAX_FRAMES", 1)
     cases = [("squared_error", lam, depth, el)
              for lam, depth, el in ((0.002, 6, 0), (0.004, None, 2), (0.01, 5, 3))]
     cases += [("absolute_error", lam, depth, 0) for lam, depth in ((0.002, 6), (0.01, None))]
@@ -925,17 +847,18 @@ def test_compiled_engine_equals_the_interpreted_engine(monkeypatch):
         X, y, w = _problem(700 + seed, n=50, M=6, weights=seed % 2 == 1)
         for loss, lam, depth, el in cases:
             kw = dict(loss=loss, regularization=lam, depth_budget=depth, exact_levels=el)
-            ref = OptimalTreeSearch(X, y, w, native=False, **kw).run()
-            r = OptimalTreeSearch(X, y, w, native=True, **kw).run()
-            assert isinstance(r.status, solver.Status) and r.status is ref.status
-            assert r.objective == pytest.approx(ref.objective, rel=1e-10), (seed, lam)
-            assert r.lower_bound == pytest.approx(ref.lower_bound, rel=1e-10), (seed, lam)
+            opt = memo_oracle(X, y, w, lam, depth, loss)
+            ref = OptimalTreeSearch(X, y, w, **kw).run()
+            assert isinstance(ref.status, solver.Status)
+            assert ref.status is solver.Status.OPTIMAL
+            assert ref.objective == pytest.approx(opt, rel=1e-10), (seed, lam)
+            assert ref.lower_bound == pytest.approx(opt, rel=1e-10), (seed, lam)
             norm = _norm(y, w, loss, True)
-            assert _tree_objective(r.tree, X, y, w, lam, norm, loss) == pytest.approx(
-                r.objective, rel=1e-9)
-            assert r.n_subproblems > 4  # the memo grew
+            assert _tree_objective(ref.tree, X, y, w, lam, norm, loss) == pytest.approx(
+                ref.objective, rel=1e-9)
+            assert ref.n_subproblems > 4
             k = max(1, ref.steps // 3)
-            s = OptimalTreeSearch(X, y, w, native=True, **kw).run(max_steps=k)
+            s = OptimalTreeSearch(X, y, w, **kw).run(max_steps=k)
             assert s.status is solver.Status.NODE_LIMIT and s.steps <= k + 1
             assert s.lower_bound <= ref.objective * (1 + 1e-12)
             assert ref.objective <= s.objective * (1 + 1e-12)
@@ -943,25 +866,28 @@ def test_compiled_engine_equals_the_interpreted_engine(monkeypatch):
                 s.objective, rel=1e-9)
 
 
-def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum(monkeypatch):
+def test_memo_and_frontier_grow():
+    """A search of many subproblems (tens of thousands of memo entries: the table is
+    rebuilt several times; depth 9: the frontier grows past its first levels) keeps the
+    optimum of the same search on fewer classes' duplicates (rows repeated: same optimum)."""
+    rng = np.random.default_rng(77)
+    X = rng.random((400, 10)) < 0.5
+    y = X[:, 0] * 2.0 - X[:, 1] * X[:, 2] + rng.normal(size=400) * 0.5
+    kw = dict(regularization=0.0005, depth_budget=9, exact_levels=1)
+    r = OptimalTreeSearch(X, y, np.ones(400), **kw).run()
+    assert r.status.value == "optimal" and r.n_subproblems > 4096
+    r2 = OptimalTreeSearch(np.vstack([X, X]), np.concatenate([y, y]), np.ones(800),
+                           **kw).run()
+    assert r2.objective == pytest.approx(r.objective, rel=1e-10)
+    assert r2.lower_bound == pytest.approx(r.lower_bound, rel=1e-10)
+
+
+def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum():
     """Under a cap only trees with at most ``lmax`` leaves can win (each leaf costs lambda
     on top of the equivalent points loss), so a kernel with ``lmax - 1`` levels decides the
-    subproblem (search._leaf_budget): on rows with repeated feature vectors (classes with
-    internal loss, where the budget is tight) the engine, compiled and as Python on the
-    numpy kernels, keeps the exact optimum and certificate for every kernel depth, and the
-    rule is used."""
-    from jaxsr.trees.interpreted import engine
-
-    used = [0]
-    glob = engine().run_chunk.__wrapped__.__globals__  # the engine's Python source
-    orig = glob["_leaf_budget"]
-
-    def counting(P, E, cap):
-        L = orig(P, E, cap)
-        used[0] += L - 1 <= 3
-        return L
-
-    monkeypatch.setitem(glob, "_leaf_budget", counting)
+    subproblem (leaf_budget in engine/bounds.hpp): on rows with repeated feature vectors
+    (classes with internal loss, where the budget is tight) the engine keeps the exact
+    optimum and certificate for every kernel depth."""
     for seed in range(3):
         rng = np.random.default_rng(900 + seed)
         base = rng.integers(0, 2, size=(10, 5))
@@ -974,11 +900,9 @@ def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum(monkeypatc
         for depth, lam in ((4, 0.002), (5, 0.004), (6, 0.01)):
             ref = memo_oracle(X, y, w, lam, depth)
             for el in (1, 2, 3):
-                for native in (False, True):
-                    r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
-                                          exact_levels=el, native=native).run()
-                    assert r.objective == pytest.approx(ref, rel=1e-9), (seed, depth, el)
-                    assert r.lower_bound == pytest.approx(ref, rel=1e-9), (seed, depth, el)
-                    assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(
-                        ref, rel=1e-9)
-    assert used[0] > 0
+                r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
+                                      exact_levels=el).run()
+                assert r.objective == pytest.approx(ref, rel=1e-9), (seed, depth, el)
+                assert r.lower_bound == pytest.approx(ref, rel=1e-9), (seed, depth, el)
+                assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(
+                    ref, rel=1e-9)

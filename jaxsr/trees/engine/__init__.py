@@ -39,7 +39,7 @@ from ..solver import Entry, Status
 from . import _core
 
 __all__ = ["State", "problem_of", "init", "step", "terminate", "live_lower_bound",
-           "MemoView", "subtree", "splits", "leaf_loss", "absolute_split_losses",
+           "MemoView", "subtree", "splits", "leaf_loss", "support_bounds", "absolute_split_losses",
            "kmeans_losses", "kmedians_losses", "subtree_splits", "pack", "CHUNK"]
 
 CHUNK = 2048  # subproblem visits per :func:`step` (progress lines between steps)
@@ -235,6 +235,15 @@ def splits(core, mask):
 def leaf_loss(core, mask):
     """The loss of one leaf on the support ``mask`` (internal units; the problem's loss)."""
     return float(_core.leaf_loss(core, _u8(mask)))
+
+
+def support_bounds(core, mask, d):
+    """A new subproblem's ``(leaf loss, split bound, deep bound, k-means bounds
+    computed)`` with ``d`` levels on the support ``mask`` (the problem's task: leaf in
+    internal units, the bounds in objective units: equivalent points, Theorem 3.3, with
+    the lookahead, 3.2, and the k-Means / k-medians bound, 3.5 and 3.7)."""
+    leaf, b, deep, n = _core.support_bounds(core, _u8(mask), int(d))
+    return float(leaf), float(b), float(deep), int(n)
 
 
 def absolute_split_losses(core, mask, F):

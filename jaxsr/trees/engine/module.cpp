@@ -180,6 +180,14 @@ NB_MODULE(_core, m) {
     check_mask(P, mask);
     return P.l1 ? AbsoluteTask().leaf_loss(P, mask.data()) : SquaredTask().leaf_loss(P, mask.data());
   }, "The loss of one leaf on a support (internal units).");
+  m.def("support_bounds", [](const Problem& P, In1<u8> mask, i64 d) {
+    check_mask(P, mask);
+    require(d >= 1, "levels must be >= 1");
+    const SupportBounds b = P.l1 ? AbsoluteTask().bounds(P, mask.data(), d)
+                                 : SquaredTask().bounds(P, mask.data(), d);
+    return nb::make_tuple(b.leaf, b.b, b.deep, b.n_kmeans);
+  }, "A new subproblem's leaf loss (internal units), the bound of the trees that split and "
+     "the deep bound (objective units), and the k-means bounds computed (0 or 1).");
   m.def("absolute_split_losses", [](const Problem& P, In1<u8> mask, In1<i64> F) {
     check_mask(P, mask);
     require(P.l1, "absolute loss only");
