@@ -75,8 +75,8 @@ def main(argv=None):
     a = p.parse_args(argv)
 
     from bench_trees_peers import load_binarized, shared_data_dir
-
     from jaxsr.trees.interpreted import engine as interpreted_engine
+
     from jaxsr.trees.search import OptimalTreeSearch
 
     root = shared_data_dir() / "osrt" / "binarized"

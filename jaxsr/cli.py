@@ -6,7 +6,7 @@ Sub-commands::
     jaxsr symbolic DATA.csv --target COLUMN [...] # deterministic symbolic regression
     jaxsr tree DATA.csv --target COLUMN [...]     # optimal sparse regression tree
     jaxsr predict MODEL.json DATA.csv [...]       # predictions of a saved model
-    jaxsr warmup                                 # compile the tree kernels ahead (numba)
+    jaxsr warmup                                 # prepare compiled programs ahead
 
 Data files are any delimited text that pandas reads: the separator is sniffed (``,`` ``;``
 tab ``|`` or runs of blanks) or given with ``--sep``; ``--decimal ,`` reads ``0,66``;
@@ -707,18 +707,10 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_warmup(args) -> int:
-    from .trees import warmup
-
-    t0 = time.perf_counter()
-    if warmup.native_kernels_cached():
-        _progress("loading the optimal-tree kernels from numba's cache ...")
-    else:
-        _progress("compiling the optimal-tree kernels (numba, once: under a minute of CPU) ...")
-    cached = warmup.warmup()
-    state = {True: "in numba's cache", False: "NOT in numba's cache (not writable?)",
-             None: "compiled (no writable cache folder here: set NUMBA_CACHE_DIR)"}
-    _progress(f"tree kernels {state[cached]} after {time.perf_counter() - t0:.1f} s")
-    return EXIT_OK if cached is not False else EXIT_FAILED
+    # the optimal-tree engine is compiled ahead of time, when the package is installed:
+    # nothing to prepare for it here
+    _progress("optimal trees: the engine was compiled at install, nothing to do")
+    return EXIT_OK
 
 
 def _cmd_demo(args) -> int:
@@ -1148,12 +1140,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_csv_options(p)
     p.set_defaults(func=_cmd_predict)
 
-    p = sub.add_parser("warmup", help="compile the optimal-tree kernels into numba's cache",
-                       description="Compile (or load) every compiled kernel of the "
-                                   "optimal-tree search now, into numba's on-disk cache, "
-                                   "e.g. when building a container image or a CI cache; "
-                                   "otherwise the first tree fit starts a background "
-                                   "process that does it.")
+    p = sub.add_parser("warmup", help="prepare compiled programs ahead of the first fit",
+                       description="Prepare compiled programs ahead of the first fit, e.g. "
+                                   "when building a container image or a CI cache (the "
+                                   "optimal-tree engine needs nothing: it is compiled when "
+                                   "the package is installed).")
     p.set_defaults(func=_cmd_warmup)
     return parser
 

@@ -30,7 +30,6 @@ from .losses import (
     absolute_class_losses,
     absolute_loss,
     absolute_losses,
-    absolute_split_losses,
     class_statistics,
     objective,
     recentre,

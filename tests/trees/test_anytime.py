@@ -112,21 +112,15 @@ def _fit(X, y, binarizer, **kw):
 
 @pytest.mark.parametrize("name", list(DATA))
 @pytest.mark.parametrize("backend,loss", [("numpy", "squared_error"), ("jax", "squared_error"),
-                                          ("compiled", "squared_error"),
                                           ("numpy", "absolute_error"),
                                           ("jax", "absolute_error")])
 def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
     """At short limits (0.02 and 0.4 s, no depth budget, lambda 0.002: far from a
-    certificate) on three datasets, both backends (host: Python solver with the numpy
-    kernels, or the compiled solver once the numba kernels are loaded) and both losses:
+    certificate) on three datasets, both backends (the host engine, or the host engine with
+    the device's batches) and both losses:
     the objective is at most greedy CART's on the same binary features (numpy oracle; at
     0.4 s, which greedy CART fits in with a wide margin on a loaded machine), the
     certificate is consistent and the limit holds (generous margin)."""
-    from jaxsr.trees import search
-
-    if backend == "compiled":
-        search.load_native_kernels()  # ~1 s once per process (numba's cache)
-        backend = "numpy"
     (X, y), binarizer = DATA[name]()
     lam = 0.002
     Xb = _binary(X, binarizer)
@@ -143,27 +137,24 @@ def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
         assert m.optimal_ or m.status_ == "time_limit"
 
 
-@pytest.mark.parametrize("native", [False, True])
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
 @pytest.mark.parametrize("msl,depth", [(1, None), (3, 4)])
-def test_greedy_incumbent_equals_the_oracle(native, msl, depth):
-    """The search's incumbent (:func:`jaxsr.trees.incumbent.greedy_tree`, numpy or compiled
+def test_greedy_incumbent_equals_the_oracle(loss, msl, depth):
+    """The search's incumbent (:func:`jaxsr.trees.incumbent.greedy_tree`: the engine's
     kernels, best-first growth with per-node leaf budgets) is greedy CART pruned at lambda:
-    the oracle's objective, on weighted and unweighted data."""
-    from jaxsr.trees.search import load_native_kernels
-
-    if native:
-        load_native_kernels()
+    the oracle's objective, on weighted and unweighted data, both losses."""
     for seed, (X, y) in enumerate([_tree_data(3, n=200), _smooth_data(4, n=200)]):
         Xb = _binary(X, None if seed == 0 else Binarizer(n_thresholds=5))
         w = np.random.default_rng(seed).uniform(0.5, 2.0, y.size) if seed else np.ones(y.size)
         for lam in (0.002, 0.02):
             s = OptimalTreeSearch(Xb, y, w, regularization=lam, depth_budget=depth,
-                                  min_samples_leaf=msl, native=native)
+                                  min_samples_leaf=msl, loss=loss)
             P = s.problem
             mask = np.ones(P.U, dtype=bool)
-            d = levels(P, P.depth, P.stats.sum(0), leaf_cost(P, mask, native))
-            obj = greedy_tree(P, mask, d, native=native).objective
-            assert obj == pytest.approx(greedy_cart(Xb, y, w, lam, depth, msl), rel=1e-9)
+            d = levels(P, P.depth, P.stats.sum(0), leaf_cost(P, mask))
+            obj = greedy_tree(P, mask, d).objective
+            ref = greedy_cart(Xb, y, w, lam, depth, msl, absolute=loss == "absolute_error")
+            assert obj == pytest.approx(ref, rel=1e-9)
 
 
 def test_partial_greedy_at_a_tiny_limit_is_a_valid_tree():
@@ -173,7 +164,7 @@ def test_partial_greedy_at_a_tiny_limit_is_a_valid_tree():
     X, y = _tree_data(5, n=400)
     sst = float(np.sum((y - y.mean()) ** 2))
     s = OptimalTreeSearch(X > 0.5, y, np.ones(y.size), regularization=0.001,
-                          depth_budget=None, native=False, time_limit=0.0)
+                          depth_budget=None, time_limit=0.0)
     mask = np.ones(s.problem.U, dtype=bool)
     # a deadline already past: only the root is grown
     obj, nodes = greedy_tree(s.problem, mask, 50, deadline=0.0)[:2]
@@ -221,48 +212,40 @@ def test_time_limit_counts_binarization_and_device_compilation():
     assert not new  # nothing was compiled inside the short limit
 
 
-@pytest.mark.parametrize("native", [False, True])
-def test_polished_greedy_incumbent_is_exact_and_not_worse(native):
+def test_polished_greedy_incumbent_is_exact_and_not_worse():
     """Under a time limit the incumbent is greedy CART with each node's exact shallow
     subtree (kernel, up to exact_levels split levels) as an alternative in the pruning: its
     objective, as the search reports it, is the objective of the tree built from it
     (recomputed from predictions) and at most greedy CART's; here it is strictly better."""
-    from jaxsr.trees.search import load_native_kernels
-
-    if native:
-        load_native_kernels()
     X, y = _smooth_data(8, n=300)
     Xb = _binary(X, Binarizer(n_thresholds=6))
     lam = 0.002
     g = greedy_cart(Xb, y, np.ones(y.size), lam, None)
     sst = float(np.sum((y - y.mean()) ** 2))
     res = OptimalTreeSearch(Xb, y, np.ones(y.size), regularization=lam, depth_budget=None,
-                            time_limit=100.0, native=native).run(max_steps=0)
+                            time_limit=100.0).run(max_steps=0)
     r = y - res.tree.predict(Xb)
     assert float(r @ r / sst + lam * res.tree.n_leaves) == pytest.approx(res.objective,
                                                                          rel=1e-9)
     assert res.objective < g * (1 - 1e-6)
 
 
-@pytest.mark.parametrize("engine", ["interpreted", "compiled", "device"])
+@pytest.mark.parametrize("engine", ["host", "device"])
 def test_live_lower_bound_is_valid_and_tightens(monkeypatch, engine):
-    """The live lower bound (bottom up through the engine's frontier arrays; the engine
-    compiled, as Python, or handing its expansions to the device) after every step: never
+    """The live lower bound (bottom up through the engine's frontier; the host engine
+    alone or handing its expansions to the device) after every step: never
     below the root's recorded bound, never above the optimum, and at the end the certified
     optimum."""
     from jaxsr.trees import engine as cs
     from jaxsr.trees import solver
-    from jaxsr.trees.search import load_native_kernels
 
     X, y = _smooth_data(9, n=200)
     Xb = _binary(X, Binarizer(n_thresholds=4))
     lam = 0.004
     kw = dict(regularization=lam, depth_budget=5, exact_levels=1)
-    opt = OptimalTreeSearch(Xb, y, np.ones(y.size), native=False, **kw).run()
+    opt = OptimalTreeSearch(Xb, y, np.ones(y.size), **kw).run()
     assert opt.status is solver.Status.OPTIMAL
     lbs = []
-    if engine != "interpreted":
-        load_native_kernels()
     step = cs.step
 
     def rec(state, chunk=2048):
@@ -272,7 +255,7 @@ def test_live_lower_bound_is_valid_and_tightens(monkeypatch, engine):
         return st
 
     monkeypatch.setattr(cs, "step", rec)
-    res = OptimalTreeSearch(Xb, y, np.ones(y.size), native=engine != "interpreted",
+    res = OptimalTreeSearch(Xb, y, np.ones(y.size),
                             backend="jax" if engine == "device" else "numpy", **kw).run()
     assert res.objective == pytest.approx(opt.objective, rel=1e-9)
     assert len(lbs) > 5

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsr.trees import kmeans
+from jaxsr.trees import engine, kmeans
 
 
 def _partitions(n):
@@ -205,7 +205,7 @@ _table_kmedians = jax.jit(lambda v, w, K: kmeans.kmeans_dp(kmeans.kmedians_cost_
 @pytest.mark.parametrize("n", [2, 17, 150, 450])
 def test_host_divide_and_conquer_equals_full_table(n):
     """The host rows (divide and conquer over monotone split points, O(n) memory; numpy and
-    compiled) equal the full-table DP of the JAX layer, with zero weights (masked items)
+    the engine's) equal the full-table DP of the JAX layer, with zero weights (masked items)
     and class spread."""
     rng = np.random.default_rng(n)
     v = np.sort(np.round(rng.normal(size=n) * 3, 1))
@@ -215,12 +215,12 @@ def test_host_divide_and_conquer_equals_full_table(n):
     table = np.asarray(_table_kmeans(w, w * v, q, K))
     np.testing.assert_allclose(kmeans.kmeans_losses_np(w, w * v, q, K), table,
                                rtol=1e-10, atol=1e-9)
-    # the compiled DP (numba), without and with the early stop of Theorem 3.7
-    np.testing.assert_allclose(kmeans.kmeans_losses_np(w, w * v, q, K, native=True), table,
+    # the engine's DP, without and with the early stop of Theorem 3.7
+    np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K), table,
                                rtol=1e-10, atol=1e-9)
     for gain in (0.5, 5.0):
         host = kmeans.kmeans_losses_np(w, w * v, q, K, gain)
-        np.testing.assert_allclose(kmeans.kmeans_losses_np(w, w * v, q, K, gain, native=True),
+        np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K, gain),
                                    host, rtol=1e-10, atol=1e-9)
     table = np.asarray(_table_kmedians(v, w, K))
     np.testing.assert_allclose(kmeans.kmedians_losses_np(v, w, K), table,

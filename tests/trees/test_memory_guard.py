@@ -83,25 +83,3 @@ def test_env_override_refuses_allows_and_checks(monkeypatch):
     monkeypatch.setenv(reg.MEMORY_LIMIT_ENV, "lots")
     with pytest.raises(ValueError, match="JAXSR_MEMORY_LIMIT='lots' is not a size"):
         m.fit(X, y)
-
-
-def test_compiled_kernels_import_when_numba_cannot_cache(tmp_path):
-    """A read-only home: no cache folder can be created (here ``NUMBA_CACHE_DIR`` names a
-    file), so the kernels compile in memory and the cache state is None."""
-    import os
-    import subprocess
-    import sys
-
-    (tmp_path / "a-file").write_text("")
-    code = (
-        "import jaxsr.trees.compiled as c, jaxsr.trees.engine\n"
-        "from jaxsr.trees import warmup\n"
-        "print(c._NB['cache'], c.CACHE_FOLDER, warmup.native_kernels_cached())\n"
-    )
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "a-file"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env=env)
-    assert out.stdout.strip() == "False None None"
-    from jaxsr.trees import compiled
-
-    assert compiled._NB["cache"] is True  # this checkout can cache

@@ -42,7 +42,7 @@ def test_sharded_kernels_equal_the_host_kernels(mesh):
     to the order of the float64 sums. The shapes (one split level, 12 supports: the root's children)
     are those of the estimator fit below, which so compiles nothing new."""
     X, y, w = _data()
-    s = OptimalTreeSearch(X, y, w, regularization=0.01, depth_budget=4, native=False).problem
+    s = OptimalTreeSearch(X, y, w, regularization=0.01, depth_budget=4).problem
     dev = DeviceBatcher(s.Xc, s.st4, s.korder, s.lam, s.norm, s.m1, mean=s.cls_mean,
                         E=s.stats[:, STAT_E], mesh=mesh)
     assert dev.Up % (64 * 4) == 0 and dev.X.sharding.spec[0] in ("classes", ("classes",))

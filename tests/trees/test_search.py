@@ -7,8 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxsr.trees import OptimalTreeRegressor, optimal_subtree_cost
-from jaxsr.trees import engine
+from jaxsr.trees import OptimalTreeRegressor, engine, optimal_subtree_cost
 from jaxsr.trees.extraction import node_values
 from jaxsr.trees.problem import leaf_cost
 from jaxsr.trees.search import ALL_BOUNDS, OptimalTreeSearch
@@ -357,8 +356,8 @@ def test_subtree_kernels_numpy_jax_vmap(levels, msl):
         c_np, f_np = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl)
         # the engine's terminal solver on the support's distinct columns: the same cost
         keep = distinct_splits(Xc[m] > 0.5)
-        leaf, split = engine.subtree_splits(X8[m][:, keep], st[m], levels, lam * norm, msl)
-        assert min(leaf, split.min()) / norm == pytest.approx(c_np, rel=1e-12)
+        c_leaf, split = engine.subtree_splits(X8[m][:, keep], st[m], levels, lam * norm, msl)
+        assert min(c_leaf, split.min()) / norm == pytest.approx(c_np, rel=1e-12)
         # and from the support mask over all classes (gather, distinct splits, re-centring
         # and tie-breaking in the engine): the same cost and the same root
         c_sm, f_sm = engine.subtree(core, m, levels, lam * norm)
