@@ -2,8 +2,9 @@
 
 The search (:class:`~jaxsr.trees.search.OptimalTreeSearch`) starts from this tree, so it
 never returns a worse one, even when a time limit stops it before the root's bounds are
-computed (the anytime behaviour of OSRT section 4). It is grown best first (a heap on the
-split's gain, so a tree cut short by the deadline holds the most useful splits), each node
+computed (the anytime behaviour of OSRT section 4): the tree is always grown whole,
+whatever the clock says (a few ms: one terminal-solver call per node). It is grown best
+first (a heap on the split's gain), each node
 with the split of least children's loss while the loss decreases, to at most the node's
 levels and its own leaf budget (:func:`~jaxsr.trees.problem.levels`: a subtree with more
 leaves than ``(leaf - E / normaliser) / lambda`` cannot beat the node's leaf, so the
@@ -94,11 +95,12 @@ def greedy_tree(P: TreeProblem, mask, d, *, deadline=None, polish=False,
     """Greedy CART on the support ``mask`` with at most ``d`` levels, pruned for the
     objective (the module docstring).
 
-    Without a deadline the grown tree does not depend on the growth order; at the deadline
-    (``time.perf_counter()`` seconds) the growth stops and the nodes not yet split stay
-    leaves. With ``polish`` (squared loss, ``exact_levels >= 2``) each grown node, root
-    first and while the time lasts, also gets the exact best tree with at most
-    ``min(exact_levels, its levels - 1)`` split levels on its support (the shallow kernel,
+    The grown tree does not depend on the growth order nor on the clock: it is always
+    greedy CART, so a time-limited fit is never worse than greedy CART. With ``polish``
+    (squared loss, ``exact_levels >= 2``) each grown node, root first and while the time
+    lasts (``deadline``: ``time.perf_counter()`` seconds), also gets the exact best tree
+    with at most ``min(exact_levels, its levels - 1)`` split levels on its support (the
+    terminal solver,
     called only when predicted at ``kernel_rate`` to end before the deadline): the pruning
     then keeps, at each node, the least of its leaf, its greedy split's subtrees and that
     exact subtree, a tree never worse than greedy CART's.
@@ -107,8 +109,6 @@ def greedy_tree(P: TreeProblem, mask, d, *, deadline=None, polish=False,
     heap = []  # (-gain, node, feature, levels)
 
     def add(m, lev, parent, side):
-        if parent >= 0 and deadline is not None and time.perf_counter() > deadline:
-            return False
         i = len(nodes)
         leaf, lev, f, gain = greedy_node(P, m, lev)
         nodes.append([m, -1, -1, -1, leaf, lev, 0])
@@ -116,17 +116,14 @@ def greedy_tree(P: TreeProblem, mask, d, *, deadline=None, polish=False,
             nodes[parent][side] = i
         if f >= 0:
             heapq.heappush(heap, (-gain, i, f, lev))
-        return True
 
     add(mask, d, -1, 0)
     while heap:
         _, i, f, lev = heapq.heappop(heap)
         m = nodes[i][0]
         nodes[i][1] = f
-        mt, mf = m & P.Xc_bool[:, f], m & ~P.Xc_bool[:, f]
-        if not (add(mt, lev - 1, i, 2) and add(mf, lev - 1, i, 3)):
-            nodes[i][1] = -1 if nodes[i][3] < 0 else f
-            break  # out of time: the nodes not split stay leaves
+        add(m & P.Xc_bool[:, f], lev - 1, i, 2)
+        add(m & ~P.Xc_bool[:, f], lev - 1, i, 3)
     kern, seconds, n_kernel = {}, {}, 0
     if polish and P.kl >= 2 and not P.l1:
         for i, nd in enumerate(nodes):
