@@ -25,7 +25,8 @@ predictions on the training data and its own leaf count:
 
 (OSRT's normalised squared loss; pystreed's cost-complex objective charges lambda per branch
 node, i.e. lambda * (leaves - 1), the same optimum.) Times are wall-clock seconds around
-``fit``; for jaxsr both the first fit (with JIT compilation) and a second fit on the same data.
+``fit``; for jaxsr both the first fit of the case and a second fit on the same data (the host
+engine is compiled ahead of time, at install: the first fit of a process pays only imports).
 
 Usage (from the repository root)::
 
@@ -333,10 +334,10 @@ def table(results) -> str:
             f"{_fmt_s(jj.get('seconds_cold')):>6}"
         )
     lines.append("")
-    lines.append("times: wall-clock seconds around fit (jaxsr: second fit, after compilation; "
-                 "jx 1st: jaxsr's first fit, with compilation; jaxsr = backend 'auto', which "
-                 "is the compiled host engine; jx-jax = backend 'jax', the batched "
-                 "jitted kernels); "
+    lines.append("times: wall-clock seconds around fit (jaxsr: second fit of the case; "
+                 "jx 1st: jaxsr's first fit of the case; jaxsr = backend 'auto', which "
+                 "is the host engine (C++, compiled at install); jx-jax = backend 'jax', the "
+                 "batched jitted kernels); "
                  "obj = SSE/SST + lambda*leaves recomputed in float64 from each tool's own "
                  "predictions; L = leaves; * = osrt timed out (no certificate); "
                  "streed = pystreed kmeans bound (default), str-eq = pystreed equivalent bound; "
@@ -502,16 +503,6 @@ def main(argv=None) -> int:
     reason = jaxsr_available()
     if reason:
         print(f"jaxsr OptimalTreeRegressor not importable ({reason}): n/a", file=sys.stderr)
-    elif "auto" in args.backends.split(","):
-        # compiled kernels loaded (compiled if numba's cache lacks them) before any timing:
-        # a time-limited fit would otherwise run the numpy kernels whenever the cache is
-        # empty (native_for_time_limit), and measure those (~30x slower at depth 7)
-        from jaxsr.trees.search import load_native_kernels  # noqa: PLC0415
-
-        t0 = time.perf_counter()
-        load_native_kernels()
-        print(f"jaxsr compiled kernels loaded in {time.perf_counter() - t0:.1f} s",
-              file=sys.stderr, flush=True)
     paths = dataset_paths()
     results = []
     for name, lam, budget in cases:
