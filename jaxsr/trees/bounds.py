@@ -140,7 +140,7 @@ def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
 
     Theorem 3.5: a tree with ``C`` leaves on a subproblem costs at least
     ``losses[C - 1] / normalizer + lambda C``, with ``losses`` the constrained k-means
-    losses (:func:`~jaxsr.trees.kmeans.kmeans_losses_np`). The table may stop early, at
+    losses (:func:`jaxsr.trees.engine.kmeans_losses`). The table may stop early, at
     the first ``C`` whose gain is at most ``lambda * normalizer`` (Theorem 3.7: the losses
     are convex in ``C``, so the penalised loss does not decrease after it), or at the most
     leaves a tree may have. Below ``min_leaves`` entries, the missing loss is at least the
@@ -161,8 +161,8 @@ def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
 
 def kmeans_bound_of(losses, k, lam, norm, min_leaves):
     """:func:`kmeans_bound` of the first ``k >= 1`` entries of ``losses`` (a float64
-    array): plain scalar arithmetic, the one implementation (the compiled engine runs it
-    compiled by numba, :mod:`jaxsr.trees.compiled`)."""
+    array): plain scalar arithmetic (the engine's copy is ``kmeans_bound`` in
+    ``engine/bounds.hpp``; the device path and the tests use this one)."""
     if k >= min_leaves:
         best = np.inf
         for c in range(int(min_leaves), k + 1):
@@ -197,7 +197,7 @@ def useful_levels(d, stats, leaf, regularization, normalizer, min_samples_leaf, 
 def useful_levels_of(d, classes, samples, eq_loss, leaf, lam, norm, m1, equivalent):
     """:func:`useful_levels` from a support's class count, sample count and equivalence
     loss (floats or arrays of one shape), as a float ``>= 1``: numpy array operations that
-    numba compiles for scalars (the engine's copy, :mod:`jaxsr.trees.engine`)."""
+    work on scalars too (the engine's copy: ``useful_levels`` in ``engine/bounds.hpp``)."""
     r = np.minimum(np.minimum(classes, np.floor(samples / m1)), d)
     if lam > 0:
         gap = leaf - (eq_loss / norm if equivalent else 0.0)

@@ -22,19 +22,17 @@ so the loss with at most ``k`` clusters of the first ``i + 1`` sorted items sati
     D_k[i] = min_{0 <= j <= i} D_{k-1}[j - 1] + cost(j..i),    D_{k-1}[-1] = 0,
 
 an O(K n^2) dynamic programme with an ``n x n`` cost table in the JAX layer (fixed shapes,
-fine for batches of small subproblems); the host versions used by the search find each row
-by divide and conquer in O(n log n) time and O(n) memory (Song and Zhong 2020 use the same
+fine for batches of small subproblems); the engine's DP used by the search
+(``engine/kmeans.cpp``, :func:`jaxsr.trees.engine.kmeans_losses`) finds each row by divide
+and conquer in O(n log n) time and O(n) memory (Song and Zhong 2020 use the same
 monotonicity). Choosing ``j = 0`` leaves clusters empty, so ``D_k`` is the loss with *at most*
 ``k`` clusters and is non-increasing in ``k``.
 
-Two layers share one implementation:
-
-* pure, jittable JAX functions (:func:`weighted_kmeans`, :func:`weighted_kmedians`,
-  :func:`kmeans_lower_bound`) with fixed shapes: items outside a ``mask`` get zero weight
-  and vanish from every cluster, so a batch of subproblems is a ``jax.vmap`` away;
-* host (numpy) versions used inside the search (:func:`kmeans_losses_np`,
-  :func:`kmedians_losses_np`) that stop adding clusters as soon as the gain drops to
-  ``lambda`` (Theorem 3.7: the losses are convex in ``k``).
+This module holds the pure, jittable JAX functions (:func:`weighted_kmeans`,
+:func:`weighted_kmedians`, :func:`kmeans_lower_bound`) with fixed shapes: items outside a
+``mask`` get zero weight and vanish from every cluster, so a batch of subproblems is a
+``jax.vmap`` away (the device path). The engine's DP stops adding clusters as soon as the
+gain drops to ``lambda`` (Theorem 3.7: the losses are convex in ``k``).
 """
 
 from __future__ import annotations
@@ -52,8 +50,6 @@ __all__ = [
     "weighted_kmeans",
     "weighted_kmedians",
     "kmeans_lower_bound",
-    "kmeans_losses_np",
-    "kmedians_losses_np",
     "penalized_minimum",
 ]
 
@@ -235,220 +231,3 @@ def kmeans_lower_bound(weights, sums, sq_sums, mask, regularization, max_cluster
     m = jnp.asarray(mask).astype(jnp.asarray(weights).dtype)
     losses = kmeans_dp(_kmeans_cost(jnp, weights * m, sums * m, sq_sums * m), max_clusters)
     return penalized_minimum(losses, regularization, normalizer, min_clusters)
-
-
-# --------------------------------------------------------------------------- host versions
-# The host versions never build the n x n table. Both costs satisfy the quadrangle
-# inequality (1-D clustering of sorted items; the classes' internal spread adds a modular
-# term), so the leftmost optimal split point ``j*(i)`` of every DP row is non-decreasing in
-# ``i`` and a row is found by divide and conquer over ``i``: O(n log n) cost evaluations per
-# row, in O(n) memory, each level of the recursion evaluated as one vectorised batch.
-
-
-def _kmeans_cost_fn(W, S, Q):
-    PW, PS, PQ = _prefix(np, W), _prefix(np, S), _prefix(np, Q)
-
-    def cost(j, i):
-        w = PW[i + 1] - PW[j]
-        s = PS[i + 1] - PS[j]
-        q = PQ[i + 1] - PQ[j]
-        return sse(w, s, q)
-
-    return cost
-
-
-def _kmedians_cost_fn(v, w):
-    n = v.shape[0]
-    PW, PV = _prefix(np, w), _prefix(np, w * v)
-
-    def cost(j, i):
-        half = PW[j] + 0.5 * (PW[i + 1] - PW[j])
-        m = np.searchsorted(PW[1:], half, side="left")
-        m = np.clip(m, j, i).clip(0, n - 1)
-        vm = v[m]
-        left = vm * (PW[m] - PW[j]) - (PV[m] - PV[j])
-        right = (PV[i + 1] - PV[m + 1]) - vm * (PW[i + 1] - PW[m + 1])
-        return np.maximum(left + right, 0.0)
-
-    return cost
-
-
-def _dc_row(prev, cost, n):
-    """``D[i] = min_{0 <= j <= i} prev[j] + cost(j, i)`` by divide and conquer."""
-    D = np.empty(n)
-    opt = np.zeros(n, dtype=np.int64)
-    D[0] = prev[0] + cost(np.zeros(1, np.int64), np.zeros(1, np.int64))[0]
-    if n > 1:
-        j = np.arange(n)
-        v = prev + cost(j, np.full(n, n - 1))
-        k = int(np.argmin(v))
-        D[n - 1], opt[n - 1] = v[k], k
-    seg_l = np.zeros(1, np.int64)
-    seg_r = np.full(1, n - 1, np.int64)
-    while True:
-        keep = seg_r - seg_l > 1
-        seg_l, seg_r = seg_l[keep], seg_r[keep]
-        if seg_l.size == 0:
-            return D
-        mid = (seg_l + seg_r) // 2
-        lo = opt[seg_l]
-        hi = np.maximum(np.minimum(opt[seg_r], mid), lo)
-        L = hi - lo + 1
-        starts = np.concatenate([[0], np.cumsum(L)[:-1]])
-        seg = np.repeat(np.arange(L.size), L)
-        jj = lo[seg] + (np.arange(int(L.sum())) - starts[seg])
-        vals = prev[jj] + cost(jj, mid[seg])
-        mins = np.minimum.reduceat(vals, starts)
-        pos = np.where(vals <= mins[seg], np.arange(vals.size), vals.size)
-        D[mid] = mins
-        opt[mid] = jj[np.minimum.reduceat(pos, starts)]
-        seg_l, seg_r = np.concatenate([seg_l, mid]), np.concatenate([mid, seg_r])
-
-
-# The n x n cost table costs O(n^2) to build (k-medians: O(n^2 log n), a searchsorted per
-# entry), then one vectorised pass per row; a divide-and-conquer row costs O(n log n) but
-# ~0.2 ms of Python per row. Measured (2 cores, n = 384): k-means table ~3 ms, k-medians
-# table ~7 ms, a D&C row ~0.3 ms. k-means (many rows at small lambda) builds the table for
-# its first full row up to 384 items; k-medians up to 128 items, and up to 384 once n / 32
-# rows have been computed by divide and conquer. Never above 384.
-_TABLE_MAX = 384
-_KMEDIANS_TABLE_FIRST = 128
-
-
-def _dp_host(cost, n: int, max_clusters: int, stop_gain: float | None,
-             table_fn=None, table_first: int = _TABLE_MAX, table=None) -> np.ndarray:
-    """Losses ``D_k[n - 1]`` for ``k = 1, 2, ...`` with the early stop of Theorem 3.7.
-
-    Only the last entry of a row is needed to decide whether to stop, and it takes one
-    O(n) pass over the previous row (``min_j D_{k-1}[j - 1] + cost(j, n - 1)``); the full
-    row ``D_k`` (O(n log n) by divide and conquer, or one pass over the cost table) is
-    computed only when the next row is needed. With the stop at ``k`` clusters this costs
-    ``k - 2`` full rows instead of ``k - 1``. ``table``: the ready ``n x n`` cost table
-    (``cost`` is then unused), else built by ``table_fn`` once a full row is needed and
-    ``n <= table_first`` (or enough rows were computed by divide and conquer).
-    """
-    if n == 0:
-        return np.zeros(1)
-    kmax = min(max_clusters, n)
-    D = table[0] if table is not None else cost(np.zeros(n, np.int64), np.arange(n))
-    out = [D[-1]]
-    if kmax <= 1:
-        return np.asarray(out)
-    full_rows = 0
-    if table is not None:
-        last_col = table[:, -1]
-    else:
-        last_col = cost(np.arange(n), np.full(n, n - 1))  # cost(j, n - 1) for every j
-    prev = np.empty(n)
-    while True:
-        prev[0] = 0.0
-        prev[1:] = D[:-1]
-        out.append(float(np.min(prev + last_col)))
-        if len(out) >= kmax:
-            break
-        if stop_gain is not None and out[-2] - out[-1] <= stop_gain:
-            break  # Theorem 3.7: every further cluster gains even less
-        # the full row D_k, needed for row k + 1
-        if table is None and table_fn is not None and (
-                n <= table_first or (n <= _TABLE_MAX and full_rows >= n // 32)):
-            table = table_fn()  # built only once a full row is needed
-        D = np.min(prev[:, None] + table, axis=0) if table is not None else _dc_row(
-            prev, cost, n)
-        full_rows += 1
-    return np.asarray(out)
-
-
-_LOWER = np.tril(np.ones((_TABLE_MAX, _TABLE_MAX), dtype=bool), -1)  # j > i: no group
-
-
-def _kmeans_table_np(W, S, Q):
-    """Host twin of :func:`_kmeans_cost` with fewer passes (n <= ``_TABLE_MAX``).
-
-    ``sum S = 0`` exactly where ``sum W = 0`` (prefix sums over zero items cancel exactly),
-    so ``S^2 / max(W, tiny)`` needs no mask.
-    """
-    n = W.shape[0]
-    PW, PS, PQ = _prefix(np, W), _prefix(np, S), _prefix(np, Q)
-    w = PW[None, 1:] - PW[:-1, None]
-    s = PS[None, 1:] - PS[:-1, None]
-    c = PQ[None, 1:] - PQ[:-1, None]
-    np.multiply(s, s, out=s)
-    np.maximum(w, 1e-300, out=w)
-    with np.errstate(over="ignore"):
-        np.divide(s, w, out=s)
-    np.subtract(c, s, out=c)
-    np.maximum(c, 0.0, out=c)
-    np.copyto(c, np.inf, where=_LOWER[:n, :n])
-    return c
-
-
-def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None):
-    """Host version of the constrained k-means losses (items already sorted by mean).
-
-    Args:
-      W, S, Q: ``(n,)`` float64 class statistics sorted by mean ``S / W``.
-      max_clusters: most clusters; stop_gain: see below.
-
-    Returns:
-      ``(k,)`` float64 losses for ``1..k`` clusters. Stops after the first ``k`` whose gain
-      ``D_{k-1} - D_k`` is at most ``stop_gain`` (Theorem 3.7), so the result may be
-      shorter than ``max_clusters``; the penalised minimum over the returned prefix equals
-      the one over all ``k``.
-    """
-    W, S, Q = (np.asarray(a, np.float64) for a in (W, S, Q))
-    n = W.shape[0]
-    if 1 < n <= _KMEANS_TABLE_FIRST:
-        return _dp_host(None, n, max_clusters, stop_gain, table=_kmeans_table_np(W, S, Q))
-    return _dp_host(_kmeans_cost_fn(W, S, Q), n, max_clusters, stop_gain,
-                    lambda: _kmeans_table_np(W, S, Q))
-
-
-_KMEANS_TABLE_FIRST = 160  # below this the table is built first (cheaper than any row)
-KMEDIANS_MAX_VALUES = 20000  # the search skips a k-medians bound over more distinct targets
-
-
-def _kmedians_table_np(v, w):
-    """Host twin of :func:`_kmedians_cost` (the same floats) with fewer passes and
-    temporaries (n <= ``_TABLE_MAX``)."""
-    n = v.shape[0]
-    PW, PV = _prefix(np, w), _prefix(np, w * v)
-    lo = PW[:-1, None]  # PW[j]
-    half = PW[None, 1:] - lo
-    half *= 0.5
-    half += lo
-    m = np.searchsorted(PW[1:], half.reshape(-1), side="left").reshape(n, n)
-    np.maximum(m, np.arange(n)[:, None], out=m)
-    np.minimum(m, n - 1, out=m)
-    vm = v[m]
-    left = PW[m]
-    left -= lo
-    left *= vm
-    t = PV[m]
-    t -= PV[:-1, None]
-    left -= t  # vm (PW[m] - PW[j]) - (PV[m] - PV[j])
-    m += 1
-    right = PV[m]
-    np.subtract(PV[None, 1:], right, out=right)
-    t = PW[m]
-    np.subtract(PW[None, 1:], t, out=t)
-    t *= vm
-    right -= t  # (PV[i + 1] - PV[m + 1]) - vm (PW[i + 1] - PW[m + 1])
-    left += right
-    np.maximum(left, 0.0, out=left)
-    np.copyto(left, np.inf, where=_LOWER[:n, :n])
-    return left
-
-
-def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | None = None):
-    """Host version of :func:`weighted_kmedians` with the same early stop.
-
-    Up to ``_KMEDIANS_TABLE_FIRST`` items and with at least 3 clusters the cost table is
-    built first (its first row and last column are the two rows the DP reads before its
-    first full row, and a full row, which needs the table, follows unless the first gain
-    already stops it)."""
-    v, w = np.asarray(values, np.float64), np.asarray(weights, np.float64)
-    n = v.shape[0]
-    if 1 < n <= _KMEDIANS_TABLE_FIRST and max_clusters > 2:
-        return _dp_host(None, n, max_clusters, stop_gain, table=_kmedians_table_np(v, w))
-    return _dp_host(_kmedians_cost_fn(v, w), n, max_clusters, stop_gain,
-                    lambda: _kmedians_table_np(v, w), _KMEDIANS_TABLE_FIRST)

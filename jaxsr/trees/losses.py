@@ -5,7 +5,7 @@ and the internal target scale (OSRT sec. 2-3).
 (eq. 1, OSRT section 2); :func:`objective` is that formula, the one copy of it: the
 search, the bounds, the shallow-subtree kernels, the k-means bounds and the compiled
 engine all call it. It is plain arithmetic, so the same function works on Python floats,
-numpy and JAX arrays, and inside numba (:mod:`jaxsr.trees.compiled` inlines it).
+numpy and JAX arrays (the engine's C++ copy: ``engine/common.hpp``).
 
 **Squared loss.** Every equivalence class ``u`` (unique binary feature row) carries six
 statistics, the columns of a ``(U, 6)`` float64 array:
@@ -65,10 +65,7 @@ __all__ = [
     "recentred",
     "centre",
     "objective",
-    "sse_one",
     "absolute_losses",
-    "absolute_loss",
-    "absolute_split_losses",
     "absolute_class_losses",
 ]
 
@@ -81,8 +78,7 @@ def objective(loss, norm, lam, leaves=1):
     """The objective of ``leaves`` leaves of summed loss ``loss``: ``loss / norm + lam *
     leaves`` (OSRT eq. 1; the one copy of the formula in the package).
 
-    Plain arithmetic: Python floats, numpy or JAX arrays (broadcast), and numba
-    (:mod:`jaxsr.trees.compiled` compiles it inline).
+    Plain arithmetic: Python floats, numpy or JAX arrays (broadcast).
 
     Args:
       loss: float or ``(...)`` float array, a summed loss (internal units) or a lower
@@ -96,8 +92,7 @@ def objective(loss, norm, lam, leaves=1):
 
 
 def centre(Wt, St):
-    """Weighted mean ``St / Wt`` of a support (0 for an empty one); scalars only (numba
-    compiles it inline)."""
+    """Weighted mean ``St / Wt`` of a support (0 for an empty one); scalars only."""
     return St / Wt if Wt > 0.0 else 0.0
 
 
@@ -110,16 +105,10 @@ def recentred(W, mean, E, mu):
         loss (internal units). mu: the centre (float or broadcastable).
 
     Returns:
-      ``(S, Q)`` of the shape of ``W``. Plain arithmetic: floats, numpy, JAX, numba.
+      ``(S, Q)`` of the shape of ``W``. Plain arithmetic: floats, numpy, JAX.
     """
     d = mean - mu
     return W * d, E + W * d * d
-
-
-def sse_one(w, s, q):
-    """:func:`sse` of one set (Python or numba scalars; numba compiles it inline)."""
-    v = q - s * s / max(w, TINY)
-    return v if v > 0.0 else 0.0
 
 
 def sse(W, S, Q):
@@ -293,81 +282,6 @@ def _deviations(ys, k, Wm):
     np.abs(d, out=d)
     d *= Wm
     return d.sum(axis=0)
-
-
-def absolute_loss(ys, ws, unit=None):
-    """The absolute loss of one set of samples: ``sum w |y - median|``, the median the
-    first sample at which the cumulative weight reaches half of the total (that of
-    :func:`absolute_losses`), summed in sample order like
-    :func:`jaxsr.trees.compiled.absolute_leaf_loss` (so the same float; a one-column
-    :func:`absolute_losses` sums pairwise).
-
-    Args:
-      ys: ``(n,)`` float64 targets sorted ascending. ws: ``(n,)`` float64 weights.
-      unit: whether every weight is 1 (None: look); the median is then the
-        ``ceil(n / 2)``-th sample.
-
-    Returns:
-      float (0 for no sample).
-    """
-    n = ys.shape[0]
-    if n == 0:
-        return 0.0
-    if unit is None:
-        unit = ws.min() == 1.0 == ws.max()
-    if unit:
-        d = np.abs(ys - ys[(n - 1) // 2])
-    else:
-        cw = np.cumsum(ws)
-        d = np.abs(ys - ys[np.searchsorted(cw, 0.5 * cw[-1])])  # first cw[k] >= half
-        d *= ws
-    return float(np.cumsum(d)[-1])  # a running sum: in sample order
-
-
-def absolute_split_losses(ys, ws, member, unit=None):
-    """The absolute losses of the two children of ``B`` splits of one set of samples.
-
-    The first child of split ``b`` holds the samples with ``member[:, b]``, the second the
-    others; the losses are those of :func:`absolute_losses` on the ``2B`` children's
-    columns (the same floats: the same cumulative weights and the same sums in sample
-    order), both children of every split in one ``(n, 2B)`` pass. With unit weights
-    (every weight 1: an unweighted fit) the median of a child of ``c`` samples is its
-    ``ceil(c / 2)``-th sample, read from the positions of its members instead of from
-    cumulative sums.
-
-    Args:
-      ys: ``(n,)`` float64 targets sorted ascending. ws: ``(n,)`` float64 weights.
-      member: ``(n, B)`` bool. unit: whether every weight is 1 (None: look).
-
-    Returns:
-      ``(lossT (B,), lossF (B,))`` float64: the children with and without ``member``.
-    """
-    n, B = member.shape
-    if n == 0 or B == 0:
-        return np.zeros(B), np.zeros(B)
-    if unit is None:
-        unit = ws.min() == 1.0 == ws.max()
-    if unit:
-        inside = np.concatenate((member, ~member), axis=1)  # (n, 2B): both children
-        Wm = inside.astype(np.float64)
-        rows = np.ascontiguousarray(inside.T)  # a child's members, in sample order
-        pos = np.flatnonzero(rows)
-        edge = np.arange(0, 2 * B * n + 1, n)
-        at = pos.searchsorted(edge)  # child j's members: pos[at[j]:at[j + 1]]
-        c = at[1:] - at[:-1]
-        # the ceil(c/2)-th member: the first at which the count reaches c / 2
-        k = pos[at[:-1] + (c - 1) // 2] - edge[:-1]
-        if not c.all():
-            k[c == 0] = 0  # an empty child (loss 0): the first sample, as argmax gives
-    else:
-        Wm = np.empty((n, 2 * B))
-        w = ws[:, None]
-        np.multiply(w, member, out=Wm[:, :B])
-        np.subtract(w, Wm[:, :B], out=Wm[:, B:])  # w (1 - member), exactly
-        cw = np.cumsum(Wm, axis=0)
-        k = np.argmax(cw >= 0.5 * cw[-1], axis=0)
-    loss = _deviations(ys, k, Wm)
-    return loss[:B], loss[B:]
 
 
 def absolute_class_losses(ys, ws, cls_s, U):

@@ -28,7 +28,6 @@ from .losses import (
     STAT_W,
     TargetScale,
     absolute_class_losses,
-    absolute_loss,
     absolute_losses,
     class_statistics,
     objective,
@@ -229,12 +228,6 @@ def sub_stats(P: TreeProblem, idx):
     of its subsets then round relative to its own spread)."""
     st = P.stats[idx]
     return st if P.l1 else recentre(st, P.cls_mean[idx])
-
-
-def absolute_leaf_loss(P: TreeProblem, mask):
-    """Absolute loss of one leaf on the support ``mask`` (internal units)."""
-    sm = mask[P.cls_s]
-    return absolute_loss(P.ys[sm], P.ws[sm])
 
 
 def leaf_cost(P: TreeProblem, mask) -> float:

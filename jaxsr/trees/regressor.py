@@ -87,12 +87,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     ``normalize=False`` the normaliser is ``sum_i w_i`` (``n`` without weights): the paper's
     raw mean loss (MSE / MAE), and ``regularization`` is in units of ``y^2`` (``|y|``).
 
-    **First fit after installing.** The search's kernels are compiled by numba once and
-    kept in its on-disk cache. Until they are there, fits run the numpy kernels (the same
-    certified optimum, slower on large problems) while a background process compiles
-    them, announced by one line on stderr; later fits and processes load them in about a
-    second. ``JAXSR_BACKGROUND_COMPILE=0`` compiles them in the first fit instead, and
-    ``jaxsr warmup`` ahead of time (:mod:`jaxsr.trees.warmup`).
+    **The engine.** The search is C++ compiled when the package is installed
+    (:mod:`jaxsr.trees.engine`): the first fit of a process runs at full speed.
 
     Args:
       regularization: ``lambda >= 0``, the price of one leaf in objective units.
@@ -101,20 +97,16 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         (the paper's unconstrained problem; needs ``regularization > 0``).
       loss: ``"squared_error"`` or ``"absolute_error"``.
       min_samples_leaf: every leaf holds at least this many training samples (unweighted).
-      time_limit: seconds for the whole :meth:`fit` (binarization, set-up, the one-time
-        load of the compiled kernels, the search and the extraction of the tree, which is
+      time_limit: seconds for the whole :meth:`fit` (binarization, set-up, the search
+        and the extraction of the tree, which is
         reserved before the search stops); the search stops there and returns the best
         tree found, with ``optimal_`` False unless the bounds already met. Anytime: the
         search starts from greedy CART on the same binary features, grown best first
         (largest loss decrease first) and pruned at ``regularization``; under a limit each
         grown node's exact shallow subtree (``exact_levels`` split levels) is an
         alternative in that pruning. So the tree returned is never worse than greedy
-        CART's; only when the limit is too short for greedy CART itself (about 0.05 s on a
-        thousand binary features) it is the greedy tree grown so far, pruned (never worse
-        than one leaf). The kernels' load (about a second from numba's cache, and once
-        per process) is done inside the budget when it affords it (at least 2 s left),
-        else the fit uses the numpy kernels (:func:`~jaxsr.trees.warmup.kernels_for_fit`;
-        on a fresh install they are compiled in a background process meanwhile);
+        CART's: greedy CART is always grown whole, whatever the clock (a few milliseconds
+        on a thousand binary features, so a limit shorter than that is overrun by them);
         ``backend="jax"`` makes a device call only when it is predicted to end in time (a
         first call, which compiles, is allowed :data:`jaxsr.trees.device.COMPILE_SECONDS`),
         else the host evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
@@ -133,8 +125,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks the
         largest that fits in memory. Deeper subproblems get the kernel's best shallow tree
         as an upper bound, certified optimal when no tree with more leaves can beat it.
-      backend: ``"numpy"``: the host engine, compiled (:mod:`jaxsr.trees.engine`;
-        the numpy kernels until the compiled ones are built), one subproblem at a time,
+      backend: ``"numpy"``: the host engine (:mod:`jaxsr.trees.engine`, C++), one
+        subproblem at a time,
         pruning between them; ``"jax"``: every expanded subproblem's children are
         evaluated in batched, jitted device calls (exact subtrees at the bottom, k-means
         bounds above; :mod:`jaxsr.trees.device`), driven by the Python loop; ``"auto"``

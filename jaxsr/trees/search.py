@@ -24,7 +24,7 @@ subproblem:
    (lookahead, Theorem 3.2). Each DP row takes O(U log U) time and O(U) memory (divide
    and conquer over the monotone split points), or one pass over a U x U cost table for
    small supports; only the last entry of the last row is computed before the early stop
-   (:func:`~jaxsr.trees.kmeans.kmeans_losses_np`).
+   (:func:`jaxsr.trees.engine.kmeans_losses`).
 
 For absolute loss the equivalence-class constraint does not keep optimal clusters
 contiguous in any order, so the bound used is 1-D weighted k-medians over the subproblem's

@@ -1,9 +1,8 @@
 """The search's status, memo entries, rounding tolerance and constants.
 
 The branch and bound itself (OSRT section 4, in the depth-first style of GOSDT / MurTree)
-is one engine, :mod:`jaxsr.trees.engine` (named state, ``init`` / ``step`` /
-``terminate``, :class:`Status`), compiled by numba or run as Python on the numpy kernels
-(:mod:`jaxsr.trees.interpreted`). This module holds what it shares with the Python layer:
+is one engine, :mod:`jaxsr.trees.engine` (C++ compiled at install; ``init`` / ``step`` /
+``terminate``, :class:`Status`). This module holds what it shares with the Python layer:
 why a search ended (:class:`Status`), a memo entry as Python reads it (:class:`Entry`), the
 relative tolerance of every prune / solved test (:func:`reaches`, :func:`improves`), the
 phases of a frontier frame and the best-first root's constants.

@@ -89,8 +89,9 @@ def test_kmeans_bound_from_a_truncated_table():
     first gain <= lambda * norm it equals the minimum over the full table of the trees with
     at least ``min_leaves`` leaves where the cut table reaches that far, and is below it
     (valid) where it does not (convex extrapolation)."""
+    from oracles import kmeans_losses_np
+
     from jaxsr.trees.bounds import kmeans_bound
-    from jaxsr.trees.kmeans import kmeans_losses_np
 
     rng = np.random.default_rng(3)
     checked_exact = checked_below = 0

@@ -3,10 +3,12 @@ leaf and split losses, the k-medians / k-means DP and the terminal solver agains
 brute-force and numpy oracles."""
 
 import numpy as np
+import oracles
 import pytest
+from oracles import absolute_loss, absolute_split_losses  # same folder (on sys.path)
 
 from jaxsr.trees import engine, kmeans
-from jaxsr.trees.losses import absolute_loss, absolute_losses, absolute_split_losses
+from jaxsr.trees.losses import absolute_losses
 
 
 def _abs_oracle(y, w):
@@ -92,12 +94,12 @@ def test_kmedians_table_equals_the_cost_matrix_and_brute_force():
     for n in (1, 2, 5, 17, 60, 130):
         v = np.sort(np.round(rng.normal(size=n) * 3, 1))
         w = rng.integers(0, 4, size=n).astype(float)
-        t = kmeans._kmedians_table_np(v, w)
+        t = oracles._kmedians_table_np(v, w)
         np.testing.assert_array_equal(t, kmeans._kmedians_cost(np, v, w))
         for j, i in ((0, n - 1), (n // 2, n - 1), (0, n // 3)):
             assert t[j, i] == pytest.approx(_abs_oracle(v[j:i + 1], w[j:i + 1]), abs=1e-12)
-        rows = kmeans._dp_host(kmeans._kmedians_cost_fn(v, w), n, 6, None)
-        np.testing.assert_allclose(kmeans.kmedians_losses_np(v, w, 6), rows,
+        rows = oracles._dp_host(oracles._kmedians_cost_fn(v, w), n, 6, None)
+        np.testing.assert_allclose(oracles.kmedians_losses_np(v, w, 6), rows,
                                    rtol=1e-12, atol=1e-12)
 
 
@@ -114,10 +116,10 @@ def test_engine_kmeans_and_kmedians_dp_equal_numpy():
         for K in (1, 2, 6, 40):
             for gain in (None, 0.0, 0.5, 5.0):
                 np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K, gain),
-                                           kmeans.kmeans_losses_np(w, w * v, q, K, gain),
+                                           oracles.kmeans_losses_np(w, w * v, q, K, gain),
                                            rtol=1e-10, atol=1e-12)
                 np.testing.assert_allclose(engine.kmedians_losses(v, w, K, gain),
-                                           kmeans.kmedians_losses_np(v, w, K, gain),
+                                           oracles.kmedians_losses_np(v, w, K, gain),
                                            rtol=1e-10, atol=1e-12)
     assert engine.kmeans_losses(np.zeros(0), np.zeros(0), np.zeros(0), 3).tolist() == [0.0]
 

@@ -5,6 +5,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import oracles  # same folder (pytest prepends it to sys.path)
 import pytest
 
 from jaxsr.trees import engine, kmeans
@@ -92,7 +93,7 @@ def test_weighted_kmeans_equals_brute_force(n):
 
     ref = _brute(group_cost, n, K)
     got_jit = np.asarray(_jit_kmeans(*_padded(v, w), PAD))
-    host = kmeans.kmeans_losses_np(w, w * v, w * v * v, K)  # the same code on numpy
+    host = oracles.kmeans_losses_np(w, w * v, w * v * v, K)  # the same code on numpy
     if n in (0, 1, 4, 9):  # op-by-op JAX compiles every primitive per shape: a few sizes
         got = np.asarray(kmeans.weighted_kmeans(jnp.asarray(v), jnp.asarray(w), K))
         np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-9)
@@ -142,7 +143,7 @@ def test_weighted_kmedians_equals_brute_force(n):
 
     ref = _brute(group_cost, n, K)
     got_jit = np.asarray(_jit_kmedians(*_padded(v, w), PAD))
-    host = kmeans.kmedians_losses_np(v, w, K)  # the same code on numpy, not jitted
+    host = oracles.kmedians_losses_np(v, w, K)  # the same code on numpy, not jitted
     if n in (0, 3, 9):  # op-by-op JAX compiles every primitive per shape: a few sizes only
         got = np.asarray(kmeans.weighted_kmedians(jnp.asarray(v), jnp.asarray(w), K))
         np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-9)
@@ -155,9 +156,9 @@ def test_early_stop_gives_the_same_penalised_minimum():
     rng = np.random.default_rng(7)
     v = np.sort(rng.normal(size=40) * 10)
     w = rng.integers(1, 6, size=40).astype(float)
-    full = kmeans.kmeans_losses_np(w, w * v, w * v * v, 40)
+    full = oracles.kmeans_losses_np(w, w * v, w * v * v, 40)
     for lam in [0.0, 1.0, 10.0, 100.0, 1e4]:
-        part = kmeans.kmeans_losses_np(w, w * v, w * v * v, 40, stop_gain=lam)
+        part = oracles.kmeans_losses_np(w, w * v, w * v * v, 40, stop_gain=lam)
         for cmin in (1, 2):
             assert kmeans.penalized_minimum(part, lam, 1.0, cmin) == pytest.approx(
                 kmeans.penalized_minimum(full, lam, 1.0, cmin), rel=1e-12)
@@ -183,7 +184,7 @@ def test_kmeans_lower_bound_masked_vmap_matches_gathered():
                       static_argnums=(5, 7))(
         jnp.asarray(W), jnp.asarray(S), jnp.asarray(Q), jnp.asarray(masks), lam, 4, norm, 2)
     for m, got in zip(masks, np.asarray(batched), strict=True):
-        losses = kmeans.kmeans_losses_np(W[m], S[m], Q[m], 4)
+        losses = oracles.kmeans_losses_np(W[m], S[m], Q[m], 4)
         if m.sum() == 0:
             losses = np.zeros(4)
         losses = np.concatenate([losses, np.full(4 - losses.shape[0], losses[-1])])
@@ -213,15 +214,15 @@ def test_host_divide_and_conquer_equals_full_table(n):
     q = w * v * v + rng.random(n) * (w > 0)
     K = min(8, n)
     table = np.asarray(_table_kmeans(w, w * v, q, K))
-    np.testing.assert_allclose(kmeans.kmeans_losses_np(w, w * v, q, K), table,
+    np.testing.assert_allclose(oracles.kmeans_losses_np(w, w * v, q, K), table,
                                rtol=1e-10, atol=1e-9)
     # the engine's DP, without and with the early stop of Theorem 3.7
     np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K), table,
                                rtol=1e-10, atol=1e-9)
     for gain in (0.5, 5.0):
-        host = kmeans.kmeans_losses_np(w, w * v, q, K, gain)
+        host = oracles.kmeans_losses_np(w, w * v, q, K, gain)
         np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K, gain),
                                    host, rtol=1e-10, atol=1e-9)
     table = np.asarray(_table_kmedians(v, w, K))
-    np.testing.assert_allclose(kmeans.kmedians_losses_np(v, w, K), table,
+    np.testing.assert_allclose(oracles.kmedians_losses_np(v, w, K), table,
                                rtol=1e-10, atol=1e-9)

@@ -10,11 +10,11 @@ import jax
 import numpy as np
 import pytest
 from jax.sharding import Mesh
+from oracles import kmeans_losses_np  # same folder (pytest prepends it to sys.path)
 
 from jaxsr.trees import OptimalTreeRegressor
 from jaxsr.trees.bounds import kmeans_bound
 from jaxsr.trees.device import DeviceBatcher
-from jaxsr.trees.kmeans import kmeans_losses_np
 from jaxsr.trees.losses import STAT_E, STAT_Q, STAT_S, STAT_W
 from jaxsr.trees.problem import exact_subtree
 from jaxsr.trees.search import OptimalTreeSearch

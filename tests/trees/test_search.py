@@ -6,12 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracles import best_subtree_np, distinct_splits  # same folder (on sys.path)
 
 from jaxsr.trees import OptimalTreeRegressor, engine, optimal_subtree_cost
 from jaxsr.trees.extraction import node_values
 from jaxsr.trees.problem import leaf_cost
 from jaxsr.trees.search import ALL_BOUNDS, OptimalTreeSearch
-from jaxsr.trees.subtrees import best_subtree_np, distinct_splits
 
 # ----------------------------------------------------------------------------- oracles
 
@@ -781,8 +781,9 @@ def _split_bound_oracle(P, mask, d):
     """The bounds of a new subproblem of squared loss, ``(b, deep)``, from numpy:
     ``b`` bounds every tree that splits (equivalent points, Theorem 3.3, and k-Means,
     Theorem 3.5), ``deep`` every tree with at least ``kl + 2`` leaves."""
+    from oracles import kmeans_losses_np
+
     from jaxsr.trees.bounds import equivalent_points_bound, kmeans_bound
-    from jaxsr.trees.kmeans import kmeans_losses_np
     from jaxsr.trees.losses import STAT_C, STAT_N
     from jaxsr.trees.problem import sub_stats
 
