@@ -8,7 +8,8 @@ Functional layer (pure, jittable, vmappable JAX functions with documented shapes
 :func:`leaf_statistics`, :func:`optimal_subtree_cost`.
 
 Modules: ``kmeans`` (Algorithm 1's DP), ``bounds`` (leaf statistics, bounds), ``subtrees``
-(exact depth-1..3 subtrees as matrix products), ``search`` (DP with bounds, certificate),
+(exact depth-1..3 subtrees as matrix products, JAX), ``engine`` (the branch and bound, C++
+compiled at install), ``search`` (the fit's search around it, certificate),
 ``device`` (batched evaluation of frontier subproblems, ``backend="jax"``), ``tree``
 (:class:`Tree`), ``plot`` (:func:`plot_tree`, :func:`export_graphviz`), ``regressor``
 (:class:`OptimalTreeRegressor`), ``binarize`` (:class:`Binarizer`).
