@@ -119,7 +119,9 @@ def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
     certificate) on three datasets, both backends (the host engine, or the host engine with
     the device's batches) and both losses: the objective is at most greedy CART's on the
     same binary features (numpy oracle; the incumbent is grown whole whatever the clock), the
-    certificate is consistent and the limit holds (generous margin)."""
+    certificate is consistent and the limit holds but for the greedy tree (the time of a
+    fit that stops after it, max_steps=0, measured here: the machine's load scales both;
+    generous margin)."""
     (X, y), binarizer = DATA[name]()
     lam = 0.002
     Xb = _binary(X, binarizer)
@@ -127,7 +129,9 @@ def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
     for limit in (0.02, 0.4):
         m = _fit(X, y, binarizer, regularization=lam, depth_budget=None, loss=loss,
                  time_limit=limit, backend=backend)
-        assert m.fit_seconds_ <= 1.1 * limit + 0.5
+        greedy = _fit(X, y, binarizer, regularization=lam, depth_budget=None, loss=loss,
+                      max_steps=0, backend=backend).fit_seconds_
+        assert m.fit_seconds_ <= 1.1 * limit + 2.0 * greedy + 0.5
         assert m.objective_ <= g * (1 + 1e-9), (name, limit)  # greedy CART is always there
         assert m.objective_ <= 1.0 + lam + 1e-12  # never worse than the one leaf
         assert 0.0 <= m.lower_bound_ <= m.objective_
@@ -196,7 +200,8 @@ def test_time_limited_lower_bound_is_below_the_optimum():
 def test_time_limit_counts_binarization_and_device_compilation():
     """With backend="jax" and a limit shorter than a compilation, no device call is made
     for shapes not compiled in the process (jaxsr.trees.device.COMPILE_SECONDS), so the
-    limit holds; the binarization is inside the limit too."""
+    limit holds but for the greedy tree, which is always grown whole (the time of a fit
+    that stops after it, max_steps=0); the binarization is inside the limit too."""
     from jaxsr.trees import device
 
     X, y = _smooth_data(7, n=300)
@@ -206,7 +211,9 @@ def test_time_limit_counts_binarization_and_device_compilation():
     before = dict(device._CALL_SECONDS)
     m = _fit(X, y, b, regularization=0.002, depth_budget=None, time_limit=0.3,
              backend="jax")
-    assert m.fit_seconds_ <= 1.1 * 0.3 + 0.5
+    greedy = _fit(X, y, b, regularization=0.002, depth_budget=None, max_steps=0,
+                  backend="numpy").fit_seconds_
+    assert m.fit_seconds_ <= 1.1 * 0.3 + 2.0 * greedy + 0.5
     assert m.objective_ < 1.0  # the greedy tree, at least
     new = set(device._CALL_SECONDS) - set(before)
     assert not new  # nothing was compiled inside the short limit
