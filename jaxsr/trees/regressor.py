@@ -58,6 +58,18 @@ _LOSSES = ("squared_error", "absolute_error")
 _FORMAT = "jaxsr.OptimalTreeRegressor"
 
 
+def certificate_tolerance(objective, regularization=0.0, loss_scale=1.0) -> float:
+    """The rounding tolerance of a certificate comparison, in objective units.
+
+    ``1e-9 * max(|objective|, regularization, loss_scale)``: the search's sums round at
+    about 1e-16 of the largest loss they cancel, the one-leaf tree's ``loss_scale``
+    (``root_leaf_loss``, 1 with ``normalize=True``); a relative tolerance alone is 0 at an
+    objective of 0 (``regularization=0`` on data that a tree fits exactly).
+    """
+    return 1e-9 * max(abs(float(objective)), float(regularization), float(loss_scale),
+                      np.finfo(np.float64).tiny)
+
+
 def _is_auto(binarizer) -> bool:
     return isinstance(binarizer, str) and binarizer == "auto"
 
@@ -174,7 +186,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       loss_: ``loss(tree_) / normaliser``.
       lower_bound_: proven lower bound on the optimal objective (<= ``objective_``).
       gap_: ``objective_ - lower_bound_`` (>= 0).
-      optimal_: ``gap_ <= 1e-9 * max(1, objective_)``: the tree is certified optimal.
+      optimal_: ``gap_ <= 1e-9 * max(objective_, regularization, loss_scale_)``: the tree
+        is certified optimal (:func:`certificate_tolerance`; tolerant at an objective of 0).
+      loss_scale_: the one-leaf tree's loss in objective units (1 with ``normalize=True``):
+        the scale of the search's rounding.
       timed_out_: the time limit stopped the search (``status_ == "time_limit"``).
       status_: why the search ended: ``"optimal"``, ``"time_limit"`` or ``"node_limit"``
         (:class:`~jaxsr.trees.solver.Status`); a fit that ends without a certificate
@@ -468,8 +483,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self.objective_ = self.loss_ + lam * self.n_leaves_
         lb = float(lower_bound)
         # the search sums class statistics (matrix products): its numbers round at about
-        # 1e-16 of the losses they cancel; anything beyond 1e-9 relative is a bug
-        tol = 1e-9 * max(abs(self.objective_), lam, 1e-300)
+        # 1e-16 of the losses they cancel, the largest of which is the one-leaf tree's
+        # (``root_leaf_loss``, objective units). So the tolerance is relative to that
+        # scale, not to the objective: at an objective of 0 (lambda 0, a tree that fits
+        # exactly) a bound of 1e-16 is rounding. Anything beyond 1e-9 of it is a bug.
+        self.loss_scale_ = float(max(tp.root_leaf_loss, 0.0))
+        tol = certificate_tolerance(self.objective_, lam, self.loss_scale_)
         if not lb <= self.objective_ + tol:
             raise RuntimeError(
                 f"internal error: the search's lower bound {lb!r} exceeds the objective "
@@ -484,7 +503,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if self.loss == "squared_error":
             ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
             excess = float(np.dot(wi, ulp * ulp) / tp.norm)
-        self.optimal_ = bool(self.gap_ <= 1e-9 * max(1.0, abs(self.objective_)) + excess)
+        self.optimal_ = bool(self.gap_ <= tol + excess)
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):
@@ -659,11 +678,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         def line(m, value):
             return m.loss_ + value * m.n_leaves_
 
-        def tol(v):  # the certificate's tolerance (objective units)
-            return 1e-9 * max(1.0, abs(v))
+        def tol(v, m=None):  # the certificate's tolerance (objective units)
+            scale = 1.0 if m is None else getattr(m, "loss_scale_", 1.0)
+            return certificate_tolerance(v, 0.0, scale)
 
         def same_line(a, b):
-            return a.n_leaves_ == b.n_leaves_ and abs(a.loss_ - b.loss_) <= tol(a.loss_)
+            return a.n_leaves_ == b.n_leaves_ and abs(a.loss_ - b.loss_) <= tol(a.loss_, a)
 
         m_lo = fit_at(lo)
         if hi is None:
@@ -683,7 +703,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             cross = (m2.loss_ - m1.loss_) / db if db > 0 else l1
             cross = min(max(cross, l1), l2)  # in [l1, l2] by optimality; rounding aside
             m = fit_at(cross)
-            if m.objective_ >= min(line(m1, cross), line(m2, cross)) - tol(m.objective_):
+            if m.objective_ >= min(line(m1, cross), line(m2, cross)) - tol(m.objective_, m):
                 pieces += [(l1, cross, m1), (cross, l2, m2)]  # a breakpoint
             else:  # a new line below both: search both sides (left first)
                 stack += [(cross, m, l2, m2), (l1, m1, cross, m)]
@@ -693,7 +713,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         for a, b, m in pieces:
             if merged and same_line(merged[-1][2], m):
                 merged[-1][1] = b
-            elif merged and b - a <= tol(b) * 1e-3 and len(pieces) > 1:
+            elif merged and b - a <= tol(b, m) * 1e-3 and len(pieces) > 1:
                 continue
             else:
                 if merged:
