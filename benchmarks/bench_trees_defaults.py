@@ -309,6 +309,23 @@ def panel_tools(time_limit):
     return tools
 
 
+def one_se(cv, Xtr, ytr, Xte, yte, cv_cpu, Araw, Atest) -> dict:
+    """``selection="1se"`` on a fitted ``OptimalTreeRegressorCV``'s folds: the row of
+    ``cv_results_`` it picks, refitted on all rows (CPU: the folds' share + the refit)."""
+    from sklearn.base import clone
+
+    one = clone(cv).set_params(selection="1se")
+    i = one._select(cv.cv_results_, cv.n_splits_)
+    lam = float(cv.cv_results_["regularization"][i])
+    d = int(cv.cv_results_["depth_budget"][i])
+    est = cv._estimator(regularization=lam, depth_budget=d)
+    res = jaxsr_fit(est, Xtr, ytr, Xte, yte)
+    res["cpu"] += cv_cpu  # the folds (and the "min" refit, an over-count) + this refit
+    res["regularization"], res["depth_budget"] = lam, d
+    same = same_size_cart(Araw, ytr, Atest, yte, res["leaves"], d)
+    return {**res, "cart_same_size_r2": same["r2"]}
+
+
 def run_panel(datasets, time_limit, write: Writer, tools_wanted=None):
     tools = panel_tools(time_limit)
     if tools_wanted:
@@ -340,6 +357,12 @@ def run_panel(datasets, time_limit, write: Writer, tools_wanted=None):
                 write(rec)
                 print(f"{key}: r2 {res['r2']:.3f} leaves {res['leaves']} "
                       f"cpu {res['cpu']:.2f}", flush=True)
+                if tname == "jaxsr-cv":
+                    # the one-standard-error choice from the same folds' paths, refitted
+                    skey = f"panel|{name}|{seed}|jaxsr-cv-1se"
+                    if skey not in write.done:
+                        write({"key": skey, **base, "tool": "jaxsr-cv-1se",
+                               **one_se(est, Xtr, ytr, Xte, yte, res["cpu"], Araw, Atest)})
                 if tname == "jaxsr-default":
                     skey = f"panel|{name}|{seed}|pystreed"
                     if skey in write.done:

@@ -573,7 +573,20 @@ def _is_binary(X) -> bool:
 def _make_binarizer(args, X, Binarizer):
     mode = args.binarize
     if mode == "auto":
-        mode = "none" if _is_binary(X) else "quantile"
+        if _is_binary(X):
+            mode = "none"
+        elif args.n_thresholds is not None:
+            mode = "quantile"
+        else:  # the estimator's default binarizer (OptimalTreeRegressor's "auto")
+            from jaxsr.trees.regressor import default_binarizer
+
+            b = default_binarizer(X).set_params(max_features=args.max_features)
+            what = ("gbdt (the thresholds of 40 boosted stumps)" if b.strategy == "gbdt"
+                    else f"{b.strategy}, {b.n_thresholds} thresholds per feature")
+            cats = _non_numeric(X)
+            if cats:
+                what += f", one-hot {', '.join(map(repr, cats[:6]))}"
+            return b, what
     if mode == "none":
         # finite numbers other than 0/1 get the command's advice; non-numeric or missing
         # values are reported by the estimator's own checks
@@ -1156,8 +1169,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--binarize",
                    choices=("auto", "none", "quantile", "uniform", "midpoints", "gbdt"),
                    default="auto", help="how real features become binary ones (auto: none "
-                   "when every feature is 0/1, else quantile); text columns are one-hot "
-                   "encoded")
+                   "when every feature is 0/1, else OptimalTreeRegressor's default, the "
+                   "thresholds of boosted stumps (gbdt), or quantile with --n-thresholds); "
+                   "text columns are one-hot encoded")
     p.add_argument("--n-thresholds", type=_positive_int, default=None,
                    help="thresholds per feature for quantile/uniform binarization "
                    "(default: Binarizer's)")

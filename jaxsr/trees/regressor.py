@@ -56,8 +56,10 @@ class PathSegment(NamedTuple):
 
 _LOSSES = ("squared_error", "absolute_error")
 #: the defaults, chosen on the real-data panel (``benchmarks/bench_trees_defaults.py``)
-DEFAULT_REGULARIZATION = 0.01
-DEFAULT_DEPTH_BUDGET = 5
+DEFAULT_REGULARIZATION = 0.0025
+DEFAULT_DEPTH_BUDGET = 6
+#: quantile thresholds a feature of the default binarizer where gbdt's float32 cannot go
+FALLBACK_THRESHOLDS = 16
 _FORMAT = "jaxsr.OptimalTreeRegressor"
 
 
@@ -71,6 +73,29 @@ def certificate_tolerance(objective, regularization=0.0, loss_scale=1.0) -> floa
     """
     return 1e-9 * max(abs(float(objective)), float(regularization), float(loss_scale),
                       np.finfo(np.float64).tiny)
+
+
+def default_binarizer(X=None) -> Binarizer:
+    """The binarizer of ``binarizer="auto"`` for real (or text) features, chosen on the
+    real-data panel (``benchmarks/bench_trees_defaults.py``): the thresholds of a boosted
+    reference ensemble, ``Binarizer(strategy="gbdt")`` (40 stumps; McTavish et al. 2022),
+    text columns one-hot. scikit-learn's trees compute in float32, so where a numeric value
+    of ``X`` lies beyond the float32 range the quantile binarizer with
+    :data:`FALLBACK_THRESHOLDS` thresholds a feature is used instead (exact in float64)."""
+    if X is not None:
+        big = float(np.finfo(np.float32).max)
+        try:
+            if hasattr(X, "select_dtypes"):
+                Xn = X.select_dtypes(include="number").to_numpy(np.float64)
+            else:
+                Xn = np.asarray(X, dtype=np.float64)
+            with np.errstate(invalid="ignore"):
+                beyond = bool(np.any(np.abs(Xn[np.isfinite(Xn)]) > big))
+        except (TypeError, ValueError):
+            beyond = False
+        if beyond:
+            return Binarizer(strategy="quantile", n_thresholds=FALLBACK_THRESHOLDS)
+    return Binarizer(strategy="gbdt")
 
 
 def _is_auto(binarizer) -> bool:
@@ -110,6 +135,11 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     second. ``JAXSR_BACKGROUND_COMPILE=0`` compiles them in the first fit instead, and
     ``jaxsr warmup`` ahead of time (:mod:`jaxsr.trees.warmup`).
 
+    **Defaults.** ``regularization=0.0025``, ``depth_budget=6`` and the boosted-stump
+    binarizer were chosen on a real-data panel (``benchmarks/bench_trees_defaults.py``,
+    ``docs/trees.md``): the most accurate on held-out rows among settings whose median
+    tree has at most 16 leaves. The paper's setting is :meth:`paper`.
+
     Args:
       regularization: ``lambda >= 0``, the price of one leaf in objective units.
       depth_budget: the most levels of the tree counting the root as 1 (the ``osrt``
@@ -142,8 +172,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         else the host evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
         ``None``: no limit.
       binarizer: ``"auto"`` (default): ``X`` is used as it is when every value is 0 or
-        1, else binarized by ``Binarizer()`` (4 quantile thresholds per numeric feature,
-        one indicator per category of a text column); ``None``: ``X`` must already be
+        1, else binarized by :func:`default_binarizer`: the thresholds of 40 boosted
+        stumps fitted on ``(X, y)`` (``Binarizer(strategy="gbdt")``, McTavish et al.
+        2022), one indicator per category of a text column; ``None``: ``X`` must already be
         0/1; or an unfitted :class:`~jaxsr.trees.Binarizer` (or any object with ``fit``
         and ``transform``). A copy is fitted on ``X`` in :meth:`fit` (``binarizer_``) and
         applied in :meth:`predict`.
@@ -328,7 +359,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
 
     def _binarizer_for(self, X):
         """The binarizer :meth:`fit` uses on ``X``: ``self.binarizer``, or for ``"auto"``
-        ``None`` when ``X`` is numeric with every value 0 or 1 and ``Binarizer()`` else."""
+        ``None`` when ``X`` is numeric with every value 0 or 1, else
+        :func:`default_binarizer`."""
         if not _is_auto(self.binarizer):
             return self.binarizer
         try:
@@ -336,10 +368,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 warnings.simplefilter("ignore")
                 Xa = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError):  # text or mixed columns: the Binarizer's job
-            return Binarizer()
+            return default_binarizer(X)
         if Xa.ndim == 2 and Xa.size and np.all((Xa == 0) | (Xa == 1)):
             return None
-        return Binarizer()
+        return default_binarizer(Xa)
 
     def _binary_X(self, X, *, fitting, y=None, sample_weight=None):
         """(binary bool matrix, input feature names, binary feature names).
@@ -541,7 +573,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         tags.input_tags.allow_nan = False  # NaN/inf are refused with a clear message
         tags.input_tags.sparse = False
         tags.non_deterministic = False  # the optimum, ties broken by feature order
-        b = Binarizer() if _is_auto(self.binarizer) else self.binarizer
+        b = default_binarizer() if _is_auto(self.binarizer) else self.binarizer
         if b is not None and hasattr(b, "__sklearn_tags__"):
             inner = b.__sklearn_tags__().input_tags
             tags.input_tags.categorical = inner.categorical
