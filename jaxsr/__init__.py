@@ -23,6 +23,7 @@ _LAZY = {
     "Expression": "jaxsr.symbolic",
     "ExtrapolationWarning": "jaxsr.symbolic",
     "OptimalTreeRegressor": "jaxsr.trees",
+    "OptimalTreeRegressorCV": "jaxsr.trees",
     "Tree": "jaxsr.trees",
     "Binarizer": "jaxsr.trees",
     "enable_compilation_cache": "jaxsr._config",
@@ -35,6 +36,7 @@ __all__ = [
     "Expression",
     "ExtrapolationWarning",
     "OptimalTreeRegressor",
+    "OptimalTreeRegressorCV",
     "Tree",
     "Binarizer",
     "enable_compilation_cache",
@@ -65,4 +67,5 @@ if TYPE_CHECKING:  # for static analysers and IDEs only
     from .symbolic import SymbolicRegressor as SymbolicRegressor
     from .trees import Binarizer as Binarizer
     from .trees import OptimalTreeRegressor as OptimalTreeRegressor
+    from .trees import OptimalTreeRegressorCV as OptimalTreeRegressorCV
     from .trees import Tree as Tree

@@ -573,7 +573,20 @@ def _is_binary(X) -> bool:
 def _make_binarizer(args, X, Binarizer):
     mode = args.binarize
     if mode == "auto":
-        mode = "none" if _is_binary(X) else "quantile"
+        if _is_binary(X):
+            mode = "none"
+        elif args.n_thresholds is not None:
+            mode = "quantile"
+        else:  # the estimator's default binarizer (OptimalTreeRegressor's "auto")
+            from jaxsr.trees.regressor import default_binarizer
+
+            b = default_binarizer(X).set_params(max_features=args.max_features)
+            what = ("gbdt (the thresholds of 40 boosted stumps)" if b.strategy == "gbdt"
+                    else f"{b.strategy}, {b.n_thresholds} thresholds per feature")
+            cats = _non_numeric(X)
+            if cats:
+                what += f", one-hot {', '.join(map(repr, cats[:6]))}"
+            return b, what
     if mode == "none":
         # finite numbers other than 0/1 get the command's advice; non-numeric or missing
         # values are reported by the estimator's own checks
@@ -598,6 +611,28 @@ def _make_binarizer(args, X, Binarizer):
     return binarizer, f"{mode}{detail}"
 
 
+def _cv_model(args, params):
+    """``--cv K``: OptimalTreeRegressorCV over the depth budget given (else its own
+    depth budgets); returns it and the parameters of the tree it refits."""
+    from jaxsr.trees import OptimalTreeRegressorCV
+
+    if "regularization" in params:
+        raise CLIError("--cv chooses the regularization by cross-validation; leave out "
+                       "--regularization")
+    if "depth_budget" in params and params["depth_budget"] is None:
+        raise CLIError("--cv needs a depth budget (its paths start near lambda 0); leave "
+                       "out --no-depth-limit")
+    kw = {k: v for k, v in params.items() if k in (
+        "binarizer", "loss", "normalize", "min_samples_leaf", "time_limit",
+        "exact_levels", "dtype", "verbose")}
+    if "depth_budget" in params:
+        kw["depth_budgets"] = (params["depth_budget"],)
+    try:
+        return OptimalTreeRegressorCV(cv=args.cv, **kw), params
+    except ValueError as err:  # pragma: no cover - parameters are checked in fit
+        raise CLIError(str(err)) from err
+
+
 def _cmd_tree(args) -> int:
     df = _read_data(args)
     X, y = _features_and_target(df, args.data, args.target, args.drop)
@@ -613,11 +648,25 @@ def _cmd_tree(args) -> int:
         max_steps="max_steps", exact_levels="exact_levels", backend="backend", mesh="mesh"))
     if args.no_depth_limit:
         params["depth_budget"] = None
+    cv = None
+    if args.cv is not None:
+        cv, params = _cv_model(args, params)
     try:
         model = OptimalTreeRegressor(**params)
     except ValueError as err:
         raise CLIError(str(err)) from err
-    seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "OptimalTreeRegressor")
+    if cv is None:
+        seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose,
+                       "OptimalTreeRegressor")
+    else:
+        seconds = _fit(cv, X.iloc[train], y.iloc[train], args.verbose,
+                       "OptimalTreeRegressorCV")
+        model = cv.best_estimator_
+        r = cv.cv_results_
+        print(f"{cv.n_splits_}-fold cross-validation over the exact regularization paths: "
+              f"regularization {cv.regularization_:.6g}, depth budget {cv.depth_budget_} "
+              f"(mean held-out loss {r['mean_test_loss'][cv.best_index_]:.6g}, "
+              f"{len(r['mean_test_loss'])} intervals of lambda x depth budget)")
     print(f"OptimalTreeRegressor(regularization={model.regularization}, "
           f"depth_budget={model.depth_budget}, loss={model.loss}) on {args.data}: "
           f"target {args.target!r}, {X.shape[1]} features; binarizer: {how}")
@@ -1097,6 +1146,10 @@ def build_parser() -> argparse.ArgumentParser:
                    f"(default: {est})")
     p.add_argument("--no-depth-limit", action="store_true",
                    help="no depth budget (may take long with a small regularization)")
+    p.add_argument("--cv", type=_positive_int, default=None, metavar="K",
+                   help="choose the regularization (and, without --depth-budget, the depth "
+                   "budget) by K-fold cross-validation over the exact regularization path "
+                   "(OptimalTreeRegressorCV), then refit on the training rows")
     p.add_argument("--loss", choices=("squared_error", "absolute_error"), default=None,
                    help=f"the loss of the leaves' predictions (default: {est})")
     p.add_argument("--raw-loss", dest="normalize", action="store_const", const=False,
@@ -1108,8 +1161,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--binarize",
                    choices=("auto", "none", "quantile", "uniform", "midpoints", "gbdt"),
                    default="auto", help="how real features become binary ones (auto: none "
-                   "when every feature is 0/1, else quantile); text columns are one-hot "
-                   "encoded")
+                   "when every feature is 0/1, else OptimalTreeRegressor's default, the "
+                   "thresholds of boosted stumps (gbdt), or quantile with --n-thresholds); "
+                   "text columns are one-hot encoded")
     p.add_argument("--n-thresholds", type=_positive_int, default=None,
                    help="thresholds per feature for quantile/uniform binarization "
                    "(default: Binarizer's)")

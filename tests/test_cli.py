@@ -721,3 +721,19 @@ def test_symbolic_one_hot_text_columns(capsys, tmp_path):
     pd.DataFrame({"x": ["1,5", "2,5", "3,0"], "y": [1.0, 2.0, 3.0]}).to_csv(path, index=False)
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
     assert rc == 2 and "add --decimal ," in _error_line(err)
+
+
+def test_tree_cv_chooses_the_regularization(capsys, tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, size=(120, 2))
+    y = np.where(x[:, 0] > 0.3, 2.0, 0.0) + 0.1 * rng.normal(size=120)
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "y": y}).to_csv(path, index=False)
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--cv", "3",
+                        "--depth-budget", "3", "--n-thresholds", "4")
+    assert rc == 0, err
+    assert "3-fold cross-validation over the exact regularization paths" in out
+    assert "certificate:" in out and "depth budget 3" in out
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--cv", "3",
+                        "--regularization", "0.01")
+    assert rc != 0 and "leave out --regularization" in _error_line(err)

@@ -1,7 +1,8 @@
 """Optimal sparse regression trees (OSRT): provably optimal trees by DP with bounds.
 
 Estimator layer: :class:`OptimalTreeRegressor` (its regularization path: a list of
-:class:`PathSegment`), :class:`Tree`, :class:`Binarizer`; pictures:
+:class:`PathSegment`), :class:`OptimalTreeRegressorCV` (lambda and depth budget by
+cross-validation over the exact path), :class:`Tree`, :class:`Binarizer`; pictures:
 :func:`plot_tree` (matplotlib), :func:`export_graphviz` (dot source).
 Functional layer (pure, jittable, vmappable JAX functions with documented shapes):
 :func:`weighted_kmeans`, :func:`weighted_kmedians`, :func:`kmeans_lower_bound`,
@@ -17,6 +18,7 @@ compiled at install), ``search`` (the fit's search around it, certificate),
 
 from .binarize import Binarizer as Binarizer
 from .bounds import leaf_statistics as leaf_statistics
+from .cv import OptimalTreeRegressorCV as OptimalTreeRegressorCV
 from .kmeans import kmeans_lower_bound as kmeans_lower_bound
 from .kmeans import weighted_kmeans as weighted_kmeans
 from .kmeans import weighted_kmedians as weighted_kmedians
@@ -30,6 +32,7 @@ from .tree import Tree as Tree
 __all__ = [
     "Binarizer",
     "OptimalTreeRegressor",
+    "OptimalTreeRegressorCV",
     "PathSegment",
     "Tree",
     "export_graphviz",

@@ -354,6 +354,17 @@ class Binarizer(TransformerMixin, BaseEstimator):
                 "'uniform' or 'midpoints' (exact in float64), or rescale the columns")
         params = dict(_DEFAULT_GBDT)
         params.update(self.gbdt_params or {})
+        # the squared-loss splits do not change when y is shifted and scaled: fit on y
+        # centred on its median and divided by its largest deviation, so a target near
+        # 1e300 or 1e-300 neither overflows nor underflows the ensemble's sums
+        y = np.asarray(y, dtype=np.float64)
+        mid = float(np.median(y)) if y.size else 0.0
+        dev = y - mid
+        top = float(np.max(np.abs(dev))) if y.size else 0.0
+        if np.isfinite(top) and top > 0:
+            y = dev / top
+        elif top == 0:
+            y = np.zeros_like(y)
         model = GradientBoostingRegressor(**params).fit(Xn, y, sample_weight=w)
         self.reference_model_ = model
         found: list[set[float]] = [set() for _ in range(Xn.shape[1])]

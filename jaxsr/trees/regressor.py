@@ -54,7 +54,47 @@ class PathSegment(NamedTuple):
     model: OptimalTreeRegressor
 
 _LOSSES = ("squared_error", "absolute_error")
+#: the defaults, chosen on the real-data panel (``benchmarks/bench_trees_defaults.py``)
+DEFAULT_REGULARIZATION = 0.005
+DEFAULT_DEPTH_BUDGET = 6
+#: quantile thresholds a feature of the default binarizer where gbdt's float32 cannot go
+FALLBACK_THRESHOLDS = 16
 _FORMAT = "jaxsr.OptimalTreeRegressor"
+
+
+def certificate_tolerance(objective, regularization=0.0, loss_scale=1.0) -> float:
+    """The rounding tolerance of a certificate comparison, in objective units.
+
+    ``1e-9 * max(|objective|, regularization, loss_scale)``: the search's sums round at
+    about 1e-16 of the largest loss they cancel, the one-leaf tree's ``loss_scale``
+    (``root_leaf_loss``, 1 with ``normalize=True``); a relative tolerance alone is 0 at an
+    objective of 0 (``regularization=0`` on data that a tree fits exactly).
+    """
+    return 1e-9 * max(abs(float(objective)), float(regularization), float(loss_scale),
+                      np.finfo(np.float64).tiny)
+
+
+def default_binarizer(X=None) -> Binarizer:
+    """The binarizer of ``binarizer="auto"`` for real (or text) features, chosen on the
+    real-data panel (``benchmarks/bench_trees_defaults.py``): the thresholds of a boosted
+    reference ensemble, ``Binarizer(strategy="gbdt")`` (40 stumps; McTavish et al. 2022),
+    text columns one-hot. scikit-learn's trees compute in float32, so where a numeric value
+    of ``X`` lies beyond the float32 range the quantile binarizer with
+    :data:`FALLBACK_THRESHOLDS` thresholds a feature is used instead (exact in float64)."""
+    if X is not None:
+        big = float(np.finfo(np.float32).max)
+        try:
+            if hasattr(X, "select_dtypes"):
+                Xn = X.select_dtypes(include="number").to_numpy(np.float64)
+            else:
+                Xn = np.asarray(X, dtype=np.float64)
+            with np.errstate(invalid="ignore"):
+                beyond = bool(np.any(np.abs(Xn[np.isfinite(Xn)]) > big))
+        except (TypeError, ValueError):
+            beyond = False
+        if beyond:
+            return Binarizer(strategy="quantile", n_thresholds=FALLBACK_THRESHOLDS)
+    return Binarizer(strategy="gbdt")
 
 
 def _is_auto(binarizer) -> bool:
@@ -90,11 +130,23 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     **The engine.** The search is C++ compiled when the package is installed
     (:mod:`jaxsr.trees.engine`): the first fit of a process runs at full speed.
 
+    **Defaults.** ``regularization=0.005``, ``depth_budget=6`` and the boosted-stump
+    binarizer were chosen on a real-data panel (``benchmarks/bench_trees_defaults.py``,
+    ``docs/trees.md``): among the settings whose median tree had at most 16 leaves and
+    whose every fit was certified, on the panel's tuning splits, those within 0.005 of
+    the best mean test R^2, then the fewest leaves. The paper's setting is :meth:`paper`.
+
     Args:
       regularization: ``lambda >= 0``, the price of one leaf in objective units.
       depth_budget: the most levels of the tree counting the root as 1 (the ``osrt``
         package's meaning: 1 = a single leaf, 2 = one split); ``None`` = no depth limit
         (the paper's unconstrained problem; needs ``regularization > 0``).
+      max_depth: scikit-learn's depth instead: the most splits from the root to a leaf
+        (``DecisionTreeRegressor(max_depth=d)``'s meaning; 0 = a single leaf). When given
+        it sets the depth budget to ``max_depth + 1``; ``None`` (default): ``depth_budget``
+        decides (so, unlike scikit-learn's, ``None`` is not "unlimited": that is
+        ``depth_budget=None``). A ``depth_budget`` other than its default that disagrees
+        raises ValueError.
       loss: ``"squared_error"`` or ``"absolute_error"``.
       min_samples_leaf: every leaf holds at least this many training samples (unweighted).
       time_limit: seconds for the whole :meth:`fit` (binarization, set-up, the search
@@ -112,8 +164,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         else the host evaluates those subproblems. Measured: ``benchmarks/bench_trees_anytime.py``.
         ``None``: no limit.
       binarizer: ``"auto"`` (default): ``X`` is used as it is when every value is 0 or
-        1, else binarized by ``Binarizer()`` (4 quantile thresholds per numeric feature,
-        one indicator per category of a text column); ``None``: ``X`` must already be
+        1, else binarized by :func:`default_binarizer`: the thresholds of 40 boosted
+        stumps fitted on ``(X, y)`` (``Binarizer(strategy="gbdt")``, McTavish et al.
+        2022), one indicator per category of a text column; ``None``: ``X`` must already be
         0/1; or an unfitted :class:`~jaxsr.trees.Binarizer` (or any object with ``fit``
         and ``transform``). A copy is fitted on ``X`` in :meth:`fit` (``binarizer_``) and
         applied in :meth:`predict`.
@@ -165,7 +218,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       loss_: ``loss(tree_) / normaliser``.
       lower_bound_: proven lower bound on the optimal objective (<= ``objective_``).
       gap_: ``objective_ - lower_bound_`` (>= 0).
-      optimal_: ``gap_ <= 1e-9 * max(1, objective_)``: the tree is certified optimal.
+      optimal_: ``gap_ <= 1e-9 * max(objective_, regularization, loss_scale_)``: the tree
+        is certified optimal (:func:`certificate_tolerance`; tolerant at an objective of 0).
+      loss_scale_: the one-leaf tree's loss in objective units (1 with ``normalize=True``):
+        the scale of the search's rounding.
       timed_out_: the time limit stopped the search (``status_ == "time_limit"``).
       status_: why the search ended: ``"optimal"``, ``"time_limit"`` or ``"node_limit"``
         (:class:`~jaxsr.trees.solver.Status`); a fit that ends without a certificate
@@ -193,12 +249,14 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       (2, True, 0.02)
     """
 
-    def __init__(self, regularization=0.01, depth_budget=5, loss="squared_error",
+    def __init__(self, regularization=DEFAULT_REGULARIZATION,
+                 depth_budget=DEFAULT_DEPTH_BUDGET, loss="squared_error",
                  min_samples_leaf=1, time_limit=None, binarizer="auto", normalize=True,
                  bounds=ALL_BOUNDS, exact_levels=None, backend="auto", verbose=False,
-                 dtype="float64", max_steps=None, mesh=None, progress=True):
+                 dtype="float64", max_steps=None, mesh=None, progress=True, max_depth=None):
         self.regularization = regularization
         self.depth_budget = depth_budget
+        self.max_depth = max_depth
         self.loss = loss
         self.min_samples_leaf = min_samples_leaf
         self.time_limit = time_limit
@@ -217,8 +275,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
     def _check_params(self):
         """Hyperparameter checks (:mod:`jaxsr._validation`); raises ValueError."""
         lam = check_real(self.regularization, "regularization", min_value=0)
-        d = check_int(self.depth_budget, "depth_budget", min_value=1, allow_none=True,
-                      hint=" (1 = a single leaf, 2 = one split)")
+        d = self._depth_budget()
         if d is None and lam == 0:
             raise ValueError("regularization=0 with depth_budget=None is unbounded: every "
                              "split that lowers the loss pays off, so the tree would grow "
@@ -246,6 +303,23 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             raise ValueError("binarizer must be 'auto', None or a Binarizer (an object with "
                              f"fit and transform); got {self.binarizer!r}")
         return lam, d, int(msl), bounds, resolve_dtype(self.dtype)
+
+    def _depth_budget(self):
+        """The depth budget from ``depth_budget`` and scikit-learn's ``max_depth``."""
+        d = check_int(self.depth_budget, "depth_budget", min_value=1, allow_none=True,
+                      hint=" (1 = a single leaf, 2 = one split)")
+        md = check_int(self.max_depth, "max_depth", min_value=0, allow_none=True,
+                       hint=" (scikit-learn's meaning: splits from the root to the deepest "
+                       "leaf; 0 = a single leaf)")
+        if md is None:
+            return d
+        if d != DEFAULT_DEPTH_BUDGET and d != md + 1:
+            raise ValueError(
+                f"max_depth={md} and depth_budget={d} disagree: max_depth (scikit-learn's "
+                f"meaning, splits on the way to the deepest leaf) is depth_budget - 1 (the "
+                f"osrt package's meaning, levels counting the root). Give one of them, e.g. "
+                f"max_depth={md} alone (depth_budget {md + 1}).")
+        return md + 1
 
     @staticmethod
     def _check_binary(Xa, names):
@@ -277,7 +351,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
 
     def _binarizer_for(self, X):
         """The binarizer :meth:`fit` uses on ``X``: ``self.binarizer``, or for ``"auto"``
-        ``None`` when ``X`` is numeric with every value 0 or 1 and ``Binarizer()`` else."""
+        ``None`` when ``X`` is numeric with every value 0 or 1, else
+        :func:`default_binarizer`."""
         if not _is_auto(self.binarizer):
             return self.binarizer
         try:
@@ -285,10 +360,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 warnings.simplefilter("ignore")
                 Xa = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError):  # text or mixed columns: the Binarizer's job
-            return Binarizer()
+            return default_binarizer(X)
         if Xa.ndim == 2 and Xa.size and np.all((Xa == 0) | (Xa == 1)):
             return None
-        return Binarizer()
+        return default_binarizer(Xa)
 
     def _binary_X(self, X, *, fitting, y=None, sample_weight=None):
         """(binary bool matrix, input feature names, binary feature names).
@@ -452,8 +527,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self.objective_ = self.loss_ + lam * self.n_leaves_
         lb = float(lower_bound)
         # the search sums class statistics (matrix products): its numbers round at about
-        # 1e-16 of the losses they cancel; anything beyond 1e-9 relative is a bug
-        tol = 1e-9 * max(abs(self.objective_), lam, 1e-300)
+        # 1e-16 of the losses they cancel, the largest of which is the one-leaf tree's
+        # (``root_leaf_loss``, objective units). So the tolerance is relative to that
+        # scale, not to the objective: at an objective of 0 (lambda 0, a tree that fits
+        # exactly) a bound of 1e-16 is rounding. Anything beyond 1e-9 of it is a bug.
+        self.loss_scale_ = float(max(tp.root_leaf_loss, 0.0))
+        tol = certificate_tolerance(self.objective_, lam, self.loss_scale_)
         if not lb <= self.objective_ + tol:
             raise RuntimeError(
                 f"internal error: the search's lower bound {lb!r} exceeds the objective "
@@ -468,7 +547,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if self.loss == "squared_error":
             ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
             excess = float(np.dot(wi, ulp * ulp) / tp.norm)
-        self.optimal_ = bool(self.gap_ <= 1e-9 * max(1.0, abs(self.objective_)) + excess)
+        self.optimal_ = bool(self.gap_ <= tol + excess)
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):
@@ -479,7 +558,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         tags.input_tags.allow_nan = False  # NaN/inf are refused with a clear message
         tags.input_tags.sparse = False
         tags.non_deterministic = False  # the optimum, ties broken by feature order
-        b = Binarizer() if _is_auto(self.binarizer) else self.binarizer
+        b = default_binarizer() if _is_auto(self.binarizer) else self.binarizer
         if b is not None and hasattr(b, "__sklearn_tags__"):
             inner = b.__sklearn_tags__().input_tags
             tags.input_tags.categorical = inner.categorical
@@ -606,7 +685,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
           lambdas: ``None``: the whole path, from ``lambda = 0`` to the ``lambda`` beyond
             which one leaf is optimal (the last piece then ends at ``inf``); or an
             array-like of values ``>= 0``: the path over ``[min(lambdas), max(lambdas)]``
-            (every breakpoint inside; a grid only sets the range).
+            (every breakpoint inside; a grid only sets the range); a maximum of ``inf``:
+            from ``min(lambdas)`` to the end of the path.
 
         Returns:
           list of :class:`PathSegment` ``(lambda_min, lambda_max, n_leaves, loss,
@@ -626,11 +706,14 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             lo, hi = 0.0, None
         else:
             lam = np.asarray(lambdas, dtype=np.float64).reshape(-1)
-            if lam.size == 0 or not np.all(np.isfinite(lam)) or np.any(lam < 0):
-                raise ValueError("lambdas must be a non-empty array of finite values >= 0 "
-                                 f"(regularization); got {lambdas!r}")
+            if (lam.size == 0 or np.any(np.isnan(lam)) or np.any(lam < 0)
+                    or not np.isfinite(lam.min())):
+                raise ValueError("lambdas must be a non-empty array of values >= 0 "
+                                 "(regularization), finite but for an inf maximum; got "
+                                 f"{lambdas!r}")
             lo, hi = float(lam.min()), float(lam.max())
-        if lo == 0 and self.depth_budget is None:
+            hi = None if np.isinf(hi) else hi  # inf: to the end of the path
+        if lo == 0 and self._depth_budget() is None:
             raise ValueError("the regularization path from lambda = 0 needs a depth_budget "
                              "(with depth_budget=None, lambda 0 grows the tree until each "
                              "leaf is one distinct row): give a depth_budget, or lambdas "
@@ -643,13 +726,15 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         def line(m, value):
             return m.loss_ + value * m.n_leaves_
 
-        def tol(v):  # the certificate's tolerance (objective units)
-            return 1e-9 * max(1.0, abs(v))
+        def tol(v, m=None):  # the certificate's tolerance (objective units)
+            scale = 1.0 if m is None else getattr(m, "loss_scale_", 1.0)
+            return certificate_tolerance(v, 0.0, scale)
 
         def same_line(a, b):
-            return a.n_leaves_ == b.n_leaves_ and abs(a.loss_ - b.loss_) <= tol(a.loss_)
+            return a.n_leaves_ == b.n_leaves_ and abs(a.loss_ - b.loss_) <= tol(a.loss_, a)
 
         m_lo = fit_at(lo)
+        open_end = hi is None
         if hi is None:
             # one leaf costs its loss L1 + lambda; a tree with k >= 2 leaves costs at least
             # k lambda, so past L1 the one leaf is the only optimum (a hair above: no tie)
@@ -667,7 +752,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             cross = (m2.loss_ - m1.loss_) / db if db > 0 else l1
             cross = min(max(cross, l1), l2)  # in [l1, l2] by optimality; rounding aside
             m = fit_at(cross)
-            if m.objective_ >= min(line(m1, cross), line(m2, cross)) - tol(m.objective_):
+            if m.objective_ >= min(line(m1, cross), line(m2, cross)) - tol(m.objective_, m):
                 pieces += [(l1, cross, m1), (cross, l2, m2)]  # a breakpoint
             else:  # a new line below both: search both sides (left first)
                 stack += [(cross, m, l2, m2), (l1, m1, cross, m)]
@@ -677,16 +762,105 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         for a, b, m in pieces:
             if merged and same_line(merged[-1][2], m):
                 merged[-1][1] = b
-            elif merged and b - a <= tol(b) * 1e-3 and len(pieces) > 1:
+            elif merged and b - a <= tol(b, m) * 1e-3 and len(pieces) > 1:
                 continue
             else:
                 if merged:
                     merged[-1][1] = a
                 merged.append([a, b, m])
-        if lambdas is None and merged[-1][2].n_leaves_ == 1:
+        if open_end and merged[-1][2].n_leaves_ == 1:
             merged[-1][1] = np.inf
         return [PathSegment(float(a), float(b), int(m.n_leaves_), float(m.loss_),
                             bool(m.optimal_), m) for a, b, m in merged]
+
+    def to_sklearn(self):
+        """The fitted tree as a fitted ``sklearn.tree.DecisionTreeRegressor`` on the input
+        columns, for scikit-learn's tools: ``sklearn.tree.export_text``, ``plot_tree``,
+        ``export_graphviz``, its ``tree_`` arrays (``value`` of shape ``(n_nodes, 1, 1)``).
+
+        A binary feature ``x_j <= t`` of the binarizer is scikit-learn's test ``X[:, j] <=
+        t`` (its left child is the true side); without a binarizer, a 0/1 column ``j`` is
+        ``X[:, j] <= 0.5`` (left: the column is 0, the false side). Node order, leaf values,
+        sample counts and weights are this tree's; ``impurity`` is a node's loss divided by
+        its weight (weighted MSE, or MAE for absolute loss). scikit-learn's trees compare
+        in float32: a value within float32 rounding of a threshold may take the other side.
+
+        Returns:
+          a fitted ``DecisionTreeRegressor`` (``criterion`` = ``loss``, ``max_depth`` =
+          ``depth_ - 1``) whose ``predict`` equals :meth:`predict` (up to that rounding).
+
+        Raises:
+          NotFittedError: not fitted. ValueError: the tree splits on a one-hot category
+            (``x == v``), which scikit-learn's numeric tests cannot express, or the
+            binarizer has no ``features_`` (a custom one).
+        """
+        from sklearn.tree import DecisionTreeRegressor
+
+        self._check_fitted()
+        t = self.tree_
+        n = t.n_nodes
+        col = np.full(n, -2, dtype=np.int64)
+        thr = np.full(n, -2.0)
+        left = np.full(n, -1, dtype=np.int64)
+        right = np.full(n, -1, dtype=np.int64)
+        feats = None if self.binarizer_ is None else getattr(self.binarizer_, "features_", 0)
+        if feats == 0:
+            raise ValueError("to_sklearn needs the input column and threshold of each binary "
+                             "feature: the binarizer has no features_ attribute")
+        for i in np.flatnonzero(t.feature >= 0):
+            f = int(t.feature[i])
+            if feats is None:  # a 0/1 input column: X <= 0.5 is the false side
+                col[i], thr[i] = f, 0.5
+                left[i], right[i] = t.false_child[i], t.true_child[i]
+                continue
+            j, op, v = feats[f]
+            if op != "<=":
+                raise ValueError(
+                    f"the tree splits on {self.binary_feature_names_[f]!r}, a one-hot "
+                    "category: scikit-learn's trees test X[:, j] <= t on numbers and have no "
+                    "equivalent. Use the model's export_text(), jaxsr.trees.plot_tree(model) "
+                    "or jaxsr.trees.export_graphviz(model).")
+            col[i], thr[i] = int(j), float(v)
+            left[i], right[i] = t.true_child[i], t.false_child[i]
+        w = np.asarray(t.weight, dtype=np.float64)
+        imp = np.where(w > 0, np.asarray(t.loss, dtype=np.float64) / np.where(w > 0, w, 1.0),
+                       0.0)
+        m = DecisionTreeRegressor(criterion=self.loss,
+                                  max_depth=max(int(self.depth_), 1) - 1 or None)
+        p = int(self.n_features_in_)
+        # a fitted shell of the right shapes, then this tree's nodes in it
+        m.fit(np.zeros((2, p)), np.zeros(2))
+        state = m.tree_.__getstate__()
+        nodes = np.zeros(n, dtype=state["nodes"].dtype)
+        nodes["left_child"], nodes["right_child"] = left, right
+        nodes["feature"], nodes["threshold"] = col, thr
+        nodes["impurity"] = imp
+        nodes["n_node_samples"] = np.asarray(t.n_samples, dtype=np.int64)
+        nodes["weighted_n_node_samples"] = w
+        nodes["missing_go_to_left"] = 1
+        value = np.asarray(t.value, dtype=np.float64).reshape(n, 1, 1)
+        # a fresh Tree, as unpickling builds one (__reduce__): __setstate__ sizes it
+        shell = m.tree_
+        fresh = type(shell)(*shell.__reduce__()[1])
+        fresh.__setstate__({"max_depth": max(int(self.depth_), 1) - 1, "node_count": n,
+                            "nodes": nodes, "values": value})
+        m.tree_ = fresh
+        if hasattr(self, "feature_names_in_"):
+            m.feature_names_in_ = self.feature_names_in_
+        m.n_features_in_ = p
+        m.max_features_ = p
+        return m
+
+    @classmethod
+    def paper(cls, **params) -> OptimalTreeRegressor:
+        """The setting of the OSRT paper's experiments, by name: 4 equal-width buckets per
+        feature (``Binarizer(strategy="uniform", n_thresholds=3)``, as the paper's data in
+        ``shared/data/osrt/binarized`` were made), ``depth_budget=5`` and
+        ``regularization=0.01`` (the defaults before they were chosen on the real-data
+        panel, ``benchmarks/bench_trees_defaults.py``). ``params`` override any of them."""
+        base = {"regularization": 0.01, "depth_budget": 5,
+                "binarizer": Binarizer(strategy="uniform", n_thresholds=3)}
+        return cls(**{**base, **params})
 
     def export_text(self, decimals: int = 4, show_counts: bool = True) -> str:
         """The tree as an index card, one line per split (see :meth:`Tree.export_text`);

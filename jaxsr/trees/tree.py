@@ -8,6 +8,13 @@ import numpy as np
 
 __all__ = ["Tree"]
 
+#: the attributes of scikit-learn's ``tree_`` that its exporters read
+_SKLEARN_TREE_ATTRIBUTES = frozenset({
+    "children_left", "children_right", "threshold", "impurity", "n_node_samples",
+    "weighted_n_node_samples", "n_outputs", "n_classes", "n_features", "node_count",
+    "max_depth", "capacity", "missing_go_to_left", "compute_feature_importances",
+    "max_n_classes"})
+
 
 @dataclass
 class Tree:
@@ -21,7 +28,11 @@ class Tree:
       feature: ``(n_nodes,)`` int, the binary feature tested (``-1`` at leaves).
       true_child, false_child: ``(n_nodes,)`` int child indices (``-1`` at leaves).
       value: ``(n_nodes,)`` float, the prediction of the node's samples (mean for squared
-        loss, weighted median for absolute loss), in the units of ``y``.
+        loss, weighted median for absolute loss), in the units of ``y``. One dimension, not
+        scikit-learn's ``(n_nodes, n_outputs, n_classes)``: the tree has one output and
+        no classes, and ``value[apply(X)]`` is the prediction.
+        ``OptimalTreeRegressor.to_sklearn().tree_.value`` has scikit-learn's shape
+        ``(n_nodes, 1, 1)``.
       n_samples: ``(n_nodes,)`` int, training samples reaching the node.
       weight: ``(n_nodes,)`` float, their summed sample weight.
       loss: ``(n_nodes,)`` float, their summed weighted loss around ``value`` (units of
@@ -36,6 +47,20 @@ class Tree:
     weight: np.ndarray
     loss: np.ndarray
     feature_names: list[str] | None = field(default=None)
+
+    def __getattr__(self, name):
+        # scikit-learn's export_text / plot_tree / export_graphviz read the arrays of
+        # sklearn.tree._tree.Tree: say which tools read this one instead
+        if name in _SKLEARN_TREE_ATTRIBUTES:
+            raise AttributeError(
+                f"jaxsr's Tree has no {name!r}: it is not scikit-learn's tree (its splits "
+                "test binary features, its leaves have feature -1 and value has shape "
+                "(n_nodes,)), so scikit-learn's export_text, plot_tree and export_graphviz "
+                "cannot read it. Use the model's own export_text(), "
+                "jaxsr.trees.plot_tree(model) or jaxsr.trees.export_graphviz(model), or "
+                "model.to_sklearn(): the same tree as a fitted "
+                "sklearn.tree.DecisionTreeRegressor, which those functions read")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ structure
     @property

@@ -906,3 +906,63 @@ def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum():
                 assert r.lower_bound == pytest.approx(ref, rel=1e-9), (seed, depth, el)
                 assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(
                     ref, rel=1e-9)
+
+
+def _exactly_fittable(seed, scale, offset=0.0, weights=False):
+    """Data that a depth-3 tree fits exactly: y depends on two binary features only."""
+    rng = np.random.default_rng(seed)
+    n, M = int(rng.integers(12, 40)), int(rng.integers(2, 6))
+    X = rng.integers(0, 2, size=(n, M))
+    y = offset + scale * np.where(X[:, 0] == 1, 3.0, np.where(X[:, 1] == 1, -1.0, 0.5))
+    w = rng.uniform(0.1, 3.0, size=n) if weights else np.ones(n)
+    return X, y, w
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_lambda_zero_on_exactly_fittable_data_is_certified(loss, weights, normalize):
+    """At ``regularization=0`` a tree that fits exactly has objective 0: the search's
+    lower bound rounds to about +-1e-16 of the one-leaf loss, and every certificate
+    comparison holds there (no 'lower bound exceeds the objective' error); the engine
+    certifies the brute-force optimum 0, whatever the scale of y."""
+    for seed, (scale, offset) in enumerate(((1.0, 0.0), (1e-3, 0.0), (1e5, 0.0),
+                                            (1.0, 1e6), (0.37, -2.0))):
+        X, y, w = _exactly_fittable(seed + 100, scale, offset, weights)
+        ref = exhaustive(X, y, w, 0.0, 3, loss, normalize=normalize)
+        assert ref == pytest.approx(0.0, abs=1e-9 * _leaf_loss(y, w, loss) / _norm(
+            y, w, loss, normalize))
+        m = OptimalTreeRegressor(regularization=0.0, depth_budget=4, loss=loss,
+                                 normalize=normalize).fit(X, y, sample_weight=w)
+        tol = 1e-9 * m.loss_scale_
+        assert m.optimal_ and m.status_ == "optimal"
+        assert abs(m.objective_) <= tol and abs(m.lower_bound_) <= tol
+        assert 0.0 <= m.gap_ <= tol
+        np.testing.assert_allclose(m.predict(X), y, rtol=1e-12, atol=1e-12 * abs(scale))
+        r = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.0, depth_budget=4,
+                              normalize=normalize).run()
+        assert r.status.value == "optimal"
+        assert abs(r.objective) <= tol and abs(r.lower_bound) <= tol
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error"])
+@pytest.mark.parametrize("weights", [False, True])
+def test_regularization_path_with_default_lambdas_on_exactly_fittable_data(loss, weights):
+    """``regularization_path()`` starts at lambda 0, where the optimum fits exactly: the
+    path covers ``[0, inf)``, its first piece has loss 0, every piece is certified and
+    matches the brute-force optimum at its midpoint."""
+    for seed in range(6):
+        X, y, w = _exactly_fittable(seed + 200, 1.0 + seed, 0.0, weights)
+        path = OptimalTreeRegressor(depth_budget=3, loss=loss).regularization_path(
+            X, y, sample_weight=w)
+        assert path[0].lambda_min == 0.0 and path[-1].lambda_max == np.inf
+        assert path[0].loss == pytest.approx(0.0, abs=1e-9)
+        assert path[-1].n_leaves == 1
+        for a, b in zip(path[:-1], path[1:], strict=True):
+            assert a.lambda_max == b.lambda_min and a.n_leaves > b.n_leaves
+        for p in path:
+            assert p.optimal
+            mid = p.lambda_min + 0.5 * ((p.lambda_max if np.isfinite(p.lambda_max)
+                                         else 2 * p.lambda_min + 1.0) - p.lambda_min)
+            ref = exhaustive(X, y, w, mid, 3, loss)
+            assert p.loss + mid * p.n_leaves == pytest.approx(ref, rel=1e-9, abs=1e-12)

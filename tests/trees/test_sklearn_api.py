@@ -155,3 +155,69 @@ def test_regularization_path_errors():
         OptimalTreeRegressor().regularization_path(X, y, lambdas=[-1.0, 0.1])
     with pytest.raises(ValueError, match="lambdas"):
         OptimalTreeRegressor().regularization_path(X, y, lambdas=[])
+
+
+# ------------------------------------------------------------------ scikit-learn habits
+def test_max_depth_is_scikit_learns_depth():
+    """max_depth=d gives what DecisionTreeRegressor(max_depth=d) would: at most d splits
+    from the root to a leaf, i.e. depth_budget d + 1 (the same optimal tree)."""
+    X, y = _random(7, n=120)
+    for d in (0, 1, 2, 3):
+        a = OptimalTreeRegressor(max_depth=d, regularization=0.001, progress=False).fit(X, y)
+        b = OptimalTreeRegressor(depth_budget=d + 1, regularization=0.001,
+                                 progress=False).fit(X, y)
+        assert a.depth_ - 1 <= d and a.depth_ == b.depth_
+        assert a.objective_ == b.objective_ and a.n_leaves_ == b.n_leaves_
+    assert OptimalTreeRegressor(max_depth=2, depth_budget=3, progress=False).fit(X, y).depth_ <= 3
+    with pytest.raises(ValueError, match="max_depth=2 and depth_budget=4 disagree"):
+        OptimalTreeRegressor(max_depth=2, depth_budget=4).fit(X, y)
+    with pytest.raises(ValueError, match="max_depth"):
+        OptimalTreeRegressor(max_depth=-1).fit(X, y)
+
+
+def test_to_sklearn_is_the_same_tree_for_scikit_learns_tools():
+    from sklearn.tree import DecisionTreeRegressor, export_text
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(200, 3))
+    y = np.sin(2 * X[:, 0]) + (X[:, 2] > 0.3) + 0.1 * rng.normal(size=200)
+    for loss in ("squared_error", "absolute_error"):
+        m = OptimalTreeRegressor(depth_budget=4, regularization=0.002, loss=loss,
+                                 binarizer=Binarizer(n_thresholds=6), progress=False).fit(X, y)
+        s = m.to_sklearn()
+        assert isinstance(s, DecisionTreeRegressor) and s.criterion == loss
+        Xt = rng.normal(size=(400, 3))
+        np.testing.assert_array_equal(s.predict(Xt), m.predict(Xt))
+        np.testing.assert_array_equal(s.apply(Xt), m.apply(Xt))
+        assert s.tree_.value.shape == (m.tree_.n_nodes, 1, 1)
+        assert s.get_n_leaves() == m.n_leaves_ and s.get_depth() == m.depth_ - 1
+        np.testing.assert_array_equal(s.tree_.n_node_samples, m.tree_.n_samples)
+        text = export_text(s, feature_names=["a", "b", "c"])
+        assert text.count("value:") == m.n_leaves_
+    # 0/1 input columns without a binarizer: X[:, j] <= 0.5 is the false side
+    Xb, yb = _random(3)
+    m = OptimalTreeRegressor(depth_budget=3, regularization=0.01, progress=False).fit(Xb, yb)
+    assert m.binarizer_ is None
+    np.testing.assert_array_equal(m.to_sklearn().predict(Xb), m.predict(Xb))
+
+
+def test_scikit_learn_tree_tools_get_a_clear_error_or_the_converted_tree():
+    import pandas as pd
+
+    X = pd.DataFrame({"city": ["a", "b", "c", "a"] * 10, "v": np.arange(40.0)})
+    y = np.where(X["city"] == "b", 5.0, 0.0) + 0.01 * np.arange(40.0)
+    m = OptimalTreeRegressor(depth_budget=2, regularization=0.01, progress=False).fit(X, y)
+    assert m.binary_feature_names_[m.tree_.feature[0]] == "city == b"
+    with pytest.raises(ValueError, match="one-hot category"):
+        m.to_sklearn()
+    with pytest.raises(AttributeError, match=r"export_text\(\).*to_sklearn\(\)"):
+        _ = m.tree_.children_left
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        _ = m.tree_.nonsense
+
+
+def test_paper_setting_by_name():
+    m = OptimalTreeRegressor.paper()
+    assert m.regularization == 0.01 and m.depth_budget == 5
+    assert m.binarizer.strategy == "uniform" and m.binarizer.n_thresholds == 3
+    assert OptimalTreeRegressor.paper(depth_budget=3).depth_budget == 3
