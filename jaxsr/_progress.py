@@ -3,7 +3,7 @@
 The library never prints to stdout. A fit opens a :class:`FitProgress`; nothing appears for
 fits shorter than ``delay`` seconds. After that the bar reads, e.g.::
 
-    SymbolicRegressor [compiling 3/9]: 0 it [00:03, compile=2.9 s]
+    SymbolicRegressor [compiling 3/8]: 0 it [00:03, compile=2.9 s]
     SymbolicRegressor: 7 it [00:05, MSE=1.179e-23, nodes=5, compile=3.4 s]
 
 (no rate: the first iterations include compilation, so a rate would not tell the truth).

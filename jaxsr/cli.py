@@ -749,17 +749,19 @@ def _cmd_warmup(args) -> int:
     import jax
 
     t0 = time.perf_counter()
-    folder = jax.config.jax_compilation_cache_dir
-    _progress("compiling the symbolic programs into JAX's compilation cache "
-              f"({folder or 'off: programs compile in each new process'}) ...")
-    features = args.features or list(WARMUP_FEATURES)
-    for m in features:
-        t = time.perf_counter()
-        k = _warm_symbolic(args.rows, m, args.max_nodes)
-        _progress(f"symbolic programs for {args.rows} rows x {m} features: {k} compiled or "
-                  f"loaded in {time.perf_counter() - t:.1f} s")
+    if args.rows < 1 or args.max_nodes < 1 or any(m < 1 for m in args.features or ()):
+        raise CLIError("--rows, --features and --max-nodes must be positive integers")
+    if args.only in (None, "symbolic"):
+        folder = jax.config.jax_compilation_cache_dir
+        _progress("compiling the symbolic programs into JAX's compilation cache "
+                  f"({folder or 'off: programs compile in each new process'}) ...")
+        for m in args.features or list(WARMUP_FEATURES):
+            t = time.perf_counter()
+            k = _warm_symbolic(args.rows, m, args.max_nodes)
+            _progress(f"symbolic programs for {args.rows} rows x {m} features: {k} compiled "
+                      f"or loaded in {time.perf_counter() - t:.1f} s")
     status = EXIT_OK
-    if importlib.util.find_spec("jaxsr.trees.warmup") is not None:
+    if args.only in (None, "trees") and importlib.util.find_spec("jaxsr.trees.warmup"):
         from .trees import warmup
 
         if warmup.native_kernels_cached():
@@ -1219,6 +1221,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "features)")
     p.add_argument("--max-nodes", type=int, default=50, metavar="K",
                    help="max_nodes of the symbolic fits (default 50, the estimator's)")
+    p.add_argument("--only", choices=("symbolic", "trees"), default=None,
+                   help="warm only the symbolic programs or only the tree kernels")
     p.set_defaults(func=_cmd_warmup)
     return parser
 

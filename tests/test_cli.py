@@ -721,3 +721,12 @@ def test_symbolic_one_hot_text_columns(capsys, tmp_path):
     pd.DataFrame({"x": ["1,5", "2,5", "3,0"], "y": [1.0, 2.0, 3.0]}).to_csv(path, index=False)
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
     assert rc == 2 and "add --decimal ," in _error_line(err)
+
+
+def test_warmup_compiles_the_symbolic_programs_of_a_bucket(capsys):
+    rc, out, err = _run(capsys, "warmup", "--only", "symbolic", "--rows", "40",
+                        "--features", "2")
+    assert rc == 0 and out == ""
+    assert "symbolic programs for 40 rows x 2 features:" in err and "warmup done" in err
+    rc, out, err = _run(capsys, "warmup", "--rows", "0")
+    assert rc == 2 and "must be positive" in _error_line(err)

@@ -334,10 +334,10 @@ def all_rows_memory_bytes(n_rows: int, n_columns: int, max_nodes,
     return float(itemsize) * n * (2.0 * cap + 2.0 * m + 4.0)
 
 
-FIT_PROGRAMS = 9
+FIT_PROGRAMS = 8
 """The programs a default fit compiles in a new process (measured with JAX's compile
 events: the check of one tree and of a batch, the analysis, the searches, the top
-candidates (two sizes), the constant passes, the joint polish, the output)."""
+candidates, the constant passes, the joint polish, the output)."""
 _FITTED_BUCKETS: set = set()  # the buckets fitted in this process (_expected_programs)
 
 
