@@ -358,13 +358,15 @@ def test_sample_weight_integer_weights_equal_repeated_rows():
     X, y = _grow_data(37, 5)
     y = y + rng.normal(size=37) * 0.1
     w = np.ones(37, int)
-    w[:4], w[4:7], w[7] = 0, 2, 3  # 38 repeated rows: the same size bucket (40) as 37
+    w[:4], w[4:7], w[7] = 0, 2, 3  # 38 repeated rows: the same size bucket (256) as 37
     params = dict(max_nodes=13, strategy=1, max_iterations=6)
     a = SymbolicRegressor(**params).fit(X, y, sample_weight=w)
     b = SymbolicRegressor(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     np.testing.assert_array_equal(a.expression_tree_.op, b.expression_tree_.op)
     np.testing.assert_array_equal(a.expression_tree_.feature, b.expression_tree_.feature)
-    np.testing.assert_allclose(a.expression_tree_.value, b.expression_tree_.value, rtol=1e-10)
+    # the same optimum: the constants to the convergence of the constant optimisation
+    # (the weighted sums run over the rows in other places, so they round differently)
+    np.testing.assert_allclose(a.expression_tree_.value, b.expression_tree_.value, rtol=1e-7)
     np.testing.assert_allclose(a.mse_, b.mse_, rtol=1e-10)
     # mse_ is the weighted MSE of the returned expression, and the weights matter
     pred = a.predict(X)
