@@ -8,12 +8,9 @@
   a few sizes per octave, so datasets of similar size share their compiled kernels;
 * jaxsr's programs (:func:`program`): ``jax.jit`` with, on the CPU, the compile options
   :data:`COMPILE_OPTIONS` (XLA's compile time down about 40%, kernels as fast);
-* the persistent compilation cache (:func:`enable_compilation_cache`), on by default:
-  the executables of jaxsr's programs are kept on disk and a new process loads them
-  instead of compiling again (:mod:`jaxsr._compilation_cache`);
-* compile ahead (:data:`COMPILE_AHEAD`), on by default on a CPU with two or more usable
-  cores: a fit starts compiling the programs it needs next on a background thread
-  (``_Program.prefetch``) while it compiles and runs the current one;
+* JAX's persistent compilation cache (:func:`enable_compilation_cache`), on by default
+  unless the user configured one: compiled programs are kept on disk and a new process
+  loads them instead of compiling again;
 * fast compilation (:func:`fast_compilation`), opt-in: jaxsr's programs compile on the
   CPU with options that cut XLA's compile time about 4x more and make the compiled
   kernels 2-6x slower, for first fits in fresh processes.
@@ -30,7 +27,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-__all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket",
+__all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket", "feature_bucket",
            "enable_compilation_cache", "default_cache_dir", "resolve_mesh",
            "fast_compilation", "CACHE_OFF", "COMPILE_OPTIONS", "FAST_COMPILE_OPTIONS", "program",
            "to_device"]
@@ -132,18 +129,23 @@ def thread_settings():
     return scoped
 
 
-# Buckets per octave of the sample-size padding: sizes m * 2**e with m in 8 .. 15, so at
-# most 1/8 of a padded dataset is padding.
-_BUCKET_STEPS = 8
+# Buckets per octave of the sample-size padding: sizes m * 2**e with m in 4 .. 7, so at
+# most 1/4 of a padded dataset is padding; and the smallest bucket, which every dataset
+# of up to MIN_ROWS rows shares (small fits are dominated by calls, not rows).
+_BUCKET_STEPS = 4
+MIN_ROWS = 256
+# The smallest feature bucket (:func:`feature_bucket`).
+MIN_FEATURES = 4
 
 
 def sample_bucket(n_samples: int, multiple: int = 1) -> int:
-    """Padded number of samples for ``n_samples``: the smallest ``m * 2**e >= n_samples``
-    with ``8 <= m <= 15`` (every size up to 16 is its own bucket), rounded up to a multiple
-    of ``multiple`` (e.g. the number of devices the samples are sharded over).
+    """Padded number of samples for ``n_samples``: :data:`MIN_ROWS` (256) for up to that
+    many, else the smallest ``m * 2**e >= n_samples`` with ``4 <= m <= 7``, rounded up to
+    a multiple of ``multiple`` (e.g. the number of devices the samples are sharded over).
 
-    At most 12.5 % of a padded dataset is padding; all datasets of one bucket share their
-    compiled kernels.
+    Every dataset of up to 256 rows, and above that every dataset of one bucket (at most
+    25 % of it padding), runs the same compiled programs: the programs' shapes follow the
+    bucket, not the data (the padding rows have weight 0).
 
     Raises:
       ValueError: if ``n_samples < 1`` or ``multiple < 1``.
@@ -151,10 +153,32 @@ def sample_bucket(n_samples: int, multiple: int = 1) -> int:
     n, mult = int(n_samples), int(multiple)
     if n < 1 or mult < 1:
         raise ValueError(f"need n_samples >= 1 and multiple >= 1; got {n_samples}, {multiple}")
+    b = _octave_bucket(max(n, MIN_ROWS))
+    return -(-b // mult) * mult
+
+
+def _octave_bucket(n: int) -> int:
+    """The smallest ``m * 2**e >= n`` with ``4 <= m <= 7`` (every n up to 8 is its own)."""
     e = max(0, n.bit_length() - 1 - (_BUCKET_STEPS.bit_length() - 1))
     step = 1 << e
-    b = -(-n // step) * step
-    return -(-b // mult) * mult
+    return -(-n // step) * step
+
+
+def feature_bucket(n_features: int) -> int:
+    """Padded number of feature columns for ``n_features``: 4, 8 or 16 up to 16 columns,
+    then four buckets per octave (20, 24, 28, 32, 40, ...: at most 25 % padding). The
+    padding columns are constant, so no search ever uses them (constant columns are out of
+    the variable pool).
+
+    Raises:
+      ValueError: if ``n_features < 0``.
+    """
+    m = int(n_features)
+    if m < 0:
+        raise ValueError(f"need n_features >= 0; got {n_features}")
+    if m <= 16:
+        return max(MIN_FEATURES, 1 << max(0, m - 1).bit_length())
+    return _octave_bucket(m)
 
 
 def resolve_mesh(mesh, axis_name: str):
@@ -186,6 +210,7 @@ def resolve_mesh(mesh, axis_name: str):
 
 # values of JAXSR_COMPILATION_CACHE / JAXSR_CACHE_DIR that switch the cache off
 CACHE_OFF = frozenset({"0", "false", "no", "off", "none"})
+_CACHE = {"folder": None}  # the folder jaxsr gave JAX's cache (None: not jaxsr's doing)
 
 
 def default_cache_dir() -> Path:
@@ -198,52 +223,106 @@ def default_cache_dir() -> Path:
     return Path(base) / "jaxsr"
 
 
+def _private_folder(path: Path) -> str | None:
+    """``path`` created (mode 0700) if missing; the reason it cannot hold executables, or
+    ``None``: JAX's cache is trusted code, so only a folder of this user that no one else
+    can write is used (POSIX; elsewhere only its existence is checked)."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = path.stat()
+    except OSError as err:
+        return f"it cannot be created ({err.strerror or err})"
+    if not path.is_dir():
+        return "it is not a folder"
+    if hasattr(os, "getuid"):
+        if st.st_uid != os.getuid():
+            return "it belongs to another user"
+        if st.st_mode & 0o022:
+            return "others can write it (chmod 700 it)"
+    if not os.access(path, os.W_OK):
+        return "it is not writable"
+    return None
+
+
+def _reset_jax_cache() -> None:
+    # JAX decides once per process, at its first compilation, whether a cache is used:
+    # start that decision again so a folder set after it takes effect
+    from jax.experimental.compilation_cache import compilation_cache
+
+    compilation_cache.reset_cache()
+
+
 def enable_compilation_cache(path=None) -> str | None:
-    """jaxsr's persistent compilation cache: on by default; choose its folder or switch it off.
+    """JAX's persistent compilation cache for jaxsr's programs: on by default; choose its
+    folder or switch it off.
 
     On a CPU most of a first fit in a fresh process is XLA compilation (seconds per new
-    tree capacity or sample-size bucket). jaxsr keeps the executables of its own programs
-    on disk and a new process loads them instead (:mod:`jaxsr._compilation_cache`): the
-    symbolic first fit of ``benchmarks/bench_symbolic_iteration.py --cold`` goes from
-    about 8 s to under 2 s from the second process on. Only jaxsr's programs are cached:
-    JAX's global ``jax_compilation_cache_dir`` and the user's own jitted functions are
-    untouched. The folder is :func:`default_cache_dir` (``~/.cache/jaxsr``) unless set
-    here; the environment variables ``JAXSR_COMPILATION_CACHE=0`` or
-    ``JAXSR_CACHE_DIR=none`` (read at import) switch it off.
+    program shape, see ``benchmarks/results/first_fit.txt``). jaxsr therefore turns on
+    JAX's own persistent compilation cache (``jax_compilation_cache_dir``, with
+    ``jax_persistent_cache_min_compile_time_secs = 0`` and no minimum entry size) when
+    its numeric code is first imported (the first use of an estimator; ``import jaxsr``
+    alone imports no JAX), unless the user has configured one (then that one is used as it
+    is) or switched it off with ``JAXSR_COMPILATION_CACHE=0`` or ``JAXSR_CACHE_DIR=none``
+    (read at import). A new process then loads the executables instead of compiling
+    them. The setting is JAX's global one: the user's own jitted functions are cached in
+    the same folder while it is on.
 
-    The folder holds executables (machine code), so only files jaxsr wrote under this
-    user's key are loaded, and only from a folder owned by this user that no one else
-    can write (jaxsr creates it with mode 0700); any other folder is not used, with a
-    warning (fix: ``chmod 700`` it). See :mod:`jaxsr._compilation_cache`.
+    The folder holds executables (machine code, which JAX's cache trusts), so it is only
+    used when it belongs to this user and no one else can write it (jaxsr creates it
+    with mode 0700); any other folder is not used, with a warning.
 
     Args:
-      path: ``None`` (the default folder), a folder (created when first written), or
-        ``False`` to switch the disk cache off for this process.
+      path: ``None`` (the default folder :func:`default_cache_dir`, ``~/.cache/jaxsr``),
+        a folder, or ``False`` to switch off the cache jaxsr turned on.
 
     Returns:
-      The folder in use, or ``None`` when switched off or when the folder cannot be
-      created or written (a cache is an optimisation only: this never raises for that).
+      The folder in use, or ``None`` when switched off or when the folder cannot be used
+      (a cache is an optimisation only: this never raises for that).
 
     Example:
       >>> import jaxsr
       >>> folder = jaxsr.enable_compilation_cache("/tmp/jaxsr-cache")   # doctest: +SKIP
       >>> jaxsr.enable_compilation_cache(False)                        # doctest: +SKIP
     """
-    from . import _compilation_cache
+    import warnings
 
     if path is False:
-        return _compilation_cache.set_folder(None)
-    return _compilation_cache.set_folder(default_cache_dir() if path is None else path)
+        if _CACHE["folder"] is not None and jax.config.jax_compilation_cache_dir == _CACHE[
+                "folder"]:
+            jax.config.update("jax_compilation_cache_dir", None)
+            _reset_jax_cache()
+        _CACHE["folder"] = None
+        return None
+    folder = Path(default_cache_dir() if path is None else path).expanduser()
+    why = _private_folder(folder)
+    if why is not None:
+        warnings.warn(f"jaxsr's compilation cache is off: the folder {str(folder)!r} cannot "
+                      f"be used because {why}; programs compile in each new process "
+                      "(jaxsr.enable_compilation_cache(path) chooses another folder)",
+                      RuntimeWarning, stacklevel=2)
+        return enable_compilation_cache(False)
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    _reset_jax_cache()
+    _CACHE["folder"] = str(folder)
+    return str(folder)
 
 
 def _cache_from_environment() -> None:
-    from . import _compilation_cache
-
-    if any(os.environ.get(name, "").strip().lower() in CACHE_OFF
-           for name in ("JAXSR_COMPILATION_CACHE", "JAXSR_CACHE_DIR")):
-        _compilation_cache.set_folder(None)
-    else:  # the default folder, created when first written
-        _compilation_cache.set_folder(default_cache_dir(), create=False)
+    """At import: JAX's persistent cache in :func:`default_cache_dir` unless the user
+    configured one or switched it off (``JAXSR_COMPILATION_CACHE=0``,
+    ``JAXSR_CACHE_DIR=none``, or an empty value of either)."""
+    for name in ("JAXSR_COMPILATION_CACHE", "JAXSR_CACHE_DIR"):
+        env = os.environ.get(name)
+        if env is not None and (not env.strip() or env.strip().lower() in CACHE_OFF):
+            return
+    if jax.config.jax_compilation_cache_dir:  # the user's own cache: left as it is
+        return
+    try:
+        enable_compilation_cache()
+    except Exception:  # noqa: BLE001 - a cache never fails an import
+        _CACHE["folder"] = None
 
 
 def _usable_cpus() -> int:
@@ -297,16 +376,6 @@ _FAST = {"on": os.environ.get("JAXSR_FAST_COMPILE", "").strip().lower()
          in ("1", "true", "yes", "on")}
 
 
-# Compile ahead (:meth:`_Program.prefetch`): a fit starts compiling the programs it will
-# need next on a background thread while it compiles and runs the current one. Measured on
-# the cold strategy-3 first fit above on two cores (no cache, five alternating fresh
-# processes each): constant_passes and polish_steps compile while search_all compiles and
-# runs, median 7.4 -> 5.9 s wall, the same ~10 CPU-s. ``JAXSR_COMPILE_AHEAD=0`` (read at
-# import) or ``COMPILE_AHEAD["on"] = False`` switches it off.
-COMPILE_AHEAD = {"on": os.environ.get("JAXSR_COMPILE_AHEAD", "").strip().lower()
-                 not in CACHE_OFF}
-
-
 def fast_compilation(enabled: bool = True) -> bool:
     """Compile jaxsr's own programs for compile time rather than run time (opt-in).
 
@@ -318,7 +387,8 @@ def fast_compilation(enabled: bool = True) -> bool:
     about 2.5x less compile time than the defaults, kernels 1.5-3x slower; the results
     agree to rounding (sums vectorised differently), not to the bit. Worth it for a few
     small fits in a process that has no cached kernels; not for long or repeated fits.
-    Its executables are cached too (apart from the default ones).
+    Its executables are cached too (apart from the default ones: the options are part
+    of the cache key).
     Only jaxsr's programs and only the CPU backend are affected: the user's own JAX
     code and ``XLA_FLAGS`` are untouched. Also set by the environment variable
     ``JAXSR_FAST_COMPILE=1`` before importing jaxsr.
@@ -388,17 +458,11 @@ class _Program:
     the fast ones when :func:`fast_compilation` is on."""
 
     def __init__(self, fun, **jit_kwargs):
-        from ._compilation_cache import CachedProgram
-
         functools.update_wrapper(self, fun)
         self._plain = jax.jit(fun, **jit_kwargs)
         self._full = (jax.jit(fun, compiler_options=COMPILE_OPTIONS, **jit_kwargs)
                       if COMPILE_OPTIONS else self._plain)
         self._fast = jax.jit(fun, compiler_options=FAST_COMPILE_OPTIONS, **jit_kwargs)
-        static = jit_kwargs.get("static_argnames") or ()
-        static = (static,) if isinstance(static, str) else tuple(static)
-        self._full_cached = CachedProgram(fun, self._full, COMPILE_OPTIONS, static)
-        self._fast_cached = CachedProgram(fun, self._fast, FAST_COMPILE_OPTIONS, static)
 
     def _pick(self):
         # under an outer trace (jit, vmap, grad) this is inlined: options are the outer
@@ -408,27 +472,7 @@ class _Program:
         return self._fast if _FAST["on"] else self._full
 
     def __call__(self, *args, **kwargs):
-        if jax.default_backend() == "cpu" and _top_level():
-            # the executables of the compilation cache (memory, then disk)
-            cached = self._fast_cached if _FAST["on"] else self._full_cached
-            out = cached(*args, **kwargs)
-            if out is not NotImplemented:
-                return out
         return self._pick()(*args, **kwargs)
-
-    def prefetch(self, *args, **kwargs) -> bool:
-        """Compile ahead: start loading or compiling, on jaxsr's background compile
-        thread, the executable a later call with arguments like these will use (the same
-        shapes, dtypes and static values), so that it compiles while the caller works on
-        something else. Only where it can pay: the CPU backend at the top level, with
-        :data:`COMPILE_AHEAD` on and at least two usable cores (on one core a compilation
-        ahead only takes turns with the caller's work). Returns whether one was started.
-        The later call's results are the same (the same executable)."""
-        if not (COMPILE_AHEAD["on"] and _usable_cpus() >= 2
-                and jax.default_backend() == "cpu" and _top_level()):
-            return False
-        cached = self._fast_cached if _FAST["on"] else self._full_cached
-        return cached.prefetch(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
         return self._pick().lower(*args, **kwargs)
@@ -439,6 +483,10 @@ class _Program:
         return getattr(self._pick(), name)
 
 
+PROGRAM_NAMES: set[str] = set()
+"""The names of jaxsr's programs (:func:`program`), as JAX's compile events name them."""
+
+
 def program(fun=None, *, static_argnames=None):
     """``jax.jit`` for jaxsr's own programs (the entry points the estimators call), so
     :func:`fast_compilation` can choose their compile options; used as ``@program`` or
@@ -446,6 +494,7 @@ def program(fun=None, *, static_argnames=None):
     inlined as any jitted function (the outer program's options apply)."""
     if fun is None:
         return functools.partial(program, static_argnames=static_argnames)
+    PROGRAM_NAMES.add(fun.__name__)
     kwargs = {} if static_argnames is None else {"static_argnames": static_argnames}
     return _Program(fun, **kwargs)
 

@@ -3,10 +3,13 @@
 The library never prints to stdout. A fit opens a :class:`FitProgress`; nothing appears for
 fits shorter than ``delay`` seconds. After that the bar reads, e.g.::
 
-    SymbolicRegressor [compiling]: 0 it [00:03, compile=2.9 s]
+    SymbolicRegressor [compiling 3/8]: 0 it [00:03, compile=2.9 s]
     SymbolicRegressor: 7 it [00:05, MSE=1.179e-23, nodes=5, compile=3.4 s]
 
 (no rate: the first iterations include compilation, so a rate would not tell the truth).
+``compiling k/n``: the ``k``-th of the ``n`` programs the fit is expected to compile
+(``programs``; a program loaded from JAX's persistent compilation cache counts as
+compiled); without an expected count, ``compiling k``.
 
 Compilation is observed through JAX's own monitoring events (``jax.monitoring``): the end of
 tracing a jitted function starts the phase (lowering and XLA compilation follow), the end of
@@ -52,9 +55,20 @@ def write(line: str) -> None:
 _TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 _END_EVENTS = ("/jax/core/compile/backend_compile_duration",
                "/jax/compilation_cache/cache_retrieval_time_sec")
+_BACKEND_EVENT = "/jax/core/compile/backend_compile_duration"  # compiled or loaded
 _TIMED_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                  "/jax/core/compile/jaxpr_to_mlir_module_duration",
                  "/jax/core/compile/backend_compile_duration")
+
+
+def _is_program(fun_name) -> bool:
+    """Whether JAX's ``fun_name`` (``"jit(search_all)"``) names a jaxsr program."""
+    from ._config import PROGRAM_NAMES
+
+    name = str(fun_name or "")
+    if name.startswith("jit(") and name.endswith(")"):
+        name = name[4:-1]
+    return name in PROGRAM_NAMES
 
 
 LOG_INTERVAL = 10.0  # seconds between redraws when the stream is not a terminal
@@ -108,16 +122,22 @@ class FitProgress:
       file: stream, default ``sys.stderr`` at entry.
       watch_jax: count JAX compilations (imports JAX); ``False`` for a fit that runs no
         JAX code (the tree search on the host).
+      programs: the number of jaxsr programs (:func:`jaxsr._config.program`) the fit is
+        expected to compile, or ``None`` where unknown.
 
     Attributes:
       compile_seconds: float, wall-clock seconds spent tracing, lowering and compiling
         during the fit (on any thread; overlapping compilations count once).
       first_display: float or ``None``, seconds from entry to the first line shown.
+      compiled: int, jaxsr programs compiled (or loaded from the disk cache) so far.
     """
 
     def __init__(self, desc: str, enabled: bool = True, *, delay: float = 1.0,
-                 unit: str = "it", file=None, watch_jax: bool = True):
+                 unit: str = "it", file=None, watch_jax: bool = True,
+                 programs: int | None = None):
         self.desc = desc
+        self.programs = None if programs is None else int(programs)
+        self.compiled = 0
         self.enabled = bool(enabled)
         self.delay = float(delay)
         self.unit = unit
@@ -206,23 +226,21 @@ class FitProgress:
         self._bar.write(line, file=self._bar.fp)
 
     # ------------------------------------------------------------------ internals
-    def _on_duration(self, event: str, duration: float, **_kw) -> None:
+    def _on_duration(self, event: str, duration: float, fun_name=None, **_kw) -> None:
         """JAX's monitoring event ``event`` of ``duration`` seconds, just ended, in the
         thread that compiles. ``compile_seconds`` is wall-clock: the length of the union
-        of the timed phases' intervals (the fit's worker and the compile-ahead worker may
-        compile at the same time; their seconds are not summed). The ``[compiling]``
-        label is the search's own thread's phase: a compilation ahead on the background
-        worker (thread ``jaxsr-compile``) runs beside the iterations."""
+        of the timed phases' intervals (compilations on several threads at the same time
+        count once)."""
         if event in _TIMED_EVENTS:
             end = time.perf_counter()
             with self._lock:
                 self._add_interval(end - float(duration), end)
-        if threading.current_thread().name == "jaxsr-compile":
-            return
         if event == _TRACE_EVENT:
             self._compiling = True
         elif event in _END_EVENTS:
             self._compiling = False
+            if event == _BACKEND_EVENT and _is_program(fun_name):
+                self.compiled += 1
 
     def _add_interval(self, start: float, end: float) -> None:
         """Merge ``[start, end]`` into the disjoint sorted intervals and update
@@ -248,7 +266,11 @@ class FitProgress:
         bar = self._bar
         if bar is None:
             return
-        desc = f"{self.desc} [compiling]" if self._compiling else self.desc
+        desc = self.desc
+        if self._compiling:
+            k = self.compiled + 1  # the one in progress
+            n = self.programs
+            desc += (f" [compiling {k}]" if n is None else f" [compiling {k}/{max(n, k)}]")
         post = dict(self._postfix)
         if self.compile_seconds >= 0.05:
             post["compile"] = f"{self.compile_seconds:.1f} s"

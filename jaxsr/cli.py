@@ -6,7 +6,7 @@ Sub-commands::
     jaxsr symbolic DATA.csv --target COLUMN [...] # deterministic symbolic regression
     jaxsr tree DATA.csv --target COLUMN [...]     # optimal sparse regression tree
     jaxsr predict MODEL.json DATA.csv [...]       # predictions of a saved model
-    jaxsr warmup                                 # prepare compiled programs ahead
+    jaxsr warmup                                 # compile the symbolic programs
 
 Data files are any delimited text that pandas reads: the separator is sniffed (``,`` ``;``
 tab ``|`` or runs of blanks) or given with ``--sep``; ``--decimal ,`` reads ``0,66``;
@@ -60,20 +60,21 @@ def _progress(msg: str) -> None:
 
 
 def _enable_compilation_cache() -> str | None:
-    """Create the folder of jaxsr's compilation cache (on by default in the library:
-    :func:`jaxsr.enable_compilation_cache`) at the start of the command, so the first
-    ``jaxsr demo`` keeps its compiled kernels and later runs load them. The folder is
+    """JAX's persistent compilation cache for the command's process (as the library's
+    import does: :func:`jaxsr.enable_compilation_cache`), so the first ``jaxsr demo``
+    keeps its compiled programs and later runs load them. The folder is
     ``$JAXSR_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/jaxsr`` or ``~/.cache/jaxsr``;
     ``JAXSR_CACHE_DIR=none`` or ``JAXSR_COMPILATION_CACHE=0`` (or an empty value of
-    either) switches it off.
+    either) leaves it off, and a cache folder the user gave JAX
+    (``JAX_COMPILATION_CACHE_DIR``) is used as it is. Returns the folder in use or
+    ``None``.
     """
-    from jaxsr._config import CACHE_OFF, enable_compilation_cache
+    import jax
 
-    for name in ("JAXSR_CACHE_DIR", "JAXSR_COMPILATION_CACHE"):
-        env = os.environ.get(name)
-        if env is not None and (not env.strip() or env.strip().lower() in CACHE_OFF):
-            return enable_compilation_cache(False)
-    return enable_compilation_cache()
+    from jaxsr._config import _cache_from_environment
+
+    _cache_from_environment()
+    return jax.config.jax_compilation_cache_dir or None
 
 
 def _load_symbolic():
@@ -755,10 +756,58 @@ def _cmd_predict(args) -> int:
 # --------------------------------------------------------------------------------------
 
 
+WARMUP_FEATURES = (4, 8, 16)
+"""The feature buckets ``jaxsr warmup`` compiles the symbolic programs for by default (at
+up to 256 rows, ``max_nodes`` 50, float64)."""
+
+
+def _warm_symbolic(n_rows: int, n_features: int, max_nodes: int | None) -> int:
+    """Compile (or load from JAX's persistent cache) the programs of a default
+    :class:`~jaxsr.SymbolicRegressor` fit whose data fall in the buckets of ``n_rows`` x
+    ``n_features``: one fit on generated data that takes every step of a default fit.
+    Returns the number of jaxsr programs compiled or loaded."""
+    import jax
+    import numpy as np
+
+    from jaxsr import SymbolicRegressor
+    from jaxsr._progress import _is_program
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 2.0, (n_rows, n_features))
+    x0, x1 = X[:, 0], X[:, min(1, n_features - 1)]
+    y = 1.5 * x0 * x1 - 0.7 / x1 + 0.3 * x0 + 0.05 * rng.standard_normal(n_rows)
+    count = [0]
+
+    def listener(event, duration, fun_name=None, **kw):
+        if event == "/jax/core/compile/backend_compile_duration" and _is_program(fun_name):
+            count[0] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            SymbolicRegressor(max_nodes=max_nodes, progress=False).fit(X, y)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    return count[0]
+
+
 def _cmd_warmup(args) -> int:
-    # the optimal-tree engine is compiled ahead of time, when the package is installed:
-    # nothing to prepare for it here
+    import jax
+
+    t0 = time.perf_counter()
+    if args.rows < 1 or args.max_nodes < 1 or any(m < 1 for m in args.features or ()):
+        raise CLIError("--rows, --features and --max-nodes must be positive integers")
+    folder = jax.config.jax_compilation_cache_dir
+    _progress("compiling the symbolic programs into JAX's compilation cache "
+              f"({folder or 'off: programs compile in each new process'}) ...")
+    for m in args.features or list(WARMUP_FEATURES):
+        t = time.perf_counter()
+        k = _warm_symbolic(args.rows, m, args.max_nodes)
+        _progress(f"symbolic programs for {args.rows} rows x {m} features: {k} compiled "
+                  f"or loaded in {time.perf_counter() - t:.1f} s")
     _progress("optimal trees: the engine was compiled at install, nothing to do")
+    _progress(f"warmup done after {time.perf_counter() - t0:.1f} s")
     return EXIT_OK
 
 
@@ -1194,11 +1243,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_csv_options(p)
     p.set_defaults(func=_cmd_predict)
 
-    p = sub.add_parser("warmup", help="prepare compiled programs ahead of the first fit",
-                       description="Prepare compiled programs ahead of the first fit, e.g. "
-                                   "when building a container image or a CI cache (the "
-                                   "optimal-tree engine needs nothing: it is compiled when "
-                                   "the package is installed).")
+    p = sub.add_parser("warmup", help="compile the symbolic programs into JAX's "
+                                      "persistent compilation cache",
+                       description="Compile (or load) now the programs of a symbolic fit "
+                                   "(JAX's persistent compilation cache: every dataset of "
+                                   "the same row, feature and node buckets reuses them), e.g. "
+                                   "when building a container image or a CI cache. The "
+                                   "optimal-tree engine needs nothing here: it is compiled "
+                                   "when the package is installed.")
+    p.add_argument("--rows", type=int, default=256, metavar="N",
+                   help="rows of the symbolic data (default 256: the bucket of every "
+                        "dataset of up to 256 rows)")
+    p.add_argument("--features", type=int, nargs="+", default=None, metavar="M",
+                   help="feature counts of the symbolic data (default: "
+                        f"{' '.join(map(str, WARMUP_FEATURES))}, the buckets of 1-16 "
+                        "features)")
+    p.add_argument("--max-nodes", type=int, default=50, metavar="K",
+                   help="max_nodes of the symbolic fits (default 50, the estimator's)")
     p.set_defaults(func=_cmd_warmup)
     return parser
 
@@ -1224,7 +1285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or an argparse usage error (code 2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    if args.command in ("demo", "symbolic", "tree"):
+    if args.command in ("demo", "symbolic", "tree", "warmup"):
         _enable_compilation_cache()
     try:
         with _plain_warnings():

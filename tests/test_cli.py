@@ -737,3 +737,11 @@ def test_tree_cv_chooses_the_regularization(capsys, tmp_path):
     rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--cv", "3",
                         "--regularization", "0.01")
     assert rc != 0 and "leave out --regularization" in _error_line(err)
+
+
+def test_warmup_compiles_the_symbolic_programs_of_a_bucket(capsys):
+    rc, out, err = _run(capsys, "warmup", "--rows", "40", "--features", "2")
+    assert rc == 0 and out == ""
+    assert "symbolic programs for 40 rows x 2 features:" in err and "warmup done" in err
+    rc, out, err = _run(capsys, "warmup", "--rows", "0")
+    assert rc == 2 and "must be positive" in _error_line(err)

@@ -121,7 +121,7 @@ def test_symbolic_regressor_on_a_mesh_equals_one_device(mesh):
     from jaxsr import SymbolicRegressor
 
     X, y = datasets.make_newton_gravitation(1000, seed=0)
-    X, y = X[:201], y[:201]  # the bucket (208) is padded to a multiple of 4 devices
+    X, y = X[:201], y[:201]  # padded to the first bucket (256 rows: 64 per device)
     # the greedy search and the default beam (which orders trees whose MSEs agree to 12
     # digits, e.g. x1*x2 and x2*x1 summed in another order over devices, by their text)
     for params in (dict(strategy=1, beam_width=1, max_nodes=9, max_iterations=4),
@@ -175,7 +175,7 @@ def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch)
     from jaxsr.symbolic.strategies import DomeSearch
 
     X, y = datasets.make_newton_gravitation(1000, seed=0)
-    X, y = X[:201], y[:201]  # padded to 208 rows: 52 per device
+    X, y = X[:301], y[:301]  # padded to 320 rows: 80 per device
     names = ["x1", "x2", "x3"]
 
     calls = {}
@@ -192,7 +192,8 @@ def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch)
         sr = SymbolicRegressor(mesh=m)
         with precision(np.float64), sample_mesh(sr._sample_mesh()[0]):
             XT, yj, wj = sr._device_data(X, y, None, np.float64)
-            engine = DomeSearch(XT, yj, np.ones(3, bool), max_nodes=9, max_height=None,
+            pool = np.arange(XT.shape[0]) < 3  # the padding columns are out of the pool
+            engine = DomeSearch(XT, yj, pool, max_nodes=9, max_height=None,
                                 min_improvement=1e-6, feature_names=names, weights=wj)
             rec = engine.step(3)
             return engine, rec, engine.analyse()
@@ -216,7 +217,7 @@ def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch)
     for a in (many.XT, many.y, many.weights, sem, *eqs, S):
         assert len(a.sharding.device_set) == 4
         assert a.sharding.spec[a.ndim - 1] in ("samples", ("samples",))
-        assert {s.data.shape[-1] for s in a.addressable_shards} == {52}
+        assert {s.data.shape[-1] for s in a.addressable_shards} == {80}
 
     # the compiled programs of the iteration: no [*, N] array held whole on a device
     assert {"_analyse", "search_all", "_check", "constant_passes",
@@ -225,9 +226,9 @@ def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch)
         with precision(np.float64), sample_mesh(mesh):
             hlo = prog.lower(*args, **kwargs).compile().as_text()
         assert "num_partitions=4" in hlo, name
-        assert _full_sample_arrays(hlo, 208) == [], name
+        assert _full_sample_arrays(hlo, 320) == [], name
         if name in ("_analyse", "search_all"):
-            assert re.search(r"f64\[16,52\]", hlo), name  # the semantics, 52 rows each
+            assert re.search(r"f64\[16,80\]", hlo), name  # the semantics, 80 rows each
 
 
 def test_sample_chunks_take_each_devices_own_samples(mesh):
@@ -277,4 +278,5 @@ def test_a_mesh_of_explicit_axes_is_used_with_auto_axes():
     with jax.enable_x64(True):
         XT = SymbolicRegressor(mesh=given)._device_data(X, y, None, np.float64)[0]
     assert XT.sharding.spec == P(None, ("a", "b"))
-    assert {s.data.shape for s in XT.addressable_shards} == {(3, 16)}
+    # 64 rows padded to the first bucket (256), 3 columns to 4: a quarter of the rows each
+    assert {s.data.shape for s in XT.addressable_shards} == {(4, 64)}

@@ -16,6 +16,7 @@ import numpy as np
 from .. import _memory, _progress, _sharding
 from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import (
+    feature_bucket,
     precision,
     resolve_dtype,
     resolve_mesh,
@@ -201,12 +202,14 @@ def _warn_budget_before_first_change(max_time: float, compile_seconds: float) ->
     from sklearn.exceptions import ConvergenceWarning
 
     spent = (f"; {compile_seconds:.1f} s of it went to compiling the search's programs "
-             "(a one-time cost per process and data size)" if compile_seconds >= 0.05 else "")
+             "(once per size bucket of the data: later fits reuse them, and JAX's "
+             "persistent compilation cache keeps them on disk)"
+             if compile_seconds >= 0.05 else "")
     warnings.warn(
         f"max_time={max_time:g} s ran out before the search accepted its first change, so "
         f"the model is the starting one (the mean of y){spent}. Give a longer max_time "
-        "(or none), or fit once without max_time in this process first (compiled programs "
-        "are reused, and kept on disk by jaxsr's compilation cache).",
+        "(or none), or compile the programs first (a fit without max_time, or "
+        "`jaxsr warmup`).",
         ConvergenceWarning, stacklevel=3)
 
 
@@ -329,6 +332,22 @@ def all_rows_memory_bytes(n_rows: int, n_columns: int, max_nodes,
     cap = capacity_bucket(128 if max_nodes is None else int(max_nodes))
     n, m = float(n_rows), float(n_columns)
     return float(itemsize) * n * (2.0 * cap + 2.0 * m + 4.0)
+
+
+FIT_PROGRAMS = 8
+"""The programs a default fit compiles in a new process (measured with JAX's compile
+events: the check of one tree and of a batch, the analysis, the searches, the top
+candidates, the constant passes, the joint polish, the output)."""
+_FITTED_BUCKETS: set = set()  # the buckets fitted in this process (_expected_programs)
+
+
+def _pool(const_cols) -> np.ndarray:
+    """The variable pool of a search, ``(feature_bucket(M),)`` bool: the non-constant
+    columns of ``M``, none of the padding columns of :meth:`SymbolicRegressor._device_data`."""
+    const_cols = np.asarray(const_cols, bool)
+    pool = np.zeros(feature_bucket(const_cols.shape[0]), bool)
+    pool[:const_cols.shape[0]] = ~const_cols
+    return pool
 
 
 class SymbolicRegressor(RegressorMixin, BaseEstimator):
@@ -745,14 +764,32 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                              f"max_nodes={self.max_nodes}")
         return e
 
+    def _expected_programs(self, Xs, dt) -> int | None:
+        """The programs this fit is expected to compile (the progress bar's ``compiling
+        k/n``): :data:`FIT_PROGRAMS` for the first fit of its buckets (rows, columns,
+        node capacity, dtype) in this process, ``None`` (unknown, usually none) after."""
+        rows = getattr(self, "search_rows_", None)
+        n = Xs.shape[0] if rows is None else rows.shape[0]
+        mesh = self._sample_mesh()[0]
+        key = (sample_bucket(n, 1 if mesh is None else mesh.devices.size),
+               feature_bucket(Xs.shape[1]), self.max_nodes, np.dtype(dt).name,
+               self._widths()[0] >= _beam.MIN_WIDTH)
+        if key in _FITTED_BUCKETS:
+            return None
+        _FITTED_BUCKETS.add(key)
+        return FIT_PROGRAMS
+
     def _device_data(self, Xa, ya, w, dt):
         """The samples padded to their size bucket (copies of real rows with weight 0) and
-        placed on the device(s): ``XT (M, Np), y (Np,), weights (Np,)`` (mean 1)."""
+        their columns to their feature bucket (columns of ones, out of the variable pool:
+        :func:`_pool`), placed on the device(s): ``XT (Mp, Np), y (Np,), weights (Np,)``
+        (mean 1). The compiled programs' shapes follow the buckets, not the data."""
         mesh, axes = self._sample_mesh()
-        n = Xa.shape[0]
+        n, m = Xa.shape
         n_pad = sample_bucket(n, 1 if mesh is None else mesh.devices.size)
         idx = np.arange(n_pad) % n
-        XT = np.ascontiguousarray(Xa.T[:, idx])
+        XT = np.ones((feature_bucket(m), n_pad), dt)
+        XT[:m] = Xa.T[:, idx]
         yp = ya[idx]
         # always weights (ones without sample_weight or padding: the same numbers), so
         # every dataset of a bucket runs the same compiled kernels
@@ -872,7 +909,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         elif initial_tree is not None and initial_tree.has_unary:
             initial_s = _unary.contract_terminals(initial_tree, Xa.shape[1], terms)
         args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, deadline, w, initial_s)
-        with _progress.FitProgress("SymbolicRegressor", self.progress) as bar:
+        with _progress.FitProgress("SymbolicRegressor", self.progress,
+                                   programs=self._expected_programs(Xs, dt)) as bar:
             if square_exact:
                 run.stop_reason = square.stop_reason_
             else:
@@ -1166,7 +1204,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                                    None if w is None else w[rows], dt)
                     all_rows = self._device_data(Xa, ya / y_scale, w, dt)
                 engine = DomeSearch(
-                    XT, yj, ~const_cols, max_nodes=self.max_nodes, max_height=self.max_height,
+                    XT, yj, _pool(const_cols), max_nodes=self.max_nodes, max_height=self.max_height,
                     min_improvement=self.min_improvement, feature_names=names,
                     deadline=deadline, max_constant_passes=self.max_constant_passes,
                     weights=wj, domain=self.domain, all_rows=all_rows,
@@ -1452,11 +1490,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if n == 0:
             return np.zeros(0, dt)
         self._warn_outside_box(tree, Xa)
-        XT = np.zeros((Xa.shape[1], sample_bucket(n)), dt)  # a size bucket: no recompile
-        XT[:, :n] = Xa.T
+        # size buckets (the fit's own): no recompile
+        XT = np.ones((feature_bucket(Xa.shape[1]), sample_bucket(n)), dt)
+        XT[:Xa.shape[1], :n] = Xa.T
         with precision(dt):
             if tree.has_unary:  # the kernels take + - * / trees: the tree's own JAX graph
-                return np.asarray(_jit_tree(tree, dt)(to_device(XT.T)))[:n]
+                return np.asarray(_jit_tree(tree, dt)(to_device(XT[:Xa.shape[1]].T)))[:n]
             tree = tree.padded(dtype=dt)
             return np.asarray(tree_output(tree, to_device(XT)))[:n]
 

@@ -40,7 +40,6 @@ then operator.
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -682,7 +681,7 @@ def best_candidate(reduction) -> tuple[int, ...] | None:
     return tuple(int(i) for i in np.unravel_index(flat, r.shape))
 
 
-@functools.partial(jax.jit, static_argnames=("k",))
+@program(static_argnames=("k",))
 def top_candidates(res: SearchResults, threshold, k: int):
     """The ``k`` best candidates of the searches' results ``res`` of one tree, chosen on
     the device (a masked top-k): reductions at or below ``threshold`` (and ``-inf``, not a
@@ -711,9 +710,7 @@ def top_candidates(res: SearchResults, threshold, k: int):
                              res.constant_expression_k.ravel()])
     red = jnp.where(red > threshold, red, -jnp.inf)
     # a stable sort (lax.top_k's ties are documented too, but not its cost on every
-    # backend); plain jax.jit, not jaxsr's program: XLA cannot serialize an executable
-    # holding a sort's comparator for the compilation cache ("LessThan is not
-    # serializable"), and this small program compiles in well under a second
+    # backend)
     neg, index = lax.sort((-red, jnp.arange(red.shape[0], dtype=jnp.int32)), num_keys=1,
                           is_stable=True)
     index = index[:k]

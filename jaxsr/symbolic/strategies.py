@@ -66,6 +66,9 @@ __all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "ROUNDING_ULPS", "LEAN_BYT
 
 SEARCH_NAMES = ("constant", "variable", "constant-variable", "constant-expression")
 MAX_TRIES = 8
+MIN_TOP_K = 16
+"""The smallest ``k`` :func:`~jaxsr.symbolic.searches.top_candidates` is compiled for
+(counts are rounded up to a power of two at least this, and the result cut)."""
 START_CAPACITY_MAX = 64
 """A fit with ``max_nodes`` up to this runs at the capacity bucket of ``max_nodes`` from
 its first iteration (one compilation per kernel); larger or unlimited trees start at 16
@@ -665,15 +668,11 @@ class DomeSearch:
         self.n_slots = 2
         self._cache = None
         self.unary_search = None  # a unary.UnarySearch adds the move p -> u(p)
-        if not self.lean():  # compile ahead: the first search's analysis, beside the check
-            _analyse.prefetch(self._tree(self.expr), self.XT, self.y, self.n_slots,
-                              self.weights)
         self.mse = self._true_mse(self.expr)[0]
         self.n_const_updates = 0
         # work units per device call under a deadline (next_slice), learned during the fit
         self._visits = None
         self._polish_calls = 1
-        self._prefetched = set()  # (capacity, n_slots, unary) compiled ahead
 
     # ---------------------------------------------------------------- numeric passes
     def _fit_capacity(self, expr: Expression) -> None:
@@ -887,8 +886,11 @@ class DomeSearch:
         cap, m = res.variable.shape
         n = cap * (1 + 5 * m + 2)
         k = n if k is None else max(1, min(int(k), n))
-        value, index, const = device_get(top_candidates(res, to_device(thr), k=k))
-        return decode_candidates(value, index, const, cap, m)
+        # the program's k in a few buckets (one compilation serves the greedy search's
+        # and the beam's counts); the first k of the stable order are the same
+        kb = min(n, max(MIN_TOP_K, 1 << (k - 1).bit_length()))
+        value, index, const = device_get(top_candidates(res, to_device(thr), k=kb))
+        return decode_candidates(value[:k], index[:k], const[:k], cap, m)
 
     def subtree_of(self, c: Candidate) -> Expression:
         if c.search == "constant":
@@ -1080,35 +1082,6 @@ class DomeSearch:
                 return 0  # domain="box": the polish moved a pole into the box
         return kept
 
-    def prefetch_constant_programs(self) -> None:
-        """Compile ahead (:meth:`jaxsr._config._Program.prefetch`): start compiling the
-        programs of the constant optimisation (:func:`constant_passes`,
-        :func:`polish_steps`) for the current capacity on the background compile thread
-        before an iteration's search, which strategies 2 and 3 follow with them; so a
-        first fit compiles them while the search compiles and runs. Once per capacity
-        and forbidden-set size; nothing where compiling ahead does not pay (one core, an
-        accelerator)."""
-        if self.max_constant_passes is not None and self.max_constant_passes <= 0:
-            return
-        self._fit_capacity(self.expr)
-        unary = bool(self.expr.has_unary)
-        key = (self.capacity, self.n_slots, unary)
-        if key in self._prefetched:
-            return
-        self._prefetched.add(key)
-        tree = self._tree(self.expr)
-        i32 = functools.partial(to_device, dtype=np.int32)
-        value = to_device(tree.value)
-        # the argument types of the calls in _constant_passes and polish_constants
-        constant_passes.prefetch(tree, self.XT, self.y, self.weights,
-                                 to_device(np.zeros(self.capacity, np.int32)), i32(1),
-                                 ConstantPasses.start(value, self.mse, 1),
-                                 self.min_improvement, self.floor, i32(1), i32(1),
-                                 self.n_slots)
-        polish_steps.prefetch(tree, self.XT, self.y, self.weights,
-                              Polish.start(value, self.mse), self.floor, i32(1), i32(1),
-                              unary=unary)
-
     def optimise_and_polish(self) -> tuple[int, int, bool]:
         """The constant optimisation of strategies 2 and 3: the cyclic passes of section
         2.6, with the joint polish (:meth:`polish_constants`) after every pass that
@@ -1147,8 +1120,6 @@ class DomeSearch:
                 ("constant", "all"), ("variable", "all"),
                 ("constant-variable", "all"), ("constant-expression", "nonterminal"),
             ])
-        if strategy in (2, 3):
-            self.prefetch_constant_programs()
         if strategy == 2:
             rec = self.search_and_apply([
                 ("constant", "var_nonterminal"), ("variable", "all"),

@@ -12,11 +12,7 @@ _TRACE = "/jax/core/compile/jaxpr_trace_duration"  # a jitted function traced
 def count_compilations():
     """``with count_compilations() as n: ...``; then ``n["compile"]`` XLA compilations and
     ``n["trace"]`` traces happened inside the block."""
-    from jaxsr._compilation_cache import wait_for_prefetches
-
     counts = {"compile": 0, "trace": 0}
-    # compilations ahead (a fit's background thread) end inside the block they began in
-    wait_for_prefetches()
 
     def listener(event, duration, **kwargs):
         if event == _COMPILE:
@@ -27,7 +23,6 @@ def count_compilations():
     jax.monitoring.register_event_duration_secs_listener(listener)
     try:
         yield counts
-        wait_for_prefetches()
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
 
@@ -41,8 +36,6 @@ def compiled_names():
     import logging
     import re
 
-    from jaxsr._compilation_cache import wait_for_prefetches
-
     names = []
     pattern = re.compile(r"Compiling (?:jit\()?([^\s()]+)")
 
@@ -52,7 +45,6 @@ def compiled_names():
             if m:
                 names.append(m.group(1))
 
-    wait_for_prefetches()
     logger = logging.getLogger("jax")
     handler = Collect(logging.DEBUG)
     logger.addHandler(handler)
@@ -60,7 +52,6 @@ def compiled_names():
     jax.config.update("jax_log_compiles", True)
     try:
         yield names
-        wait_for_prefetches()
     finally:
         jax.config.update("jax_log_compiles", previous)
         logger.removeHandler(handler)

@@ -371,23 +371,31 @@ def test_progress_bar_shows_compilation_as_its_own_phase():
             return True
 
     buf = Terminal()
-    with _progress.FitProgress("fit", True, delay=0.0, file=buf) as p:
+    with _progress.FitProgress("fit", True, delay=0.0, file=buf, programs=2) as p:
         # JAX's own monitoring events drive the phase (a real jit compile sends them)
-        p._on_duration("/jax/core/compile/jaxpr_trace_duration", 0.25)
+        p._on_duration("/jax/core/compile/jaxpr_trace_duration", 0.25,
+                       fun_name="search_all")
         time.sleep(0.7)  # the heartbeat thread renders while "compiling"
         shown_compiling = buf.getvalue()
-        p._on_duration("/jax/core/compile/backend_compile_duration", 0.5)
-        # the same 0.5 s compiled ahead on the background worker: it does not add up,
-        # and it does not change the phase shown
-        ahead = threading.Thread(target=p._on_duration, name="jaxsr-compile",
+        p._on_duration("/jax/core/compile/backend_compile_duration", 0.5,
+                       fun_name="jit(search_all)")
+        assert p.compiled == 1
+        # an eager operation's compilation is not one of the fit's programs
+        p._on_duration("/jax/core/compile/backend_compile_duration", 0.0,
+                       fun_name="jit(broadcast_in_dim)")
+        assert p.compiled == 1
+        # the same 0.5 s compiled on another thread at the same time does not add up
+        other = threading.Thread(target=p._on_duration,
                                  args=("/jax/core/compile/jaxpr_trace_duration", 0.5))
-        ahead.start()
-        ahead.join()
-        assert not p._compiling
+        other.start()
+        other.join()
+        p._on_duration("/jax/core/compile/backend_compile_duration", 0.0,
+                       fun_name="jit(_check)")
+        assert not p._compiling and p.compiled == 2
         _progress.update(1, MSE="1.5", nodes=3)
         _progress.write("[jaxsr] a verbose line")
     out = buf.getvalue()
-    assert "fit [compiling]: 0 it" in shown_compiling
+    assert "fit [compiling 1/2]: 0 it" in shown_compiling
     assert "compile=0.8 s" in out and "MSE=1.5" in out and "nodes=3" in out
     assert "[jaxsr] a verbose line" in out
     assert out.rstrip().split("\r")[-1].startswith("fit: 1 it")
@@ -404,7 +412,7 @@ def test_progress_bar_shows_compilation_as_its_own_phase():
         p._on_duration("/jax/core/compile/jaxpr_trace_duration", 0.1)
         time.sleep(0.7)
     # drawn when opened, at each phase change and when closed: not five times a second
-    assert log.getvalue().count("log [compiling]: 0 it") == 1
+    assert log.getvalue().count("log [compiling 1]: 0 it") == 1  # no expected count
     assert log.getvalue().count("\r") <= 5
     with _progress.FitProgress("jit", True, delay=10.0, file=io.StringIO()) as p:
         jax.jit(lambda v: jnp.sin(v) * 3.0)(jnp.arange(7.0))

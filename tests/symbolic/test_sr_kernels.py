@@ -315,9 +315,13 @@ def test_growing_in_a_bucket_and_refitting_in_a_size_bucket_compile_nothing():
     from compile_log import compiled_names, count_compilations, jaxsr_programs
 
     from jaxsr import SymbolicRegressor
-    from jaxsr._config import sample_bucket
+    from jaxsr._config import feature_bucket, sample_bucket
 
-    assert sample_bucket(37) == sample_bucket(39) == sample_bucket(40) == 40
+    # every dataset of up to 256 rows shares one bucket, then 4 buckets per octave
+    assert sample_bucket(1) == sample_bucket(37) == sample_bucket(256) == 256
+    assert [sample_bucket(n) for n in (257, 321, 442, 513, 5000)] == [320, 384, 448, 640, 5120]
+    assert sample_bucket(257, multiple=3) == 321
+    assert [feature_bucket(m) for m in (0, 1, 4, 5, 10, 17, 21, 33)] == [4, 4, 4, 8, 16, 20, 24, 40]
     params = dict(max_nodes=13, strategy=1, max_iterations=12)
     X, y = _grow_data(37, 11)  # sizes no other test uses
     with count_compilations() as first, compiled_names() as names:
@@ -328,13 +332,17 @@ def test_growing_in_a_bucket_and_refitting_in_a_size_bucket_compile_nothing():
     # one compilation per kernel and input shape (the kernels: check, analysis, searches,
     # prediction), not one per iteration: the 12 iterations grew the tree inside its
     # capacity bucket
-    assert 4 <= first["compile"] <= 8, first
+    # (fewer when an earlier test compiled them: every small dataset shares its buckets)
+    assert first["compile"] <= 8, first
     # and only jaxsr's programs: the data goes to the device without compiling anything
     # (``jaxsr._config.to_device``, not ``jnp.asarray`` / ``jnp.zeros``)
     assert names and set(names) <= jaxsr_programs(), names
-    # a new number of samples in the same size bucket, new data, weights: nothing new
-    for n, seed in ((39, 12), (40, 13)):
+    # a new number of samples in the same size bucket, new data, weights, a third
+    # column (the same feature bucket): nothing new
+    for n, seed in ((39, 12), (40, 13), (200, 14)):
         X2, y2 = _grow_data(n, seed)
+        if n == 200:
+            X2 = np.column_stack([X2, np.linspace(1.0, 2.0, n)])
         w = np.random.default_rng(seed).uniform(0.5, 2.0, size=n)
         with count_compilations() as again:
             sr2 = SymbolicRegressor(**params).fit(X2, y2, sample_weight=w)
@@ -350,13 +358,15 @@ def test_sample_weight_integer_weights_equal_repeated_rows():
     X, y = _grow_data(37, 5)
     y = y + rng.normal(size=37) * 0.1
     w = np.ones(37, int)
-    w[:4], w[4:7], w[7] = 0, 2, 3  # 38 repeated rows: the same size bucket (40) as 37
+    w[:4], w[4:7], w[7] = 0, 2, 3  # 38 repeated rows: the same size bucket (256) as 37
     params = dict(max_nodes=13, strategy=1, max_iterations=6)
     a = SymbolicRegressor(**params).fit(X, y, sample_weight=w)
     b = SymbolicRegressor(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     np.testing.assert_array_equal(a.expression_tree_.op, b.expression_tree_.op)
     np.testing.assert_array_equal(a.expression_tree_.feature, b.expression_tree_.feature)
-    np.testing.assert_allclose(a.expression_tree_.value, b.expression_tree_.value, rtol=1e-10)
+    # the same optimum: the constants to the convergence of the constant optimisation
+    # (the weighted sums run over the rows in other places, so they round differently)
+    np.testing.assert_allclose(a.expression_tree_.value, b.expression_tree_.value, rtol=1e-7)
     np.testing.assert_allclose(a.mse_, b.mse_, rtol=1e-10)
     # mse_ is the weighted MSE of the returned expression, and the weights matter
     pred = a.predict(X)
