@@ -37,6 +37,7 @@ from . import beam as _beam
 from . import domain as _domain
 from . import elimination as _elimination
 from . import front as _pf
+from . import rational as _rational
 from . import refine as _refine
 from . import sampling as _sampling
 from . import search as _search
@@ -621,7 +622,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
                  mesh=None, beam_width=(4, 16), unary_operators=(), domain="box",
                  extrapolation_limit=_pf.EXTRAPOLATION_LIMIT, bic_patience=10,
-                 backward_elimination=True, search_sample="auto"):
+                 backward_elimination=True, search_sample="auto", rational_start=True):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -646,6 +647,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.bic_patience = bic_patience
         self.backward_elimination = backward_elimination
         self.search_sample = search_sample
+        self.rational_start = rational_start
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -675,6 +677,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
         _sampling.sample_size(self.search_sample, 0)
+        if not isinstance(self.rational_start, bool | np.bool_):
+            raise ValueError(f"rational_start must be True or False; got "
+                             f"{self.rational_start!r}")
         if not isinstance(self.refine_constants, bool | np.bool_):
             raise ValueError(f"refine_constants must be True or False; got "
                              f"{self.refine_constants!r}")
@@ -833,6 +838,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
+        seeded = False  # the first search starts at a rational structure (rational.py)
+        if self.rational_start and initial_tree is None and not self.unary_operators:
+            seed = self._rational_seed(Xa, ya, w, const_cols, dt)
+            if seed is not None:
+                initial_tree, seeded = seed.expression, True
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
         paper = self._paper_search(X, y, sample_weight, initial_tree)  # with unary ops
@@ -888,18 +898,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         final = FrontModel(expr, float(mse), self.n_iterations_)
         first_seconds = time.perf_counter() - start
         others = self._portfolio_searches(X, y, sample_weight, initial_tree, deadline,
-                                          last=self.stop_reason_ in _LAST_STOPS)
+                                          last=self.stop_reason_ in _LAST_STOPS,
+                                          seeded=seeded)
         self.searches_ = [{"strategy": self._strategies()[0],
                            "beam_width": self._widths()[0],
                            "expression": expr.to_string(names), "mse": float(mse),
                            "stop_reason": self.stop_reason_,
                            "n_iterations": self.n_iterations_,
-                           "seconds": first_seconds}]
+                           "seconds": first_seconds,
+                           "start": ("rational" if seeded else "mean" if initial_tree is None
+                                     else "initial_expression")}]
         self.searches_ += [{"strategy": o.strategy, "beam_width": o.beam_width,
                             "expression": o.expression_,
                             "mse": float(o.history_[-1]["mse"]) if o.history_ else o.mse_,
                             "stop_reason": o.stop_reason_, "n_iterations": o.n_iterations_,
-                            "seconds": o.fit_seconds_} for o in others]
+                            "seconds": o.fit_seconds_, "start": "mean"} for o in others]
         # the fit ended where its last search ended (the schedule's last, or the one that
         # reached the rounding level, the goal or the time limit)
         self.stop_reason_ = self.searches_[-1]["stop_reason"]
@@ -968,7 +981,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- portfolio
     def _portfolio_searches(self, X, y, sample_weight, initial_tree, deadline,
-                            last: bool) -> list:
+                            last: bool, seeded: bool = False) -> list:
         """With a portfolio ``strategy=(s1, s2, ...)`` or a widening schedule
         ``beam_width=(b1, b2, ...)``: after the first search (``s1``, ``b1``), each other
         search of :meth:`_schedule` in turn, as a fit of its own (the same parameters and
@@ -976,20 +989,22 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         the rounding level or the goal or the time is spent; their models join the Pareto
         front. Nothing runs after a stop of :data:`_LAST_STOPS` (``last``: the target
         reached, or ``max_iterations``, the user's cap on the work) or with a warm start;
+        when the first search started at the rational structure (``seeded``, see
+        ``rational_start``), every search of the schedule runs from the mean after it;
         a search that would get under :data:`PORTFOLIO_MIN_SECONDS` is not started.
         Deterministic: the same searches run in the same order whenever ``max_time`` is
         not reached."""
         from sklearn.exceptions import ConvergenceWarning
 
         out = []
-        if last or initial_tree is not None:
+        if last or (initial_tree is not None and not seeded):
             return out
-        for s, b in self._schedule()[1:]:
+        for s, b in self._schedule()[0 if seeded else 1:]:
             left = None if deadline is None else deadline - time.perf_counter()
             if left is not None and left < PORTFOLIO_MIN_SECONDS:
                 break
             params = dict(self.get_params(deep=False), strategy=s, beam_width=b,
-                          max_time=left)
+                          max_time=left, rational_start=False)
             with warnings.catch_warnings():  # the portfolio's own result is checked once
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 other = type(self)(**params).fit(X, y, sample_weight)
@@ -999,6 +1014,24 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return out
 
     # ---------------------------------------------------------------- two searches
+    def _rational_seed(self, Xa, ya, w, const_cols, dt):
+        """The best rational starting structure (:func:`jaxsr.symbolic.rational.
+        rational_candidates`, on the search sample when there is one) that meets the
+        ``domain`` rule, or ``None``."""
+        rows = getattr(self, "search_rows_", None)
+        Xr, yr, wr = (Xa, ya, w) if rows is None else (
+            Xa[rows], ya[rows], None if w is None else w[rows])
+        with np.errstate(all="ignore"):
+            found = _rational.rational_candidates(
+                np.asarray(Xr, np.float64), np.asarray(yr, np.float64),
+                None if wr is None else np.asarray(wr, np.float64), const_cols=const_cols,
+                max_nodes=self.max_nodes, floor=_pf.loss_floor(yr, dt, wr))
+        box = _domain.data_box(Xa) if self.domain == "box" else None
+        for cand in found[:_rational.TRIES]:
+            if box is None or _domain.prove_box(cand.expression, *box).proved:
+                return cand
+        return None
+
     def _paper_search(self, X, y, sample_weight, initial_tree):
         """With ``unary_operators`` and no warm start: the paper's search (the same
         parameters, ``unary_operators=()``, ``PAPER_SHARE`` of ``max_time``) fitted on the
