@@ -64,6 +64,10 @@ SQUARE_SHARE = 1.0 / 6.0
 ``max_time`` of the square-target search (the paper's search on ``y**2``, its models read
 as ``sqrt(p)``), which runs after the paper's search when that one did not reach the
 rounding level, and before the unary search (:meth:`SymbolicRegressor._square_target_search`)."""
+SEED_SHARE = 1.0 / 3.0
+"""With ``rational_start`` and ``max_time``: the share of ``max_time`` that the search from a
+rational starting structure that is not exact may take before the searches from the mean
+(:mod:`jaxsr.symbolic.rational`)."""
 _EXACT_STOPS = tuple(s.reason for s in (_search.Status.ROUNDING_LEVEL, _search.Status.GOAL,
                                          _search.Status.CONSTANT_TARGET))
 """The stop reasons of a fit that reached its target: nothing runs after it."""
@@ -881,7 +885,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             run.expand = lambda e, m=m, terms=terms: _unary.expand_terminals(e, m, terms)
         elif initial_tree is not None and initial_tree.has_unary:
             initial_s = _unary.contract_terminals(initial_tree, Xa.shape[1], terms)
-        args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, deadline, w, initial_s)
+        first_deadline = deadline  # a search from a rational start: SEED_SHARE of it
+        if seeded and deadline is not None:
+            first_deadline = start + SEED_SHARE * float(self.max_time)
+        args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, first_deadline, w,
+                initial_s)
         with _progress.FitProgress("SymbolicRegressor", self.progress) as bar:
             if square_exact:
                 run.stop_reason = square.stop_reason_
@@ -893,7 +901,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.history_ = [dict(h) for h in run.history[:n_hist]]
         self.stop_reason_ = run.stop_reason or "max_time"
         self.n_iterations_ = sum(1 for h in self.history_ if h["search"] != "prune")
-        if self.stop_reason_ == "max_time" and self.n_iterations_ == 0 and paper is None:
+        if (self.stop_reason_ == "max_time" and self.n_iterations_ == 0 and paper is None
+                and not seeded):
             _warn_budget_before_first_change(float(self.max_time), bar.compile_seconds)
         final = FrontModel(expr, float(mse), self.n_iterations_)
         first_seconds = time.perf_counter() - start
