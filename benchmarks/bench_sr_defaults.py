@@ -104,7 +104,9 @@ CONFIGS: dict[str, dict] = {
     "default": {},
     "paper": {"strategy": 3, "beam_width": 1, "bic_patience": None,
               "backward_elimination": False, "model_selection": "best",
-              "extrapolation_limit": None, "domain": "rows"},
+              "extrapolation_limit": None, "domain": "rows", "rational_start": False},
+    # the defaults without the rational start (the defaults before it)
+    "no-rational": {"rational_start": False},
     "paper-s3": {"strategy": 3, "beam_width": 1},
     "s1": {"strategy": 1},
     "s2": {"strategy": 2},

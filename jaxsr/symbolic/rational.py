@@ -14,35 +14,40 @@ monomials is **linear in the coefficients** once multiplied out,
 
     y * Q(x) - P(x) = sum_j c_j y t_j(x) - sum_i a_i s_i(x) = 0,
 
-over monomials ``s_i`` (numerator) and ``t_j`` (denominator) of small degree. The
-coefficients ``v = (c, a)`` of an exact law span the null space of the matrix ``A = [y t_j,
--s_i]`` (``N`` rows): they are the right singular vector of its smallest singular value (a
-total least-squares fit with ``||v|| = 1`` as normalisation, so a denominator without a
-constant term, ``x1 + x2 + x3``, is found as well as ``1 + 0.3*x2*x3``). Which monomials
-take part is found by backward elimination on the Gram matrix of the column-normalised
-``A``: from the full library of a degree pair ``(deg P, deg Q)``, the term whose removal
-raises the smallest eigenvalue least is removed, one at a time, down to one term on each
-side; every support on the way is a candidate. Each candidate's coefficients are then
-refitted on the support by the singular value decomposition, reweighted twice by ``1/|Q|``
-(Sanathanan and Koerner's iteration: the residual ``y Q - P = Q (y - P/Q)`` weights each
-row by ``|Q|``; dividing by the previous ``|Q|`` makes it the residual of the model),
-built as a tree (:func:`rational_tree`: the denominator normalised on its highest-degree
-term, coefficients within ``1e-9`` of 1 dropped) and scored by its true MSE and the
-Bayesian information criterion of the fit (:func:`~jaxsr.symbolic.front.information_criterion`).
+over monomials ``s_i`` (numerator) and ``t_j`` (denominator) of small degree. For a given
+support the coefficients minimise the residual relative to the size of the denominator on
+the data, ``||y Q - P|| / ||Q||`` (the numerator by least squares, the denominator by the
+least right singular vector of the projected ``y t_j`` columns; an exact law makes it 0).
+Normalising by ``||Q||`` rather than by ``||(c, a)||`` (plain total least squares) keeps
+noisy data from rewarding a denominator that is small on the rows, and a denominator
+without a constant term, ``x1 + x2 + x3``, is found as well as ``1 + 0.3*x2*x3``. Which
+monomials take part is found by backward elimination: from the full library of a degree
+pair ``(deg P, deg Q)``, the term whose removal leaves the smallest relative residual is
+removed, one at a time, down to one term on each side (on the ``p x p`` triangular factor
+of the column-scaled library, so no step touches the ``N`` rows); every support on the way
+is a candidate. Each candidate's coefficients are then refitted on all rows, reweighted
+twice by ``1/|Q|`` (Sanathanan and Koerner's iteration: the residual ``y Q - P = Q (y -
+P/Q)`` weights each row by ``|Q|``; dividing by the previous ``|Q|`` makes it the residual
+of the model), built as a tree (:func:`rational_tree`: the denominator normalised on its
+highest-degree term, coefficients within ``1e-9`` of 1 dropped) and scored by its true MSE
+and the Bayesian information criterion of the fit
+(:func:`~jaxsr.symbolic.front.information_criterion`).
 
-The degree pairs run from low to high (:data:`DEGREE_PAIRS`), until one holds a
-candidate at the rounding floor (:func:`~jaxsr.symbolic.front.loss_floor`); with more
-columns than :data:`MAX_COLUMNS` a pair is skipped. On noise-free data of a law in the family, the
-lowest pair that holds it has a one-dimensional null space and the path passes through the
-law's exact support; columns that are linear combinations of lower-degree ones on the data
+The degree pairs run from low to high (:data:`DEGREE_PAIRS`), until one holds a candidate
+at the rounding floor (:func:`~jaxsr.symbolic.front.loss_floor`); a pair of more columns
+than :data:`MAX_COLUMNS` is skipped. On noise-free data of a law in the family, the lowest
+pair that holds it has a one-dimensional null space and the path passes through the law's
+exact support; columns that are linear combinations of lower-degree ones on the data
 (``x**2 = x`` for a 0/1 column, a duplicated feature) are left out of each library first,
 so no spurious null vector appears. A candidate whose denominator changes sign on the rows
 or comes within :data:`POLE_MARGIN` of zero (relative to its largest value) is refused.
 
 The estimator (:class:`~jaxsr.symbolic.regressor.SymbolicRegressor`, ``rational_start``)
-uses the best candidate as a starting structure: the paper's search runs from it
-(``initial_expression``), refining its constants by the node equations, growing or
-pruning it, and the backward elimination and the selection see its models like any other.
+uses the best candidate that meets its ``domain`` rule as a starting structure: the first
+search of its schedule runs from it (as from an ``initial_expression``), refining its
+constants by the node equations, growing or pruning it; when it is not exact the searches
+of the schedule then run from the mean as before, and the backward elimination and the
+selection see every search's models.
 Deterministic: fixed orders everywhere, ties broken by the lower index.
 """
 
@@ -75,7 +80,7 @@ three). A monomial of degree ``d`` is a product of ``d`` features (powers includ
 
 MAX_COLUMNS = 48
 """Largest library (numerator plus denominator monomials) that is searched: the backward
-elimination costs ``O(p**5)`` flops on ``p`` columns (0.1 s at ``p = 48``)."""
+elimination takes ``p**2`` small factorisations of at most ``2p x p`` for ``p`` columns."""
 
 POLE_MARGIN = 1e-6
 """A candidate's ``|Q|`` must stay above this fraction of its largest value on every row."""

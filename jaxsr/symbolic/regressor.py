@@ -367,9 +367,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     law; the widening to a beam of 16 when the first search is not exact found 2 more of
     the 58 laws and raised the real-data median from 0.638 to 0.677 (for 3.8 s a fit
     instead of 0.8 s); the extrapolation guard removed the one split with a negative test
-    R^2. The paper's method stays available by name: ``strategy=3, beam_width=1,
-    bic_patience=None, backward_elimination=False, model_selection="best",
-    extrapolation_limit=None, domain="rows"``.
+    R^2. The rational start (``rational_start=True``) recovers laws whose denominator is a
+    sum, which the searches from the mean approximate with 40-node trees
+    (``benchmarks/bench_sr_rational.py``). The paper's method stays available by name:
+    ``strategy=3, beam_width=1, bic_patience=None, backward_elimination=False,
+    model_selection="best", extrapolation_limit=None, domain="rows",
+    rational_start=False``.
 
     Acceptance: a change is kept only if the true training MSE drops by more than
     ``max(min_improvement * MSE, floor)``, ``floor = (1024 * eps)**2 * mean(y**2)``
@@ -541,6 +544,20 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         best of 5,000 to 50,000 on ``benchmarks/bench_sr_large_n.py`` (results in
         ``benchmarks/results/sr_large_n.txt``); an int: that many; ``None``: the paper's
         exact search on every row, whose cost and memory grow with N.
+      rational_start: start the first search at a rational structure (beyond the paper;
+        :mod:`jaxsr.symbolic.rational`): a linear-in-parameters fit ``y*Q = P`` over small
+        monomial libraries (``P``, ``Q`` of degree up to 3 and 2), its terms chosen by
+        backward elimination, the candidate of lowest information criterion that meets the
+        ``domain`` rule becoming the first search's starting tree. It reaches the laws whose
+        denominator is a sum (``x1*x2/(x1 + x2 + x3)``, ``a*x/(b + x)``,
+        ``1/(1/x1 + 1/x2)``), which no single-node move of the searches passes through. When
+        that start is exact the fit ends there; otherwise (on at most :data:`SEED_SHARE` of
+        ``max_time``) every search of the schedule then runs from the mean as without it, and
+        the front holds the models of all of them (``searches_[i]["start"]`` says where each
+        began). Default ``True``; ``False``: the searches from the mean alone. Not with
+        ``unary_operators`` (their first, paper's, search uses it) nor an
+        ``initial_expression``; skipped on more than
+        :data:`~jaxsr.symbolic.rational.MAX_COLUMNS` library columns.
 
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.
@@ -577,8 +594,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         (``search_sample``).
       searches_: list of dicts, one per search of the ``strategy`` portfolio and the
         ``beam_width`` schedule that ran, in order: ``strategy, beam_width, expression``
-        (its final tree), ``mse, stop_reason, n_iterations, seconds``; ``history_`` and
-        ``n_iterations_`` are the first search's.
+        (its final tree), ``mse, stop_reason, n_iterations, seconds`` and ``start``
+        (``"rational"``: from the rational structure of ``rational_start``, ``"mean"``, or
+        ``"initial_expression"``); ``history_`` and ``n_iterations_`` are the first
+        search's.
       equations_: pandas DataFrame, the Pareto front of the models met during the fit, one
         row per model by increasing ``complexity`` (nodes), in this column order:
         ``complexity, loss`` (training MSE), ``score`` (``-d log(loss) / d complexity``
