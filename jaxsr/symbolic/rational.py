@@ -91,6 +91,11 @@ TRIES = 4
 SNAP = 1e-9
 """Relative distance from 1 under which a coefficient is dropped from the tree."""
 
+UNIT = 0.05
+"""Coefficients (``Q`` normalised on its longest term) within this relative distance of
++-1 are also tried fixed at +-1, the others refitted (:func:`_unit_snapped`): the
+criterion then chooses between the two trees."""
+
 REWEIGHTS = 2
 """Sanathanan-Koerner reweightings of each candidate's coefficients."""
 
@@ -309,6 +314,42 @@ def _fit_support(y, S, T, sw):
     return out
 
 
+def _unit_snapped(y, S, T, sw, a, c, deg_q):
+    """The fit with every coefficient within :data:`UNIT` of +-1 (after normalising ``Q`` on
+    its term of highest degree) fixed at +-1 and the others refitted (least squares of ``y Q
+    - P`` with :data:`REWEIGHTS` reweightings by ``1/|Q|``): a tree with fewer constants,
+    which the criterion may prefer on noisy data. ``None`` when no coefficient is that close
+    or the refit has a pole."""
+    nz = np.flatnonzero(c != 0.0)
+    pivot = nz[np.lexsort((nz, deg_q[nz]))[-1]]
+    a, c = a / c[pivot], c / c[pivot]
+    fix_q = np.abs(np.abs(c) - 1.0) < UNIT
+    fix_p = np.abs(np.abs(a) - 1.0) < UNIT
+    fix_q[pivot] = True
+    if np.sum(fix_q) + np.sum(fix_p) <= 1 or np.all(np.abs(c[fix_q]) == 1.0) and np.all(
+            np.abs(a[fix_p]) == 1.0) and fix_q.all() and fix_p.all():
+        return None
+    cf, af = np.sign(c) * fix_q, np.sign(a) * fix_p
+    free = np.column_stack([y[:, None] * T[:, ~fix_q], -S[:, ~fix_p]])
+    rhs = -(y * (T @ cf) - S @ af)
+    rw = sw
+    out = None
+    for _ in range(REWEIGHTS + 1):
+        v = (np.linalg.lstsq(free * rw[:, None], rhs * rw, rcond=None)[0] if free.shape[1]
+             else np.zeros(0))
+        cc, aa = cf.astype(np.float64).copy(), af.astype(np.float64).copy()
+        cc[~fix_q] = v[:int(np.sum(~fix_q))]
+        aa[~fix_p] = v[int(np.sum(~fix_q)):]
+        q = T @ cc
+        top = float(np.max(np.abs(q)))
+        if (not top > 0 or not np.all(np.isfinite(q))
+                or np.any(np.abs(q) <= POLE_MARGIN * top) or np.min(q) < 0 < np.max(q)):
+            return out
+        out = (aa, cc)
+        rw = sw / np.abs(q) * np.median(np.abs(q))
+    return out
+
+
 def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_COLUMNS,
                         degree_pairs=DEGREE_PAIRS, max_nodes=None,
                         floor=None) -> list[RationalCandidate]:
@@ -374,21 +415,23 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
             fit = _fit_support(y, S[:, jp], T[:, jq], sw)
             if fit is None:
                 continue
-            a, c = fit
-            tree = rational_tree(a, full_p[jp], c, full_q[jq])
-            if max_nodes is not None and tree.n_nodes > max_nodes:
-                continue
-            with np.errstate(all="ignore"):
-                pred = tree.evaluate(X)
-            if not np.all(np.isfinite(pred)):
-                continue
-            mse = float(np.sum(w * (pred - y) ** 2) / np.sum(w))
-            key = tree.to_string()
-            if key in found:
-                continue
-            crit = float(information_criterion(mse, tree.n_nodes, n_eff, floor))
-            found[key] = RationalCandidate(tree, mse, crit, (dp, dq), full_p[jp], full_q[jq])
-            order.append(key)
+            snapped = _unit_snapped(y, S[:, jp], T[:, jq], sw, *fit, full_q[jq].sum(axis=1))
+            for a, c in (fit,) if snapped is None else (fit, snapped):
+                tree = rational_tree(a, full_p[jp], c, full_q[jq])
+                if max_nodes is not None and tree.n_nodes > max_nodes:
+                    continue
+                with np.errstate(all="ignore"):
+                    pred = tree.evaluate(X)
+                if not np.all(np.isfinite(pred)):
+                    continue
+                mse = float(np.sum(w * (pred - y) ** 2) / np.sum(w))
+                key = tree.to_string()
+                if key in found:
+                    continue
+                crit = float(information_criterion(mse, tree.n_nodes, n_eff, floor))
+                found[key] = RationalCandidate(tree, mse, crit, (dp, dq), full_p[jp],
+                                               full_q[jq])
+                order.append(key)
         if any(found[k].mse <= floor for k in order):
             break  # an exact law at this pair: higher pairs only add longer forms of it
     rank = {k: i for i, k in enumerate(order)}

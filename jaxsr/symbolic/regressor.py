@@ -861,11 +861,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
-        seeded = False  # the first search starts at a rational structure (rational.py)
+        self._seeded_ = seeded = False  # the first search starts at a rational structure
         if self.rational_start and initial_tree is None and not self.unary_operators:
             seed = self._rational_seed(Xa, ya, w, const_cols, dt)
             if seed is not None:
                 initial_tree, seeded = seed.expression, True
+                self._seeded_ = True
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
         paper = self._paper_search(X, y, sample_weight, initial_tree)  # with unary ops
@@ -929,7 +930,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                                           last=self.stop_reason_ in _LAST_STOPS,
                                           seeded=seeded)
         self.searches_ = [{"strategy": self._strategies()[0],
-                           "beam_width": self._widths()[0],
+                           "beam_width": 1 if seeded else self._widths()[0],
                            "expression": expr.to_string(names), "mse": float(mse),
                            "stop_reason": self.stop_reason_,
                            "n_iterations": self.n_iterations_,
@@ -1244,7 +1245,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                             "defined on the training data (a zero denominator, a pole inside "
                             "the training range or a non-finite value)")
                     engine.expr, engine.mse, engine._cache = start_tree, mse, None
-                width = self._widths()[0]
+                # from a rational start, the greedy search (the start is near its law)
+                width = 1 if getattr(self, "_seeded_", False) else self._widths()[0]
                 if width >= _beam.MIN_WIDTH:  # B = 1: the paper's
                     engine = _beam.BeamSearch(engine, width)
                 run.engine = engine
