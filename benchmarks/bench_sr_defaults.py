@@ -13,8 +13,8 @@ Data (float64; every tool gets the same arrays, the peer reads them from an ``.n
   targets get Gaussian noise of std ``level * RMS(y_train)`` (seed: CRC-32 of
   ``"<law>:<level>"``, fixed per law and level).
 * **Real**: the 8 raw OSRT datasets of ``shared/data/osrt/raw`` (read as ``jaxsr tree``
-  reads them, with the options of :data:`REAL_DATASETS`), numeric feature columns only
-  (text columns are left out, listed on stderr), ``--splits`` random 75/25 splits (seeds
+  reads them, with the options of :data:`REAL_DATASETS`), text columns one-hot encoded as
+  ``jaxsr symbolic`` does (:data:`REAL_FEATURES`), ``--splits`` random 75/25 splits (seeds
   0, 1, 2; ``jaxsr``'s CLI split), at most ``--max-train`` training rows (a fixed random
   subset of the split's training rows).
 
@@ -30,7 +30,9 @@ Tools (one row each in the table):
 * ``pyoperon`` (``--peers pyoperon``): ``pyoperon.sklearn.SymbolicRegressor`` with
   ``add,sub,mul,div,constant,variable``, ``max_length`` 50, its default population, one
   thread, the same ``max_time`` and ``random_state`` 0 (``bench_feynman_all.peer_settings``),
-  in a subprocess of ``--peers-python`` per dataset;
+  in a subprocess of ``--peers-python`` per dataset; ``pyoperon-srbench``: the same run as
+  SRBench runs Operon (:data:`PEERS`: local search by 5 Levenberg-Marquardt iterations,
+  population 500, at most 500,000 evaluations);
 * ``linear``: scikit-learn's ``LinearRegression`` (always; its nodes are counted as those
   of ``c0 + c1*x1 + ... + cp*xp``, ``4p + 1``).
 
