@@ -861,14 +861,14 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
+        start = time.perf_counter()
+        deadline = None if self.max_time is None else start + float(self.max_time)
         self._seeded_ = seeded = False  # the first search starts at a rational structure
         if self.rational_start and initial_tree is None and not self.unary_operators:
             seed = self._rational_seed(Xa, ya, w, const_cols, dt)
             if seed is not None:
                 initial_tree, seeded = seed.expression, True
                 self._seeded_ = True
-        start = time.perf_counter()
-        deadline = None if self.max_time is None else start + float(self.max_time)
         paper = self._paper_search(X, y, sample_weight, initial_tree)  # with unary ops
         if paper is not None and paper.stop_reason_ in _EXACT_STOPS:
             return self._adopt_paper_search(paper, Xa, dt, const_cols, names, start)
