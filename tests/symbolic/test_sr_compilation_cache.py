@@ -228,7 +228,8 @@ def test_a_fit_compiles_its_constant_programs_ahead_and_is_unchanged(restore_fol
     rng = np.random.default_rng(6)
     X = rng.uniform(1.0, 2.0, size=(27, 2))  # a sample size no other test uses
     y = 1.3 * X[:, 0] / (X[:, 1] + 0.4) - 0.2 * X[:, 1]
-    params = dict(max_nodes=9, strategy=3, beam_width=1, max_iterations=5, progress=False)
+    params = dict(max_nodes=9, strategy=3, beam_width=1, max_iterations=5, progress=False,
+                  rational_start=False)  # the searches from the mean: their programs
     monkeypatch.setitem(_config.COMPILE_AHEAD, "on", True)
     cc.forget_in_memory()
     ahead = SymbolicRegressor(**params).fit(X, y)
