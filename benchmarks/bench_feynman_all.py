@@ -204,6 +204,14 @@ def run_jaxsr(params: dict, X, y, Xt, yt, warm: bool = False) -> dict:
             SymbolicRegressor(**dict(params, max_iterations=1, max_time=None)).fit(X, y)
         except Exception:  # noqa: BLE001 - the timed fit reports it
             pass
+        if params.get("rational_start", True) and not params.get("unary_operators"):
+            # a rational start (greedy) runs first, and with max_iterations=1 it is the only
+            # search: compile the search from the mean (its beam) too
+            try:
+                SymbolicRegressor(**dict(params, max_iterations=1, max_time=None,
+                                         rational_start=False)).fit(X, y)
+            except Exception:  # noqa: BLE001 - the timed fit reports it
+                pass
         if "cos" in params.get("unary_operators", ()):
             # and the kernels of a tree with a unary interior node (the polish of such a
             # tree differentiates through it: a program of its own for each data shape;

@@ -13,8 +13,8 @@ Data (float64; every tool gets the same arrays, the peer reads them from an ``.n
   targets get Gaussian noise of std ``level * RMS(y_train)`` (seed: CRC-32 of
   ``"<law>:<level>"``, fixed per law and level).
 * **Real**: the 8 raw OSRT datasets of ``shared/data/osrt/raw`` (read as ``jaxsr tree``
-  reads them, with the options of :data:`REAL_DATASETS`), numeric feature columns only
-  (text columns are left out, listed on stderr), ``--splits`` random 75/25 splits (seeds
+  reads them, with the options of :data:`REAL_DATASETS`), text columns one-hot encoded as
+  ``jaxsr symbolic`` does (:data:`REAL_FEATURES`), ``--splits`` random 75/25 splits (seeds
   0, 1, 2; ``jaxsr``'s CLI split), at most ``--max-train`` training rows (a fixed random
   subset of the split's training rows).
 
@@ -30,7 +30,9 @@ Tools (one row each in the table):
 * ``pyoperon`` (``--peers pyoperon``): ``pyoperon.sklearn.SymbolicRegressor`` with
   ``add,sub,mul,div,constant,variable``, ``max_length`` 50, its default population, one
   thread, the same ``max_time`` and ``random_state`` 0 (``bench_feynman_all.peer_settings``),
-  in a subprocess of ``--peers-python`` per dataset;
+  in a subprocess of ``--peers-python`` per dataset; ``pyoperon-srbench``: the same run as
+  SRBench runs Operon (:data:`PEERS`: local search by 5 Levenberg-Marquardt iterations,
+  population 500, at most 500,000 evaluations);
 * ``linear``: scikit-learn's ``LinearRegression`` (always; its nodes are counted as those
   of ``c0 + c1*x1 + ... + cp*xp``, ``4p + 1``).
 
@@ -104,7 +106,9 @@ CONFIGS: dict[str, dict] = {
     "default": {},
     "paper": {"strategy": 3, "beam_width": 1, "bic_patience": None,
               "backward_elimination": False, "model_selection": "best",
-              "extrapolation_limit": None, "domain": "rows"},
+              "extrapolation_limit": None, "domain": "rows", "rational_start": False},
+    # the defaults without the rational start (the defaults before it)
+    "no-rational": {"rational_start": False},
     "paper-s3": {"strategy": 3, "beam_width": 1},
     "s1": {"strategy": 1},
     "s2": {"strategy": 2},
@@ -142,7 +146,9 @@ PROTOCOL = {
     "feynman": {"train_seed": 0, "test_seed": 1,
                 "noise": "y_train + N(0, (level * rms(y_train))^2), seed crc32('law:level')"},
     "real": {"test_fraction": 0.25, "split": "jaxsr.cli._split(n, 0.25, seed)",
-             "features": "numeric columns only",
+             # the key's text since the first run (changing it would change every key):
+            # the features are now REAL_FEATURES, recorded in each real record
+            "features": "numeric columns only",
              "subsample": "rng(seed).permutation(n_train)[:max_train], sorted"},
 }
 NOISE_R2, NOISE_NODES = 0.999, 15  # the criterion at noise 0.01
@@ -170,13 +176,18 @@ def feynman_item(name: str, level: float, n_train: int, n_test: int) -> dict:
     return {"X": X, "y": y, "Xt": Xt, "yt": yt}
 
 
-_REAL_CACHE: dict[str, tuple] = {}
+_REAL_CACHE: dict[tuple, tuple] = {}
+#: How the real datasets' text columns enter (recorded in each real record, and in its item
+#: key as ``/onehot``; the numeric-only records of earlier runs keep their plain keys).
+REAL_FEATURES = "numeric columns, text columns one-hot (jaxsr.cli._one_hot)"
 
 
-def real_table(name: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
-    """``(X, y, feature names, text columns left out)`` of one raw OSRT dataset."""
-    if name not in _REAL_CACHE:
-        from jaxsr.cli import _features_and_target, _non_numeric, _read_csv
+def real_table(name: str, one_hot: bool = True
+               ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """``(X, y, feature names, text columns)`` of one raw OSRT dataset: the text columns
+    one-hot encoded as ``jaxsr symbolic`` does (``one_hot``), else left out."""
+    if (name, one_hot) not in _REAL_CACHE:
+        from jaxsr.cli import _features_and_target, _non_numeric, _one_hot, _read_csv
         from jaxsr.datasets import shared_data_dir
 
         rel, options, target, drop = REAL_DATASETS[name]
@@ -184,10 +195,17 @@ def real_table(name: str) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]
         df = _read_csv(str(path), **options)
         X, y = _features_and_target(df, str(path), target, drop)
         text = _non_numeric(X)
-        X = X.drop(columns=text)
-        _REAL_CACHE[name] = (X.to_numpy(np.float64), y.to_numpy(np.float64),
-                             [str(c) for c in X.columns], [str(c) for c in text])
-    return _REAL_CACHE[name]
+        if one_hot:
+            import contextlib
+            import io
+
+            with contextlib.redirect_stderr(io.StringIO()):  # the CLI's note on stderr
+                X = _one_hot(X, str(path))
+        else:
+            X = X.drop(columns=text)
+        _REAL_CACHE[(name, one_hot)] = (X.to_numpy(np.float64), y.to_numpy(np.float64),
+                                        [str(c) for c in X.columns], [str(c) for c in text])
+    return _REAL_CACHE[(name, one_hot)]
 
 
 def real_item(name: str, split: int, max_train: int) -> dict:
@@ -235,11 +253,30 @@ def run_jaxsr_fit(params: dict, item: dict, warm: bool) -> dict:
 
 
 # ------------------------------------------------------------------------------ peers
-def run_peers_mode(data_path: str, max_time: float, json_out: str) -> None:
-    """``--mode peers`` (under the peers' python): pyoperon on every dataset of the
-    ``.npz``; its measures by dataset id in ``json_out``."""
-    blob = np.load(data_path, allow_pickle=False)
+#: The peers by name: ``pyoperon`` at its defaults (``bench_feynman_all.peer_settings``: no
+#: constant optimisation, ``optimizer_iterations=0``) and ``pyoperon-srbench`` as SRBench
+#: runs Operon (``cavalab/srbench``, ``experiment/methods/OperonRegressor.py``: 5
+#: Levenberg-Marquardt iterations of local search per individual, population and pool 500,
+#: tournament 5, keep-best reinsertion, the basic offspring generator, at most 500,000
+#: evaluations, ``max_length`` 50, one thread), over ``+ - * /`` like jaxsr.
+PEERS = ("pyoperon", "pyoperon-srbench")
+
+
+def operon_settings(peer: str, max_time: float) -> dict:
     params = peer_settings("pyoperon", [], max_time)
+    if peer == "pyoperon-srbench":
+        params.update(optimizer="lm", optimizer_iterations=5, population_size=500,
+                      pool_size=500, tournament_size=5, reinserter="keep-best",
+                      offspring_generator="basic", max_evaluations=500_000)
+    return params
+
+
+def run_peers_mode(data_path: str, max_time: float, json_out: str,
+                   peer: str = "pyoperon") -> None:
+    """``--mode peers`` (under the peers' python): pyoperon (settings ``peer``) on every
+    dataset of the ``.npz``; its measures by dataset id in ``json_out``."""
+    blob = np.load(data_path, allow_pickle=False)
+    params = operon_settings(peer, max_time)
     out = {}
     for key in (str(k) for k in blob["ids"]):
         X, y, Xt, yt = (blob[f"{key}__{s}"] for s in ("X", "y", "Xt", "yt"))
@@ -258,8 +295,10 @@ def run_peers_mode(data_path: str, max_time: float, json_out: str) -> None:
     Path(json_out).write_text(json.dumps(out))
 
 
-def run_peer(python: str, key: str, item: dict, max_time: float) -> dict | None:
-    """pyoperon on one dataset in a subprocess of ``python``; ``None`` when it failed."""
+def run_peer(python: str, key: str, item: dict, max_time: float,
+             peer: str = "pyoperon") -> dict | None:
+    """pyoperon (settings ``peer``) on one dataset in a subprocess of ``python``; ``None``
+    when it failed."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "data.npz")
         np.savez(path, ids=np.array([key]),
@@ -267,7 +306,7 @@ def run_peer(python: str, key: str, item: dict, max_time: float) -> dict | None:
         out_json = os.path.join(tmp, "peers.json")
         proc = subprocess.run([python, str(Path(__file__).resolve()), "--mode", "peers",
                                "--data", path, "--json-out", out_json,
-                               "--max-time", str(max_time)])
+                               "--max-time", str(max_time), "--peers", peer])
         try:
             return json.loads(Path(out_json).read_text())[key]
         except (OSError, ValueError, KeyError) as err:
@@ -340,7 +379,7 @@ def item_ids(a) -> list[tuple[str, str, float | None, int | None]]:
 
 def item_key(panel: str, dataset: str, noise, split) -> str:
     return (f"{panel}/{dataset}/noise={noise:g}" if panel == "feynman"
-            else f"{panel}/{dataset}/split={split}")
+            else f"{panel}/{dataset}/split={split}/onehot")
 
 
 def run(a, configs: dict[str, dict], peers: list[str]) -> None:
@@ -360,10 +399,9 @@ def run(a, configs: dict[str, dict], peers: list[str]) -> None:
     commit = git_commit()
     settings = {c: dict(tool="jaxsr", **jaxsr_settings(p, a)) for c, p in configs.items()}
     settings["linear"] = dict(tool="linear", **data_settings(a))
-    if "pyoperon" in peers:
-        settings["pyoperon"] = dict(tool="pyoperon",
-                                    params=peer_settings("pyoperon", [], a.max_time),
-                                    **data_settings(a))
+    for peer in peers:
+        settings[peer] = dict(tool="pyoperon", params=operon_settings(peer, a.max_time),
+                              **data_settings(a))
     keys = {c: settings_key(s) for c, s in settings.items()}
     records = load_records(a.records)
     done = {(r["config"], r["settings_key"], r["item"]) for r in records}
@@ -387,12 +425,15 @@ def run(a, configs: dict[str, dict], peers: list[str]) -> None:
             if dataset not in noted:
                 noted.add(dataset)
                 print(f"{dataset}: {len(features)} numeric features"
-                      + (f"; text columns left out: {', '.join(text)}" if text else ""),
+                      + (f" after one-hot encoding text columns {', '.join(text)}"
+                         if text else ""),
                       file=sys.stderr, flush=True)
         base = {"item": key, "panel": panel, "dataset": dataset, "noise": noise,
                 "split": split, "builtin": panel == "feynman" and dataset in builtin,
                 "n_train": len(item["y"]), "n_test": len(item["yt"]),
                 "n_features": int(item["X"].shape[1])}
+        if panel == "real":
+            base["features"] = REAL_FEATURES
         for c in todo:
             load1 = os.getloadavg()[0]
             if c == "linear":
@@ -403,8 +444,8 @@ def run(a, configs: dict[str, dict], peers: list[str]) -> None:
                     "tool", "config", "settings", "settings_key", "commit", "env",
                     "fit_index", "load1_before", "utc", "r2", "exact", "copied_from")}
                 rec["copied_from"] = first.get("copied_from", first["config"])
-            elif c == "pyoperon":
-                rec = run_peer(a.peers_python, key, item, a.max_time)
+            elif c in PEERS:
+                rec = run_peer(a.peers_python, key, item, a.max_time, c)
                 if rec is None:
                     continue
             else:
@@ -441,6 +482,8 @@ def summarize(records: list[dict]) -> dict:
     for r in records:
         latest[(r["config"], r["settings_key"], r["item"])] = r
     linear = {r["item"]: r["r2"] for (c, _, _), r in latest.items() if c == "linear"}
+    srbench = {r["item"]: r["r2"] for (c, _, _), r in latest.items()
+               if c == "pyoperon-srbench"}
     rows: dict[str, dict] = {}
     for (c, k, _), r in latest.items():
         rows.setdefault(f"{c}@{k[:4]}", {"records": [], "settings": r["settings"],
@@ -453,7 +496,12 @@ def summarize(records: list[dict]) -> dict:
         f0 = [r for r in recs if r["panel"] == "feynman" and r["noise"] == 0]
         f1 = [r for r in recs if r["panel"] == "feynman" and r["noise"] == 0.01]
         f2 = [r for r in recs if r["panel"] == "feynman" and r["noise"] == 0.1]
-        real = [r for r in recs if r["panel"] == "real"]
+        # the real panel as it is run now (text columns one-hot): items ending "/onehot"
+        real = [r for r in recs if r["panel"] == "real" and r["item"].endswith("/onehot")]
+        by_ds = {d: _median(r["r2"] for r in real if r["dataset"] == d)
+                 for d in dict.fromkeys(r["dataset"] for r in real)}
+        lin_ds = {d: _median(linear.get(r["item"]) for r in real if r["dataset"] == d)
+                  for d in by_ds}
         b0 = [r for r in f0 if r["builtin"]]
         out[name] = {
             "exact_builtin": sum(r["exact"] for r in b0), "laws_builtin": len(b0),
@@ -469,8 +517,16 @@ def summarize(records: list[dict]) -> dict:
                                         for r in real),
             "real_median_nodes": _median(r.get("n_nodes") for r in real),
             "real_splits": len(real),
-            "real_r2_by_dataset": {d: _median(r["r2"] for r in real if r["dataset"] == d)
-                                   for d in dict.fromkeys(r["dataset"] for r in real)},
+            "real_r2_by_dataset": by_ds,
+            "real_median_of_medians": _median(by_ds.values()),
+            "real_mean_of_medians": (float(np.mean(list(by_ds.values()))) if by_ds
+                                     else float("nan")),
+            "real_datasets_above_linear": sum(v > lin_ds[d] for d, v in by_ds.items()),
+            "real_datasets": len(by_ds),
+            "real_won_vs_linear": sum(r["r2"] > linear.get(r["item"], np.inf) for r in real),
+            "real_won_vs_srbench": sum(r["r2"] > srbench.get(r["item"], np.inf)
+                                       for r in real),
+            "real_median_cpu": _median(r.get("cpu_seconds") for r in real),
             "median_seconds": _median(r["seconds"] for r in recs),
             "median_cpu_seconds": _median(r.get("cpu_seconds") for r in recs),
             "max_seconds": max((r["seconds"] for r in recs if np.isfinite(r["seconds"])),
@@ -526,6 +582,19 @@ def table(rows: dict) -> str:
             f"{r['fits']:>5} {r['errors']:>4}")
     datasets = list(dict.fromkeys(d for r in rows.values() for d in r["real_r2_by_dataset"]))
     if datasets:
+        lines.append(f"\nreal data (text columns one-hot), per tool over its datasets:\n"
+                     f"{'tool@key':<18} {'med-med':>8} {'mean':>8} {'>lin ds':>7} "
+                     f"{'won/lin':>8} {'won/opLM':>8} {'splits':>6} {'med cpu':>7}")
+        for name, r in rows.items():
+            if not r["real_splits"]:
+                continue
+            lines.append(
+                f"{name:<18} {num(r['real_median_of_medians'], '.4f'):>8} "
+                f"{num(r['real_mean_of_medians'], '.4f'):>8} "
+                f"{cnt(r['real_datasets_above_linear'], r['real_datasets']):>7} "
+                f"{cnt(r['real_won_vs_linear'], r['real_splits']):>8} "
+                f"{cnt(r['real_won_vs_srbench'], r['real_splits']):>8} "
+                f"{r['real_splits']:>6} {num(r['real_median_cpu'], '.1f'):>7}")
         lines.append(f"\nreal data, median test R^2 over the splits:\n{'tool@key':<18} "
                      + " ".join(f"{d[:11]:>11}" for d in datasets))
         for name, r in rows.items():
@@ -537,7 +606,10 @@ def table(rows: dict) -> str:
         f"{NOISE_R2} and at most {NOISE_NODES} nodes; n.1 R2 / nod: noise 0.1, medians; "
         "real R2 / nod: medians over all splits; "
         "R2<0<lin: splits with test R^2 < 0 where linear's is > 0; med s / med cpu / max s: "
-        "wall and CPU seconds per fit, over all its fits")
+        "wall and CPU seconds per fit, over all its fits; med-med / mean: the median / mean "
+        "over the datasets of each dataset's median test R^2; >lin ds: datasets whose median "
+        "is above linear's; won/lin, won/opLM: splits of higher test R^2 than linear's / "
+        "pyoperon-srbench's; med cpu: median CPU seconds of its real-data fits")
     lines.append("\nrows (config@settings key: settings; stop reasons; commits):")
     for name, r in rows.items():
         s = r["settings"]
@@ -567,7 +639,8 @@ def main(argv=None) -> None:
     p.add_argument("--config-json", action="append", default=[], metavar="NAME=JSON",
                    help="an ad-hoc configuration, e.g. s2b8='{\"strategy\": 2, "
                         "\"beam_width\": 8}' (repeatable; run without naming it in --configs)")
-    p.add_argument("--peers", default="", help="'pyoperon' or empty")
+    p.add_argument("--peers", default="",
+                   help=f"comma list of {', '.join(PEERS)}, or empty")
     p.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
     p.add_argument("--max-time", type=float, default=30.0, help="seconds per fit, every tool")
     p.add_argument("--panels", default="feynman,real")
@@ -589,7 +662,7 @@ def main(argv=None) -> None:
     p.add_argument("--out", default="", help="the table (.txt) and its numbers (.json)")
     a = p.parse_args(argv)
     if a.mode == "peers":
-        run_peers_mode(a.data, a.max_time, a.json_out)
+        run_peers_mode(a.data, a.max_time, a.json_out, a.peers or "pyoperon")
         return
     sys.path.insert(0, str(REPO))
     if a.summary_only:
@@ -604,8 +677,8 @@ def main(argv=None) -> None:
             p.error(f"--config-json {spec!r}: {err}")
     names = list(dict.fromkeys([c for c in a.configs.split(",") if c] + list(extra)))
     peers = [t for t in a.peers.split(",") if t]
-    if set(peers) - {"pyoperon"}:
-        p.error("--peers: only pyoperon")
+    if set(peers) - set(PEERS):
+        p.error(f"--peers: of {', '.join(PEERS)}")
     if peers and not Path(a.peers_python).exists():
         p.error(f"--peers-python {a.peers_python} not found")
     a.panels = [x for x in a.panels.split(",") if x]

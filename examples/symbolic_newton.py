@@ -21,7 +21,8 @@ from jaxsr.symbolic import ExtrapolationWarning, SymbolicRegressor
 
 X, y = make_newton_gravitation(n_samples=1000, seed=0)
 goal = float(np.mean(y))
-model = SymbolicRegressor(strategy=1, beam_width=1, goal_mse=goal)  # the paper's greedy search
+model = SymbolicRegressor(strategy=1, beam_width=1, goal_mse=goal,
+                          rational_start=False)  # the paper's greedy search
 
 t0 = time.perf_counter()
 model.fit(X, y)

@@ -531,7 +531,7 @@ def _cmd_symbolic(args) -> int:
         validation_fraction="validation_fraction", beam_width="beam_width",
         unary_operators="unary_operators", domain="domain", precision="precision",
         refine_constants="refine_constants", mesh="mesh",
-        backward_elimination="backward_elimination"))
+        backward_elimination="backward_elimination", rational_start="rational_start"))
     for name in ("extrapolation_limit", "bic_patience", "search_sample"):  # None: off
         if hasattr(args, name):
             params[name] = getattr(args, name)
@@ -1170,6 +1170,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backward-elimination", action=argparse.BooleanOptionalAction,
                    default=None, help="after the search, delete nodes while the BIC falls "
                    f"(default: {est})")
+    p.add_argument("--rational-start", action=argparse.BooleanOptionalAction,
+                   default=None, help="start the first search at the best rational "
+                   f"structure P(x)/Q(x) of a linear-in-parameters fit (default: {est})")
     p.add_argument("--refine-constants", action="store_true", default=None,
                    help="refine all constants of the final tree jointly (L-BFGS), kept "
                    "only if the training MSE drops")

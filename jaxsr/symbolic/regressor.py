@@ -38,6 +38,7 @@ from . import beam as _beam
 from . import domain as _domain
 from . import elimination as _elimination
 from . import front as _pf
+from . import rational as _rational
 from . import refine as _refine
 from . import sampling as _sampling
 from . import search as _search
@@ -64,6 +65,10 @@ SQUARE_SHARE = 1.0 / 6.0
 ``max_time`` of the square-target search (the paper's search on ``y**2``, its models read
 as ``sqrt(p)``), which runs after the paper's search when that one did not reach the
 rounding level, and before the unary search (:meth:`SymbolicRegressor._square_target_search`)."""
+SEED_SHARE = 1.0 / 3.0
+"""With ``rational_start`` and ``max_time``: the share of ``max_time`` that the search from a
+rational starting structure that is not exact may take before the searches from the mean
+(:mod:`jaxsr.symbolic.rational`)."""
 _EXACT_STOPS = tuple(s.reason for s in (_search.Status.ROUNDING_LEVEL, _search.Status.GOAL,
                                          _search.Status.CONSTANT_TARGET))
 """The stop reasons of a fit that reached its target: nothing runs after it."""
@@ -381,9 +386,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
     law; the widening to a beam of 16 when the first search is not exact found 2 more of
     the 58 laws and raised the real-data median from 0.638 to 0.677 (for 3.8 s a fit
     instead of 0.8 s); the extrapolation guard removed the one split with a negative test
-    R^2. The paper's method stays available by name: ``strategy=3, beam_width=1,
-    bic_patience=None, backward_elimination=False, model_selection="best",
-    extrapolation_limit=None, domain="rows"``.
+    R^2. The rational start (``rational_start=True``) recovers laws whose denominator is a
+    sum, which the searches from the mean approximate with 40-node trees
+    (``benchmarks/bench_sr_rational.py``). The paper's method stays available by name:
+    ``strategy=3, beam_width=1, bic_patience=None, backward_elimination=False,
+    model_selection="best", extrapolation_limit=None, domain="rows",
+    rational_start=False``.
 
     Acceptance: a change is kept only if the true training MSE drops by more than
     ``max(min_improvement * MSE, floor)``, ``floor = (1024 * eps)**2 * mean(y**2)``
@@ -555,6 +563,20 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         best of 5,000 to 50,000 on ``benchmarks/bench_sr_large_n.py`` (results in
         ``benchmarks/results/sr_large_n.txt``); an int: that many; ``None``: the paper's
         exact search on every row, whose cost and memory grow with N.
+      rational_start: start the first search at a rational structure (beyond the paper;
+        :mod:`jaxsr.symbolic.rational`): a linear-in-parameters fit ``y*Q = P`` over small
+        monomial libraries (``P``, ``Q`` of degree up to 3 and 2), its terms chosen by
+        backward elimination, the candidate of lowest information criterion that meets the
+        ``domain`` rule becoming the first search's starting tree. It reaches the laws whose
+        denominator is a sum (``x1*x2/(x1 + x2 + x3)``, ``a*x/(b + x)``,
+        ``1/(1/x1 + 1/x2)``), which no single-node move of the searches passes through. When
+        that start is exact the fit ends there; otherwise (on at most :data:`SEED_SHARE` of
+        ``max_time``) every search of the schedule then runs from the mean as without it, and
+        the front holds the models of all of them (``searches_[i]["start"]`` says where each
+        began). Default ``True``; ``False``: the searches from the mean alone. Not with
+        ``unary_operators`` (their first, paper's, search uses it) nor an
+        ``initial_expression``; skipped on more than
+        :data:`~jaxsr.symbolic.rational.MAX_COLUMNS` library columns.
 
     Attributes:
       expression_: str, fully parenthesised infix with the feature names.
@@ -591,8 +613,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         (``search_sample``).
       searches_: list of dicts, one per search of the ``strategy`` portfolio and the
         ``beam_width`` schedule that ran, in order: ``strategy, beam_width, expression``
-        (its final tree), ``mse, stop_reason, n_iterations, seconds``; ``history_`` and
-        ``n_iterations_`` are the first search's.
+        (its final tree), ``mse, stop_reason, n_iterations, seconds`` and ``start``
+        (``"rational"``: from the rational structure of ``rational_start``, ``"mean"``, or
+        ``"initial_expression"``); ``history_`` and ``n_iterations_`` are the first
+        search's.
       equations_: pandas DataFrame, the Pareto front of the models met during the fit, one
         row per model by increasing ``complexity`` (nodes), in this column order:
         ``complexity, loss`` (training MSE), ``score`` (``-d log(loss) / d complexity``
@@ -640,7 +664,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                  refine_constants=False, max_constant_passes=None, initial_expression=None,
                  mesh=None, beam_width=(4, 16), unary_operators=(), domain="box",
                  extrapolation_limit=_pf.EXTRAPOLATION_LIMIT, bic_patience=10,
-                 backward_elimination=True, search_sample="auto"):
+                 backward_elimination=True, search_sample="auto", rational_start=True):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -665,6 +689,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.bic_patience = bic_patience
         self.backward_elimination = backward_elimination
         self.search_sample = search_sample
+        self.rational_start = rational_start
 
     # ---------------------------------------------------------------- checks
     def _check_params(self) -> None:
@@ -694,6 +719,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
                    allow_none=True)
         _sampling.sample_size(self.search_sample, 0)
+        if not isinstance(self.rational_start, bool | np.bool_):
+            raise ValueError(f"rational_start must be True or False; got "
+                             f"{self.rational_start!r}")
         if not isinstance(self.refine_constants, bool | np.bool_):
             raise ValueError(f"refine_constants must be True or False; got "
                              f"{self.refine_constants!r}")
@@ -872,6 +900,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
+        self._seeded_ = seeded = False  # the first search starts at a rational structure
+        if self.rational_start and initial_tree is None and not self.unary_operators:
+            seed = self._rational_seed(Xa, ya, w, const_cols, dt)
+            if seed is not None:
+                initial_tree, seeded = seed.expression, True
+                self._seeded_ = True
         paper = self._paper_search(X, y, sample_weight, initial_tree)  # with unary ops
         if paper is not None and paper.stop_reason_ in _EXACT_STOPS:
             return self._adopt_paper_search(paper, Xa, dt, const_cols, names, start)
@@ -908,7 +942,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             run.expand = lambda e, m=m, terms=terms: _unary.expand_terminals(e, m, terms)
         elif initial_tree is not None and initial_tree.has_unary:
             initial_s = _unary.contract_terminals(initial_tree, Xa.shape[1], terms)
-        args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, deadline, w, initial_s)
+        first_deadline = deadline  # a search from a rational start: SEED_SHARE of it
+        if seeded and deadline is not None:
+            first_deadline = start + SEED_SHARE * float(self.max_time)
+        args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, first_deadline, w,
+                initial_s)
         with _progress.FitProgress("SymbolicRegressor", self.progress,
                                    programs=self._expected_programs(Xs, dt)) as bar:
             if square_exact:
@@ -921,23 +959,27 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.history_ = [dict(h) for h in run.history[:n_hist]]
         self.stop_reason_ = run.stop_reason or "max_time"
         self.n_iterations_ = sum(1 for h in self.history_ if h["search"] != "prune")
-        if self.stop_reason_ == "max_time" and self.n_iterations_ == 0 and paper is None:
+        if (self.stop_reason_ == "max_time" and self.n_iterations_ == 0 and paper is None
+                and not seeded):
             _warn_budget_before_first_change(float(self.max_time), bar.compile_seconds)
         final = FrontModel(expr, float(mse), self.n_iterations_)
         first_seconds = time.perf_counter() - start
         others = self._portfolio_searches(X, y, sample_weight, initial_tree, deadline,
-                                          last=self.stop_reason_ in _LAST_STOPS)
+                                          last=self.stop_reason_ in _LAST_STOPS,
+                                          seeded=seeded)
         self.searches_ = [{"strategy": self._strategies()[0],
-                           "beam_width": self._widths()[0],
+                           "beam_width": 1 if seeded else self._widths()[0],
                            "expression": expr.to_string(names), "mse": float(mse),
                            "stop_reason": self.stop_reason_,
                            "n_iterations": self.n_iterations_,
-                           "seconds": first_seconds}]
+                           "seconds": first_seconds,
+                           "start": ("rational" if seeded else "mean" if initial_tree is None
+                                     else "initial_expression")}]
         self.searches_ += [{"strategy": o.strategy, "beam_width": o.beam_width,
                             "expression": o.expression_,
                             "mse": float(o.history_[-1]["mse"]) if o.history_ else o.mse_,
                             "stop_reason": o.stop_reason_, "n_iterations": o.n_iterations_,
-                            "seconds": o.fit_seconds_} for o in others]
+                            "seconds": o.fit_seconds_, "start": "mean"} for o in others]
         # the fit ended where its last search ended (the schedule's last, or the one that
         # reached the rounding level, the goal or the time limit)
         self.stop_reason_ = self.searches_[-1]["stop_reason"]
@@ -1006,7 +1048,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- portfolio
     def _portfolio_searches(self, X, y, sample_weight, initial_tree, deadline,
-                            last: bool) -> list:
+                            last: bool, seeded: bool = False) -> list:
         """With a portfolio ``strategy=(s1, s2, ...)`` or a widening schedule
         ``beam_width=(b1, b2, ...)``: after the first search (``s1``, ``b1``), each other
         search of :meth:`_schedule` in turn, as a fit of its own (the same parameters and
@@ -1014,20 +1056,22 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         the rounding level or the goal or the time is spent; their models join the Pareto
         front. Nothing runs after a stop of :data:`_LAST_STOPS` (``last``: the target
         reached, or ``max_iterations``, the user's cap on the work) or with a warm start;
+        when the first search started at the rational structure (``seeded``, see
+        ``rational_start``), every search of the schedule runs from the mean after it;
         a search that would get under :data:`PORTFOLIO_MIN_SECONDS` is not started.
         Deterministic: the same searches run in the same order whenever ``max_time`` is
         not reached."""
         from sklearn.exceptions import ConvergenceWarning
 
         out = []
-        if last or initial_tree is not None:
+        if last or (initial_tree is not None and not seeded):
             return out
-        for s, b in self._schedule()[1:]:
+        for s, b in self._schedule()[0 if seeded else 1:]:
             left = None if deadline is None else deadline - time.perf_counter()
             if left is not None and left < PORTFOLIO_MIN_SECONDS:
                 break
             params = dict(self.get_params(deep=False), strategy=s, beam_width=b,
-                          max_time=left)
+                          max_time=left, rational_start=False)
             with warnings.catch_warnings():  # the portfolio's own result is checked once
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 other = type(self)(**params).fit(X, y, sample_weight)
@@ -1037,6 +1081,24 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return out
 
     # ---------------------------------------------------------------- two searches
+    def _rational_seed(self, Xa, ya, w, const_cols, dt):
+        """The best rational starting structure (:func:`jaxsr.symbolic.rational.
+        rational_candidates`, on the search sample when there is one) that meets the
+        ``domain`` rule, or ``None``."""
+        rows = getattr(self, "search_rows_", None)
+        Xr, yr, wr = (Xa, ya, w) if rows is None else (
+            Xa[rows], ya[rows], None if w is None else w[rows])
+        with np.errstate(all="ignore"):
+            found = _rational.rational_candidates(
+                np.asarray(Xr, np.float64), np.asarray(yr, np.float64),
+                None if wr is None else np.asarray(wr, np.float64), const_cols=const_cols,
+                max_nodes=self.max_nodes, floor=_pf.loss_floor(yr, dt, wr))
+        box = _domain.data_box(Xa) if self.domain == "box" else None
+        for cand in found[:_rational.TRIES]:
+            if box is None or _domain.prove_box(cand.expression, *box).proved:
+                return cand
+        return None
+
     def _paper_search(self, X, y, sample_weight, initial_tree):
         """With ``unary_operators`` and no warm start: the paper's search (the same
         parameters, ``unary_operators=()``, ``PAPER_SHARE`` of ``max_time``) fitted on the
@@ -1221,7 +1283,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                             "defined on the training data (a zero denominator, a pole inside "
                             "the training range or a non-finite value)")
                     engine.expr, engine.mse, engine._cache = start_tree, mse, None
-                width = self._widths()[0]
+                # from a rational start, the greedy search (the start is near its law)
+                width = 1 if getattr(self, "_seeded_", False) else self._widths()[0]
                 if width >= _beam.MIN_WIDTH:  # B = 1: the paper's
                     engine = _beam.BeamSearch(engine, width)
                 run.engine = engine

@@ -25,7 +25,8 @@ def _product_data(n=120, seed=0):
 # ------------------------------------------------------------------ stop reasons
 def test_the_node_cap_is_named_as_the_stop_reason():
     X, y = _product_data()
-    sr = SymbolicRegressor(strategy=3, beam_width=1, max_nodes=9, progress=False).fit(X, y)
+    sr = SymbolicRegressor(strategy=3, beam_width=1, max_nodes=9, progress=False,
+                           rational_start=False).fit(X, y)
     assert sr.stop_reason_ == "max_nodes"
     # the fallback's zero terms (4 nodes per pool variable) did not fit next to the tree
     assert blocked_by_max_nodes(sr.history_[-1]["n_nodes"] if sr.history_ else 1, 3, 9)
@@ -99,28 +100,30 @@ print(json.dumps(out))
 # ------------------------------------------------------------------ portfolio
 def test_a_portfolio_of_strategies_adds_the_other_searches_models():
     X, y = _product_data()
-    alone = SymbolicRegressor(strategy=3, beam_width=1, max_nodes=15, progress=False).fit(X, y)
+    alone = SymbolicRegressor(strategy=3, beam_width=1, max_nodes=15, progress=False,
+                              rational_start=False).fit(X, y)
     assert alone.score(X, y) < 0.99  # strategy 3 alone stops at a line
     both = SymbolicRegressor(strategy=(3, 2), beam_width=1, max_nodes=15,
-                             progress=False).fit(X, y)
+                             progress=False, rational_start=False).fit(X, y)
     assert both.score(X, y) > 1 - 1e-12 and both.n_nodes_ == 7
     assert [s["strategy"] for s in both.searches_] == [3, 2]
     assert both.searches_[1]["stop_reason"] in ("rounding level", "goal")
     again = SymbolicRegressor(strategy=(3, 2), beam_width=1, max_nodes=15,
-                              progress=False).fit(X, y)
+                              progress=False, rational_start=False).fit(X, y)
     assert again.expression_ == both.expression_  # deterministic
 
 
 def test_a_portfolio_stops_after_an_exact_search():
     X, y = _product_data()
-    sr = SymbolicRegressor(strategy=(2, 1), max_nodes=15, progress=False).fit(X, y)
+    sr = SymbolicRegressor(strategy=(2, 1), max_nodes=15, progress=False,
+                           rational_start=False).fit(X, y)
     assert [s["strategy"] for s in sr.searches_] == [2]  # strategy 2 reached the law
 
 
 def test_a_widening_schedule_runs_a_wider_beam_when_the_first_is_not_exact():
     X, y = _product_data()
     sr = SymbolicRegressor(strategy=3, beam_width=(1, 4), max_nodes=15,
-                           progress=False).fit(X, y)
+                           progress=False, rational_start=False).fit(X, y)
     assert [(s["strategy"], s["beam_width"]) for s in sr.searches_] == [(3, 1), (3, 4)]
     assert sr.searches_[0]["stop_reason"] not in ("rounding level", "goal")
     # the fit ended where its last search did, and the law of the wider beam is chosen
@@ -128,12 +131,12 @@ def test_a_widening_schedule_runs_a_wider_beam_when_the_first_is_not_exact():
     assert sr.score(X, y) > 1 - 1e-12 and sr.n_nodes_ == 7
     assert all(s["seconds"] >= 0 for s in sr.searches_)
     again = SymbolicRegressor(strategy=3, beam_width=(1, 4), max_nodes=15,
-                              progress=False).fit(X, y)
+                              progress=False, rational_start=False).fit(X, y)
     assert again.expression_ == sr.expression_
     np.testing.assert_array_equal(again.equations_["loss"], sr.equations_["loss"])
     # an exact first search: nothing more runs
     exact = SymbolicRegressor(strategy=2, beam_width=(1, 4), max_nodes=15,
-                              progress=False).fit(X, y)
+                              progress=False, rational_start=False).fit(X, y)
     assert [s["beam_width"] for s in exact.searches_] == [1]
 
 
