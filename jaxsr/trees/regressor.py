@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import time
 import warnings
 from typing import NamedTuple
@@ -55,6 +56,10 @@ class PathSegment(NamedTuple):
     model: OptimalTreeRegressor
 
 _LOSSES = ("squared_error", "absolute_error")
+ROUNDING_ALLOWANCE = 1e-4
+"""The loss that rounding the leaf values to float64 adds (``y`` on a large offset, e.g.
+``1e10 + signal``) counts as rounding in ``optimal_`` up to this share of the objective;
+beyond it the offset swamps the signal and the tree is not certified."""
 _FORMAT = "jaxsr.OptimalTreeRegressor"
 
 
@@ -174,7 +179,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       loss_: ``loss(tree_) / normaliser``.
       lower_bound_: proven lower bound on the optimal objective (<= ``objective_``).
       gap_: ``objective_ - lower_bound_`` (>= 0).
-      optimal_: ``gap_ <= 1e-9 * max(1, objective_)``: the tree is certified optimal.
+      optimal_: ``gap_ <= 1e-9 * max(1, objective_)`` plus the loss that rounding the
+        leaf values to float64 adds (``y`` on a large offset), the latter only while it is
+        at most :data:`ROUNDING_ALLOWANCE` of the objective (beyond, ``optimal_`` is
+        False, with a warning to subtract the offset): the tree is certified optimal.
       timed_out_: the time limit stopped the search (``status_ == "time_limit"``).
       status_: why the search ended: ``"optimal"``, ``"time_limit"`` or ``"node_limit"``
         (:class:`~jaxsr.trees.solver.Status`); a fit that ends without a certificate
@@ -484,6 +492,15 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if self.loss == "squared_error":
             ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
             excess = float(np.dot(wi, ulp * ulp) / tp.norm)
+        if excess > ROUNDING_ALLOWANCE * abs(self.objective_):
+            # the offset swamps the signal: no certificate on rounded leaf values
+            warnings.warn(
+                f"y sits on an offset so large that rounding the leaf values to float64 "
+                f"adds {excess:.3g} to the objective {self.objective_:.6g}: the tree is "
+                "not certified (optimal_ is False). Fit y minus an offset (its mean or "
+                "minimum) and add the offset back to the predictions.",
+                UserWarning, stacklevel=4)
+            excess = -math.inf
         self.optimal_ = bool(self.gap_ <= 1e-9 * max(1.0, abs(self.objective_)) + excess)
 
     # ------------------------------------------------------------------ predict
