@@ -11,14 +11,17 @@ floor in ``pyproject.toml``; an older scikit-learn is refused at import with a c
 
 from __future__ import annotations
 
+import functools
+import threading
+
 import numpy as np
 import sklearn
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.base import RegressorMixin as _SklearnRegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["BaseEstimator", "RegressorMixin", "TransformerMixin", "SKLEARN_MIN_VERSION",
-           "check_fitted"]
+__all__ = ["BaseEstimator", "ConcurrentFitError", "RegressorMixin", "TransformerMixin",
+           "SKLEARN_MIN_VERSION", "check_fitted", "one_fit_at_a_time"]
 
 SKLEARN_MIN_VERSION = (1, 6)
 
@@ -39,8 +42,54 @@ if _version_tuple(sklearn.__version__) < SKLEARN_MIN_VERSION:  # pragma: no cove
     )
 
 
+class ConcurrentFitError(RuntimeError):
+    """``fit`` was called on an estimator object that another thread is fitting."""
+
+
+_FITTING: dict[int, int] = {}  # id(estimator) -> the thread fitting it
+_FITTING_LOCK = threading.Lock()
+
+
+def one_fit_at_a_time(fit):
+    """Wrap an estimator's ``fit`` so that one estimator object is fitted by one thread at
+    a time: a second thread calling ``fit`` on the same object while it is being fitted
+    gets :class:`ConcurrentFitError` at once (the two fits would otherwise write the fitted
+    attributes in turns and leave a mixture of both). Different objects (``clone(est)``
+    per thread) fit concurrently; ``predict`` of a fitted object may be called from many
+    threads, but not while it is being refitted. ``fit`` calling itself in the same thread
+    is allowed."""
+
+    @functools.wraps(fit)
+    def guarded(self, *args, **kwargs):
+        key, me = id(self), threading.get_ident()
+        with _FITTING_LOCK:
+            owner = _FITTING.get(key)
+            if owner is not None and owner != me:
+                raise ConcurrentFitError(
+                    f"this {type(self).__name__} object is being fitted in another thread; "
+                    "an estimator object fits in one thread at a time: give each thread "
+                    "its own copy (sklearn.base.clone(estimator))")
+            _FITTING[key] = me
+        try:
+            return fit(self, *args, **kwargs)
+        finally:
+            if owner is None:
+                with _FITTING_LOCK:
+                    _FITTING.pop(key, None)
+
+    guarded.__wrapped_by_jaxsr__ = True
+    return guarded
+
+
 class RegressorMixin(_SklearnRegressorMixin):
-    """scikit-learn's ``RegressorMixin`` whose :meth:`score` holds at any scale of ``y``."""
+    """scikit-learn's ``RegressorMixin`` whose :meth:`score` holds at any scale of ``y``,
+    and whose subclasses' ``fit`` is guarded by :func:`one_fit_at_a_time`."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if callable(fit) and not getattr(fit, "__wrapped_by_jaxsr__", False):
+            cls.fit = one_fit_at_a_time(fit)
 
     def score(self, X, y, sample_weight=None) -> float:
         """Coefficient of determination R^2 of ``predict(X)`` against ``y``

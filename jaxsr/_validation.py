@@ -21,8 +21,14 @@ import warnings
 
 import numpy as np
 
+from ._fork import check_not_forked
+
 __all__ = [
+    "PrecisionWarning",
     "as_2d_float",
+    "as_pandas_frame",
+    "check_integer_precision",
+    "check_not_forked",
     "check_choice",
     "check_feature_names",
     "check_int",
@@ -137,6 +143,45 @@ def _is_dataframe(X) -> bool:
     return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "to_numpy")
 
 
+def _is_pandas(X) -> bool:
+    return type(X).__module__.split(".")[0] == "pandas"
+
+
+def as_pandas_frame(X):
+    """``X`` as a pandas DataFrame when it is any other eager dataframe that scikit-learn
+    accepts (polars, pyarrow tables, modin, ...; read through narwhals, which scikit-learn
+    depends on, or else the dataframe interchange protocol ``__dataframe__``), with its
+    column names and one numpy array per column (each column keeps its own dtype, so a text
+    column is still reported as non-numeric by name). Anything else is returned as it is.
+
+    Args:
+      X: array-like or dataframe of shape ``(n_samples, n_features)``.
+
+    Returns:
+      ``X`` unchanged (numpy arrays, lists, pandas frames, lazy frames), or a
+      ``pandas.DataFrame`` of the same shape and column names.
+    """
+    if _is_pandas(X) or isinstance(X, np.ndarray | list | tuple) or _is_sparse(X):
+        return X
+    import pandas as pd
+
+    try:
+        import narwhals as nw
+
+        frame = nw.from_native(X, eager_only=True, pass_through=True)
+    except Exception:  # noqa: BLE001 - narwhals absent or the object unknown to it
+        frame = X
+    if frame is not X and isinstance(frame, nw.DataFrame):
+        return pd.DataFrame({name: frame.get_column(name).to_numpy()
+                             for name in frame.columns}, columns=list(frame.columns))
+    if hasattr(X, "__dataframe__") and not _is_dataframe(X):
+        try:
+            return pd.api.interchange.from_dataframe(X, allow_copy=True)
+        except Exception:  # noqa: BLE001 - not a dataframe after all: numpy decides
+            return X
+    return X
+
+
 def _is_sparse(X) -> bool:
     import scipy.sparse
 
@@ -244,6 +289,7 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
       ValueError: non-numeric columns, not 2-D, no rows, no columns, NaN or infinite values.
     """
     names = None
+    X = as_pandas_frame(X)
     check_shape_2d(X, name=name)
     if _is_dataframe(X):
         names = [str(c) for c in X.columns]
@@ -254,8 +300,15 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
                 f"{name} has non-numeric column(s) {_shown(bad)}; encode them as numbers "
                 "first (e.g. pandas.get_dummies, or jaxsr.Binarizer for trees)"
             )
+        for j, (c, dt) in enumerate(zip(X.columns, X.dtypes, strict=True)):
+            if getattr(dt, "kind", "") in "iu":  # before to_numpy() makes them floats
+                check_integer_precision(X.iloc[:, j].dropna().to_numpy(), dtype,
+                                        f"{name} column {str(c)!r}")
         X = X.to_numpy()
     arr = np.asarray(X)
+    if arr.dtype.kind in "iu" and arr.ndim == 2:
+        for j in range(arr.shape[1]):
+            check_integer_precision(arr[:, j], dtype, f"{name} column {j}")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
         try:
             arr = arr.astype(np.float64)
@@ -273,6 +326,59 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
             f"in {_shown(labels, quote=bool(names))}; impute or drop them first"
         )
     return _cast_in_range(arr, dtype, name, names), names
+
+
+class PrecisionWarning(UserWarning):
+    """Integers of an input that the conversion to the estimator's float dtype rounds."""
+
+
+def check_integer_precision(values, dtype, what: str) -> None:
+    """Refuse integers whose differences the conversion to ``dtype`` would lose.
+
+    A float holds every integer up to ``2**(nmant + 1)`` (``2**53`` for float64, ``2**24``
+    for float32) exactly; beyond that it rounds to a multiple of a power of two. Nanosecond
+    timestamps and 64-bit ids near ``2**62`` become a constant column in float64, and a fit
+    on them silently ignores the feature.
+
+    Args:
+      values: 1-D integer array (one column, or the target).
+      dtype: the float dtype the values are converted to.
+      what: the values' name for the messages (``"X column 'time'"``, ``"y"``).
+
+    Raises:
+      ValueError: two different integers become the same float (their differences are
+        lost), with the fix: subtract an offset (the column's minimum) or rescale.
+
+    Warns:
+      PrecisionWarning: the values are rounded but stay distinct.
+    """
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu" or not values.size:
+        return
+    fdt = np.dtype(dtype)
+    exact_max = 2 ** (np.finfo(fdt).nmant + 1)
+    lo, hi = int(values.min()), int(values.max())
+    if max(-lo, hi) <= exact_max:
+        return
+    f = values.astype(fdt)
+    big = np.abs(f) >= 2.0 ** 63  # past int64: rounded up from the largest values
+    back = np.where(big, 0, f).astype(np.int64 if values.dtype.kind == "i" else np.uint64)
+    if not big.any() and np.array_equal(back, values):
+        return  # multiples of a power of two: exact
+    spread = hi - lo
+    fix = (f"subtract an offset first (e.g. the minimum, {lo}: the values then span "
+           f"{spread}, {'exact' if spread <= exact_max else 'still beyond'} in "
+           f"{fdt.name})" + ("" if spread <= exact_max else " or rescale them (divide by a "
+                              "power of ten and put the factor back)"))
+    if np.unique(f).size < np.unique(values).size:
+        raise ValueError(
+            f"{what} holds integers up to {max(-lo, hi)}, beyond {fdt.name}'s exact range "
+            f"(2**{np.finfo(fdt).nmant + 1}): different values would become the same number "
+            f"and their differences would be lost; {fix}")
+    warnings.warn(
+        f"{what} holds integers up to {max(-lo, hi)}, beyond {fdt.name}'s exact range "
+        f"(2**{np.finfo(fdt).nmant + 1}): they are rounded to {fdt.name}; {fix}",
+        PrecisionWarning, stacklevel=4)
 
 
 def _shown(labels, *, quote: bool = True, limit: int = 6) -> str:
@@ -327,12 +433,17 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
     label = "y"
     if isinstance(getattr(y, "name", None), str):  # a pandas Series: name its column
         label = f"y (column {y.name!r})"
+    if (hasattr(y, "dropna") and not isinstance(y.dtype, np.dtype)
+            and getattr(y.dtype, "kind", "") in "iu"):  # pandas' nullable integers: NA
+        check_integer_precision(y.dropna().to_numpy(), dtype, label)  # makes them floats
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()
     try:
         arr = np.asarray(y)
     except Exception as err:
         raise ValueError(f"y could not be converted to a numeric array: {err}") from err
+    if arr.dtype.kind in "iu" and arr.ndim == 1:
+        check_integer_precision(arr, dtype, label)
     if arr.ndim == 2 and arr.shape[1] == 1:
         from sklearn.exceptions import DataConversionWarning
 
@@ -418,7 +529,8 @@ def check_feature_names(estimator, X, *, reset: bool):
       ValueError: a DataFrame whose columns are not the fitted feature names, or (not
         ``reset``) a 2-D ``X`` with another number of features than in ``fit``.
     """
-    X = _reorder_columns(estimator, X, reset=reset)
+    check_not_forked()
+    X = _reorder_columns(estimator, as_pandas_frame(X), reset=reset)
     try:
         two_d = _is_dataframe(X) or np.asarray(X).ndim == 2
     except Exception:  # noqa: BLE001 - ragged nested lists: the conversion reports them
@@ -468,7 +580,8 @@ def validate_X(estimator, X, *, reset: bool, dtype=np.float64, name: str = "X") 
       ValueError: see :func:`check_feature_names` and :func:`as_2d_float`.
       TypeError: values of a type that cannot be a number (e.g. dicts in an object array).
     """
-    X = _reorder_columns(estimator, X, reset=reset)
+    check_not_forked()
+    X = _reorder_columns(estimator, as_pandas_frame(X), reset=reset)
     Xa, _ = as_2d_float(X, dtype=dtype, name=name)  # clear messages for shape, NaN, dtype
     _sklearn_feature_names(estimator, X if _is_dataframe(X) else Xa, reset=reset)
     return Xa

@@ -13,9 +13,11 @@ loaded model predicts exactly what the saved one did.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +146,10 @@ def save_model(model, path: str | os.PathLike) -> Path:
 
     Args:
       model: a fitted ``SymbolicRegressor``, ``OptimalTreeRegressor`` or ``Binarizer``.
-      path: the file to write (overwritten if present).
+      path: the file to write (replaced if present). The model is written to a new
+        temporary file in the same folder, then renamed over ``path`` in one atomic step:
+        concurrent saves to one path all succeed (the last one wins) and a reader never
+        sees a partial file.
 
     Returns:
       The path written.
@@ -156,10 +161,36 @@ def save_model(model, path: str | os.PathLike) -> Path:
     doc = model_to_dict(model)
     path = Path(path)
     text = json.dumps(doc, indent=1, allow_nan=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # a temporary file of its own in the target's folder (same file system: the rename
+    # is atomic), so that concurrent saves to one path never collide and a reader always
+    # sees a whole model, the old one or a new one
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                               dir=path.parent if str(path.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's file is private (0600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return path
+
+
+def _umask() -> int:
+    """The process's file mode creation mask (read from /proc where it is, else set and
+    restored)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _json_depth(text: str) -> int:

@@ -190,7 +190,10 @@ def edge_excursion(models: Sequence[Expression], probes, y, weights=None) -> np.
 
     Args:
       models: the trees (features as in ``probes``).
-      probes: ``(p, n_features)`` points (:func:`~jaxsr.symbolic.domain.edge_probes`).
+      probes: ``(p, n_features)`` points, or the
+        :class:`~jaxsr.symbolic.domain.EdgeProbes` of
+        :func:`~jaxsr.symbolic.domain.edge_probes` (each model evaluated on the probes of
+        the features it uses: the same values, without the full array).
       y: ``(n,)`` training targets; weights: ``(n,)`` or ``None`` (rows of weight 0 do
         not count in the range).
 
@@ -209,7 +212,7 @@ def edge_excursion(models: Sequence[Expression], probes, y, weights=None) -> np.
         return out
     with np.errstate(all="ignore"):
         for i, m in enumerate(models):
-            f = m.evaluate(probes)
+            f = probes.values_of(m) if hasattr(probes, "values_of") else m.evaluate(probes)
             if not np.all(np.isfinite(f)):
                 out[i] = np.inf
             elif f.size:

@@ -37,6 +37,7 @@ from .._validation import (
     check_choice,
     check_feature_names,
     check_int,
+    check_integer_precision,
     check_numeric_column,
     check_shape_2d,
     default_feature_names,
@@ -219,6 +220,9 @@ class Binarizer(TransformerMixin, BaseEstimator):
             is_frame = False
         if names is None:
             names = default_feature_names(len(cols))
+        for j, c in enumerate(cols):  # thresholds are float64: no integer may merge
+            if numeric[j] and c.dtype.kind in "iu":
+                check_integer_precision(c, np.float64, f"X column {names[j]!r}")
         return cols, names, numeric, is_frame
 
     # ------------------------------------------------------------------ fit
@@ -243,7 +247,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
           ValueError: see the class docstring.
         """
         self._check_params()
-        check_feature_names(self, X, reset=True)  # n_features_in_, feature_names_in_
+        X = check_feature_names(self, X, reset=True)  # n_features_in_, feature_names_in_
         cols, names, numeric, is_frame = self._split_columns(X)
         n_samples, n_in = len(cols[0]), len(cols)
         from .._validation import check_sample_weight

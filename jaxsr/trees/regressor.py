@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import time
 import warnings
 from typing import NamedTuple
@@ -59,6 +60,11 @@ DEFAULT_REGULARIZATION = 0.005
 DEFAULT_DEPTH_BUDGET = 6
 #: quantile thresholds a feature of the default binarizer where gbdt's float32 cannot go
 FALLBACK_THRESHOLDS = 16
+ROUNDING_ALLOWANCE = 1e-4
+"""The loss that rounding the leaf values to float64 adds (``y`` on a large offset, e.g.
+``1e10 + signal``) counts as rounding in ``optimal_`` up to this share of the objective (or of the
+one-leaf loss, ``loss_scale_``, where that is larger);
+beyond it the offset swamps the signal and the tree is not certified."""
 _FORMAT = "jaxsr.OptimalTreeRegressor"
 
 
@@ -218,8 +224,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       loss_: ``loss(tree_) / normaliser``.
       lower_bound_: proven lower bound on the optimal objective (<= ``objective_``).
       gap_: ``objective_ - lower_bound_`` (>= 0).
-      optimal_: ``gap_ <= 1e-9 * max(objective_, regularization, loss_scale_)``: the tree
-        is certified optimal (:func:`certificate_tolerance`; tolerant at an objective of 0).
+      optimal_: ``gap_ <= 1e-9 * max(objective_, regularization, loss_scale_)``
+        (:func:`certificate_tolerance`; tolerant at an objective of 0) plus the loss that
+        rounding the leaf values to float64 adds (``y`` on a large offset), the latter only
+        while it is at most :data:`ROUNDING_ALLOWANCE` of ``max(objective_, loss_scale_)``
+        (beyond, ``optimal_`` is False, with a warning to subtract the offset): the tree is
+        certified optimal.
       loss_scale_: the one-leaf tree's loss in objective units (1 with ``normalize=True``):
         the scale of the search's rounding.
       timed_out_: the time limit stopped the search (``status_ == "time_limit"``).
@@ -547,6 +557,15 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if self.loss == "squared_error":
             ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
             excess = float(np.dot(wi, ulp * ulp) / tp.norm)
+        if excess > ROUNDING_ALLOWANCE * max(abs(self.objective_), self.loss_scale_):
+            # the offset swamps the signal: no certificate on rounded leaf values
+            warnings.warn(
+                f"y sits on an offset so large that rounding the leaf values to float64 "
+                f"adds {excess:.3g} to the objective {self.objective_:.6g}: the tree is "
+                "not certified (optimal_ is False). Fit y minus an offset (its mean or "
+                "minimum) and add the offset back to the predictions.",
+                UserWarning, stacklevel=4)
+            excess = -math.inf
         self.optimal_ = bool(self.gap_ <= tol + excess)
 
     # ------------------------------------------------------------------ predict
