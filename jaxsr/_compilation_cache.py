@@ -102,7 +102,7 @@ import weakref
 from concurrent.futures import Future
 from pathlib import Path
 
-import jax
+from ._lazy import jax
 
 __all__ = ["CachedProgram", "set_folder", "folder", "forget_in_memory", "wait_for_prefetches",
            "MAX_BYTES"]
