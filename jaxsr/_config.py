@@ -24,8 +24,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import jax
 import numpy as np
+
+from ._lazy import jax
 
 __all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket", "feature_bucket",
            "enable_compilation_cache", "default_cache_dir", "resolve_mesh",
@@ -431,7 +432,8 @@ def _find_trace_state_clean():
     return trace_state_clean
 
 
-_TRACE_STATE_CLEAN = _find_trace_state_clean()
+_UNSET = object()
+_TRACE_STATE_CLEAN = _UNSET  # found on first use (importing JAX), by _top_level
 
 
 def _top_level() -> bool:
@@ -441,6 +443,9 @@ def _top_level() -> bool:
     fails (:func:`_find_trace_state_clean`): a call then goes through plain ``jax.jit``, without
     jaxsr's compile options and compilation cache, which is correct at any level, only
     slower to compile at the top level."""
+    global _TRACE_STATE_CLEAN
+    if _TRACE_STATE_CLEAN is _UNSET:
+        _TRACE_STATE_CLEAN = _find_trace_state_clean()
     probe = _TRACE_STATE_CLEAN
     if probe is None:
         return False

@@ -16,18 +16,24 @@ compiled at install), ``search`` (the fit's search around it, certificate),
 (:class:`OptimalTreeRegressor`), ``binarize`` (:class:`Binarizer`).
 """
 
-from .binarize import Binarizer as Binarizer
-from .bounds import leaf_statistics as leaf_statistics
-from .cv import OptimalTreeRegressorCV as OptimalTreeRegressorCV
-from .kmeans import kmeans_lower_bound as kmeans_lower_bound
-from .kmeans import weighted_kmeans as weighted_kmeans
-from .kmeans import weighted_kmedians as weighted_kmedians
-from .plot import export_graphviz as export_graphviz
-from .plot import plot_tree as plot_tree
-from .regressor import OptimalTreeRegressor as OptimalTreeRegressor
-from .regressor import PathSegment as PathSegment
-from .subtrees import optimal_subtree_cost as optimal_subtree_cost
-from .tree import Tree as Tree
+from typing import TYPE_CHECKING
+
+# The public names load on first use (PEP 562): a saved tree loads and predicts with numpy
+# alone, without importing JAX (``jaxsr.io.load_model``, ``jaxsr predict``).
+_LAZY = {
+    "Binarizer": "jaxsr.trees.binarize",
+    "OptimalTreeRegressorCV": "jaxsr.trees.cv",
+    "leaf_statistics": "jaxsr.trees.bounds",
+    "kmeans_lower_bound": "jaxsr.trees.kmeans",
+    "weighted_kmeans": "jaxsr.trees.kmeans",
+    "weighted_kmedians": "jaxsr.trees.kmeans",
+    "export_graphviz": "jaxsr.trees.plot",
+    "plot_tree": "jaxsr.trees.plot",
+    "OptimalTreeRegressor": "jaxsr.trees.regressor",
+    "PathSegment": "jaxsr.trees.regressor",
+    "optimal_subtree_cost": "jaxsr.trees.subtrees",
+    "Tree": "jaxsr.trees.tree",
+}
 
 __all__ = [
     "Binarizer",
@@ -43,3 +49,33 @@ __all__ = [
     "weighted_kmeans",
     "weighted_kmedians",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'jaxsr.trees' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # for static analysers and IDEs only
+    from .binarize import Binarizer as Binarizer
+    from .bounds import leaf_statistics as leaf_statistics
+    from .cv import OptimalTreeRegressorCV as OptimalTreeRegressorCV
+    from .kmeans import kmeans_lower_bound as kmeans_lower_bound
+    from .kmeans import weighted_kmeans as weighted_kmeans
+    from .kmeans import weighted_kmedians as weighted_kmedians
+    from .plot import export_graphviz as export_graphviz
+    from .plot import plot_tree as plot_tree
+    from .regressor import OptimalTreeRegressor as OptimalTreeRegressor
+    from .regressor import PathSegment as PathSegment
+    from .subtrees import optimal_subtree_cost as optimal_subtree_cost
+    from .tree import Tree as Tree

@@ -35,12 +35,12 @@ from .losses import (
     scale_targets,
     stats_loss,
 )
+from .solver import ALL_BOUNDS
 
 __all__ = ["TreeProblem", "build_problem", "auto_exact_levels", "unique_rows", "ALL_BOUNDS",
            "sub_stats", "leaf_cost", "levels", "cheap_split_bound", "deep_bound",
            "exact_subtree", "children"]
 
-ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")
 BIG_DEPTH = 1 << 30  # depth_budget=None: the leaf budget caps the levels
 ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
 

@@ -27,9 +27,7 @@ from .._validation import (
     validate_X,
 )
 from .binarize import Binarizer
-from .problem import auto_exact_levels
-from .search import ALL_BOUNDS, OptimalTreeSearch
-from .solver import Status
+from .solver import ALL_BOUNDS, Status
 from .tree import Tree
 
 __all__ = ["OptimalTreeRegressor", "PathSegment"]
@@ -437,6 +435,11 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             environment variable ``JAXSR_MEMORY_LIMIT`` overrides it: a size such as
             ``64G`` to assume, or ``off``).
         """
+        # the search's modules (and JAX) load with the first fit: a saved tree loads and
+        # predicts with numpy alone
+        from .problem import auto_exact_levels
+        from .search import OptimalTreeSearch
+
         t_fit = time.perf_counter()  # time_limit counts the whole fit (binarization too)
         lam, depth, msl, bounds, dt = self._check_params()
         # the host backend computes in numpy only: no JAX scope (its float64 check compiles

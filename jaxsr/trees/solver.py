@@ -13,7 +13,9 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-__all__ = ["Status", "Entry", "reaches", "improves", "RTOL", "GREEDY", "UNTRIED"]
+__all__ = ["Status", "Entry", "reaches", "improves", "RTOL", "GREEDY", "UNTRIED", "ALL_BOUNDS"]
+
+ALL_BOUNDS = ("hierarchical", "lookahead", "equivalent", "kmeans")  # the bounds a search may use
 
 RTOL = 1e-12  # relative tolerance of every prune / solved test (rounding of the sums)
 NEXT, TRUE, FALSE = range(3)  # a frame's phase: start the next split / await a child
