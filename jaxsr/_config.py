@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _lazy
 from ._lazy import jax
 
 __all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket", "feature_bucket",
@@ -311,8 +312,8 @@ def enable_compilation_cache(path=None) -> str | None:
 
 
 def _cache_from_environment() -> None:
-    """At import: JAX's persistent cache in :func:`default_cache_dir` unless the user
-    configured one or switched it off (``JAXSR_COMPILATION_CACHE=0``,
+    """On jaxsr's first use of JAX: JAX's persistent cache in :func:`default_cache_dir`
+    unless the user configured one or switched it off (``JAXSR_COMPILATION_CACHE=0``,
     ``JAXSR_CACHE_DIR=none``, or an empty value of either)."""
     for name in ("JAXSR_COMPILATION_CACHE", "JAXSR_CACHE_DIR"):
         env = os.environ.get(name)
@@ -504,4 +505,4 @@ def program(fun=None, *, static_argnames=None):
     return _Program(fun, **kwargs)
 
 
-_cache_from_environment()
+_lazy.after_import(_cache_from_environment)  # on jaxsr's first use of JAX

@@ -12,7 +12,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["jax"]
+__all__ = ["jax", "after_import"]
+
+_AFTER_IMPORT: list = []
+
+
+def after_import(hook) -> None:
+    """Run ``hook()`` once, right after the first attribute read through :data:`jax`
+    (which imports JAX): settings that need JAX (``_config``'s compilation cache) wait
+    until JAX is used, so a process that never uses it never imports it."""
+    _AFTER_IMPORT.append(hook)
 
 
 class _LazyModule:
@@ -23,6 +32,8 @@ class _LazyModule:
 
     def __getattr__(self, attr: str) -> Any:
         module = importlib.import_module(self._name)
+        while _AFTER_IMPORT:
+            _AFTER_IMPORT.pop(0)()
         return getattr(module, attr)
 
     def __repr__(self) -> str:

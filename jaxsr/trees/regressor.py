@@ -60,9 +60,9 @@ DEFAULT_DEPTH_BUDGET = 6
 FALLBACK_THRESHOLDS = 16
 ROUNDING_ALLOWANCE = 1e-4
 """The loss that rounding the leaf values to float64 adds (``y`` on a large offset, e.g.
-``1e10 + signal``) counts as rounding in ``optimal_`` up to this share of the objective (or of the
-one-leaf loss, ``loss_scale_``, where that is larger);
-beyond it the offset swamps the signal and the tree is not certified."""
+``1e10 + signal``) counts as rounding in ``optimal_`` up to this share of the objective (or
+of the one-leaf loss, ``loss_scale_``, where that is larger); beyond it the offset swamps
+the signal and a tree whose gap exceeds the certificate's tolerance is not certified."""
 _FORMAT = "jaxsr.OptimalTreeRegressor"
 
 
@@ -560,7 +560,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if self.loss == "squared_error":
             ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
             excess = float(np.dot(wi, ulp * ulp) / tp.norm)
-        if excess > ROUNDING_ALLOWANCE * max(abs(self.objective_), self.loss_scale_):
+        if self.gap_ > tol and excess > ROUNDING_ALLOWANCE * max(abs(self.objective_),
+                                                                   self.loss_scale_):
             # the offset swamps the signal: no certificate on rounded leaf values
             warnings.warn(
                 f"y sits on an offset so large that rounding the leaf values to float64 "
