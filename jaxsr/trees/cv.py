@@ -191,11 +191,13 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
         K = len(splits)
 
         # per depth budget and fold: the path's pieces and their held-out losses
+        # each fold's binary features, once (every depth budget uses them)
+        binary = [self._fold_binary(X, ya, w_raw, tr, te) for tr, te in splits]
         results = []  # (depth, [(lows (P,), losses (P,), leaves (P,)) per fold])
         for d in depths:
             per_fold = []
             for k, (tr, te) in enumerate(splits):
-                per_fold.append(self._fold_path(X, ya, w_raw, tr, te, d, lam_min))
+                per_fold.append(self._fold_path(binary[k], ya, w_raw, tr, te, d, lam_min))
                 if self.verbose:
                     import sys
 
@@ -222,25 +224,29 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
                 setattr(self, a, getattr(best, a))
         return self
 
-    def _fold_path(self, X, y, w, tr, te, depth, lam_min):
-        """The exact path of one fold on the binary features of its own binarizer:
-        ``(lambda_min of each piece (P,), held-out loss (P,), leaves (P,))``."""
-        est = self._estimator(depth_budget=depth)
+    def _fold_binary(self, X, y, w, tr, te):
+        """A fold's binarizer, fitted on its training rows only: ``(B_train, B_test)``."""
+        est = self._estimator()
         Xtr = X.iloc[tr] if hasattr(X, "iloc") else np.asarray(X)[tr]
         Xte = X.iloc[te] if hasattr(X, "iloc") else np.asarray(X)[te]
         wtr = None if w is None else w[tr]
         b = est._binarizer_for(Xtr)
-        if b is not None:
-            b = copy.deepcopy(b)
-            if wtr is None:
-                b.fit(Xtr, y[tr])
-            else:
-                b.fit(Xtr, y[tr], sample_weight=wtr)
-            Btr = np.asarray(b.transform(Xtr), dtype=np.float64)
-            Bte = np.asarray(b.transform(Xte), dtype=np.float64)
+        if b is None:
+            return np.asarray(Xtr, dtype=np.float64), np.asarray(Xte, dtype=np.float64)
+        b = copy.deepcopy(b)
+        if wtr is None:
+            b.fit(Xtr, y[tr])
         else:
-            Btr, Bte = np.asarray(Xtr, dtype=np.float64), np.asarray(Xte, dtype=np.float64)
-        est.set_params(binarizer=None)
+            b.fit(Xtr, y[tr], sample_weight=wtr)
+        return (np.asarray(b.transform(Xtr), dtype=np.float64),
+                np.asarray(b.transform(Xte), dtype=np.float64))
+
+    def _fold_path(self, binary, y, w, tr, te, depth, lam_min):
+        """The exact path of one fold on the binary features of its own binarizer:
+        ``(lambda_min of each piece (P,), held-out loss (P,), leaves (P,))``."""
+        est = self._estimator(depth_budget=depth, binarizer=None)
+        Btr, Bte = binary
+        wtr = None if w is None else w[tr]
         lo = lam_min * self._leaf_loss(y[tr], wtr)
         with warnings.catch_warnings():
             # a fold whose binary features are constant is one leaf: no path to speak of

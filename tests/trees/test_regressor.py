@@ -197,7 +197,7 @@ def test_with_binarizer_on_real_features():
 
 def test_get_set_params():
     m = OptimalTreeRegressor()
-    assert m.get_params()["regularization"] == 0.01
+    assert m.get_params()["regularization"] == 0.005 and m.depth_budget == 6
     m.set_params(regularization=0.1, depth_budget=None)
     assert m.regularization == 0.1 and m.depth_budget is None
     with pytest.raises(ValueError, match="(?i)invalid parameter"):
@@ -298,14 +298,23 @@ def test_too_many_features_for_memory(monkeypatch):
 
 
 def test_the_default_binarizer_binarizes_real_features_and_keeps_binary_ones():
-    """binarizer="auto": 0/1 data as they are, anything else through Binarizer(); the
-    model equals the one fitted with that choice made by hand."""
+    """binarizer="auto": 0/1 data as they are, anything else through the thresholds of
+    boosted stumps, Binarizer(strategy="gbdt") (quantile 16 beyond float32); the model
+    equals the one fitted with that choice made by hand."""
     from sklearn.datasets import load_diabetes
 
     X, y = load_diabetes(return_X_y=True)
     auto = OptimalTreeRegressor(depth_budget=3).fit(X, y)
-    by_hand = OptimalTreeRegressor(depth_budget=3, binarizer=Binarizer()).fit(X, y)
+    by_hand = OptimalTreeRegressor(depth_budget=3,
+                                   binarizer=Binarizer(strategy="gbdt")).fit(X, y)
     assert isinstance(auto.binarizer_, Binarizer) and auto.optimal_
+    assert auto.binarizer_.strategy == "gbdt"
+    huge = OptimalTreeRegressor(depth_budget=3).fit(X * 1e300, y)
+    assert huge.binarizer_.strategy == "quantile" and huge.binarizer_.n_thresholds == 16
+    # the boosted stumps' thresholds do not depend on the scale of y
+    for yy in (y * 1e200, y * 1e-200, y + 1e6):
+        b = Binarizer(strategy="gbdt").fit(X, yy)
+        assert list(b.get_feature_names_out()) == auto.binary_feature_names_
     assert auto.objective_ == by_hand.objective_
     np.testing.assert_array_equal(auto.predict(X), by_hand.predict(X))
     Xb = (X > 0).astype(float)
