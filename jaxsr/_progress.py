@@ -268,9 +268,9 @@ class FitProgress:
             return
         desc = self.desc
         if self._compiling:
-            k = self.compiled + 1  # the one in progress
-            n = self.programs
-            desc += (f" [compiling {k}]" if n is None else f" [compiling {k}/{max(n, k)}]")
+            k, total = self.compiled + 1, self.programs  # k: the one in progress
+            desc += (f" [compiling {k}]" if total is None
+                     else f" [compiling {k}/{max(total, k)}]")
         post = dict(self._postfix)
         if self.compile_seconds >= 0.05:
             post["compile"] = f"{self.compile_seconds:.1f} s"

@@ -201,15 +201,21 @@ def _warn_if_variation_is_rounding(ya, w, dt) -> bool:
     return False
 
 
-def _warn_budget_before_first_change(max_time: float, compile_seconds: float) -> None:
+def _warn_budget_before_first_change(max_time: float, compile_seconds: float,
+                                     compiling: bool = False) -> None:
     """``ConvergenceWarning``: ``max_time`` ran out before the search accepted its first
-    change, so the model is the starting one (the mean of ``y``)."""
+    change, so the model is the starting one (the mean of ``y``). ``compiling``: the fit
+    had not yet compiled all its programs (the first compilation may not have ended, so
+    ``compile_seconds`` can be 0 while the whole budget went to it)."""
     from sklearn.exceptions import ConvergenceWarning
 
-    spent = (f"; {compile_seconds:.1f} s of it went to compiling the search's programs "
-             "(once per size bucket of the data: later fits reuse them, and JAX's "
-             "persistent compilation cache keeps them on disk)"
-             if compile_seconds >= 0.05 else "")
+    spent = ""
+    if compile_seconds >= 0.05 or compiling:
+        done = (f"{compile_seconds:.1f} s of it went to" if compile_seconds >= 0.05
+                else "it ran out while")
+        spent = (f"; {done} compiling the search's programs (once per size bucket of the "
+                 "data: later fits reuse them, and JAX's persistent compilation cache keeps "
+                 "them on disk)")
     warnings.warn(
         f"max_time={max_time:g} s ran out before the search accepted its first change, so "
         f"the model is the starting one (the mean of y){spent}. Give a longer max_time "
@@ -961,7 +967,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.n_iterations_ = sum(1 for h in self.history_ if h["search"] != "prune")
         if (self.stop_reason_ == "max_time" and self.n_iterations_ == 0 and paper is None
                 and not seeded):
-            _warn_budget_before_first_change(float(self.max_time), bar.compile_seconds)
+            _warn_budget_before_first_change(
+                float(self.max_time), bar.compile_seconds,
+                compiling=bar.programs is not None and bar.compiled < bar.programs)
         final = FrontModel(expr, float(mse), self.n_iterations_)
         first_seconds = time.perf_counter() - start
         others = self._portfolio_searches(X, y, sample_weight, initial_tree, deadline,

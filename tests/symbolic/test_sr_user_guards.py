@@ -291,7 +291,9 @@ def test_when_fit_returns_at_max_time_no_search_runs_behind_it():
 
     X, y = _endless_data()
     SymbolicRegressor(strategy=1, beam_width=1, max_iterations=3, verbose=False).fit(X, y)  # warm
-    m = SymbolicRegressor(strategy=1, beam_width=1, max_time=4, verbose=False).fit(X, y)
+    # (no information-criterion stop: the search runs until max_time)
+    m = SymbolicRegressor(strategy=1, beam_width=1, max_time=4, bic_patience=None,
+                          verbose=False).fit(X, y)
     assert m.stop_reason_ == "max_time" and m.n_iterations_ > 0
     # warm, every step ends well within the grace: the worker has ended its search (it
     # may still be returning from its last line)
