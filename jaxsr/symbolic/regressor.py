@@ -864,7 +864,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
         self._seeded_ = seeded = False  # the first search starts at a rational structure
-        if self.rational_start and initial_tree is None and not self.unary_operators:
+        if (self.rational_start and initial_tree is None and not self.unary_operators
+                and not np.all(ya == ya[0])):  # a constant target is its own model
             seed = self._rational_seed(Xa, ya, w, const_cols, dt)
             if seed is not None:
                 initial_tree, seeded = seed.expression, True
