@@ -318,7 +318,7 @@ def test_growing_in_a_bucket_and_refitting_in_a_size_bucket_compile_nothing():
     from jaxsr._config import sample_bucket
 
     assert sample_bucket(37) == sample_bucket(39) == sample_bucket(40) == 40
-    params = dict(max_nodes=13, strategy=1, max_iterations=12)
+    params = dict(max_nodes=13, strategy=1, max_iterations=12, rational_start=False)
     X, y = _grow_data(37, 11)  # sizes no other test uses
     with count_compilations() as first, compiled_names() as names:
         sr = SymbolicRegressor(**params).fit(X, y)
@@ -375,7 +375,8 @@ def test_initial_expression_warm_start():
 
     X, y = _grow_data(37, 11)
     params = dict(max_nodes=13, strategy=1, beam_width=1,  # the greedy search
-                  model_selection="accuracy")  # the last tree
+                  model_selection="accuracy",  # the last tree
+                  rational_start=False)  # from the mean
     full = SymbolicRegressor(max_iterations=6, **params).fit(X, y)
     # resume: 3 iterations, then 3 more from where it stopped, equal 6 at once
     part = SymbolicRegressor(max_iterations=3, **params).fit(X, y)
@@ -409,7 +410,7 @@ def test_fast_compilation_is_opt_in_scoped_to_jaxsr_and_agrees_to_rounding():
 
     assert not _FAST["on"] or os.environ.get("JAXSR_FAST_COMPILE")  # opt-in
     flags = os.environ.get("XLA_FLAGS")
-    params = dict(max_nodes=13, strategy=1, max_iterations=12)
+    params = dict(max_nodes=13, strategy=1, max_iterations=12, rational_start=False)
     X, y = _grow_data(37, 11)  # the fit of the growing test above: compiled already
     ref = SymbolicRegressor(**params).fit(X, y)
     previous = jaxsr.fast_compilation(True)
