@@ -890,6 +890,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             run = _FitRun(start_tree, _unscaled_mse(np.mean(
                 wn * ((start_tree.evaluate(Xa) - ya) / y_scale) ** 2), y_scale))
         initial = FrontModel(*run.snapshot[:2], 0)
+        if seeded:  # the mean, the paper's starting model, stays a model of the front
+            with np.errstate(over="ignore", invalid="ignore"):
+                constant = FrontModel(Expression.constant(mean), _unscaled_mse(np.mean(
+                    wn * ((mean - ya) / y_scale) ** 2), y_scale), 0)
         # unary operators: transformed variables u(x_m) as extra terminal
         # columns of the search (jaxsr.symbolic.unary); the search's trees are mapped back
         Xs, const_s, names_s, initial_s = Xa, const_cols, names, initial_tree
@@ -958,6 +962,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             Xa[np.unique(np.linspace(0, n - 1, min(n, READABLE_ROWS)).round().astype(int))],
             dtype=np.float64)
         models = self._path_models(initial, final)
+        if seeded:
+            models.insert(0, constant)
         models += [FrontModel(run.unscaled(m.expression, y_scale),
                               _unscaled_mse(m.loss, y_scale), m.iteration)
                    for m in getattr(run.engine, "front_models", ())]  # the beam's trees
