@@ -322,7 +322,7 @@ def test_growing_in_a_bucket_and_refitting_in_a_size_bucket_compile_nothing():
     assert [sample_bucket(n) for n in (257, 321, 442, 513, 5000)] == [320, 384, 448, 640, 5120]
     assert sample_bucket(257, multiple=3) == 321
     assert [feature_bucket(m) for m in (0, 1, 4, 5, 10, 17, 21, 33)] == [4, 4, 4, 8, 16, 20, 24, 40]
-    params = dict(max_nodes=13, strategy=1, max_iterations=12)
+    params = dict(max_nodes=13, strategy=1, max_iterations=12, rational_start=False)
     X, y = _grow_data(37, 11)  # sizes no other test uses
     with count_compilations() as first, compiled_names() as names:
         sr = SymbolicRegressor(**params).fit(X, y)
@@ -385,7 +385,8 @@ def test_initial_expression_warm_start():
 
     X, y = _grow_data(37, 11)
     params = dict(max_nodes=13, strategy=1, beam_width=1,  # the greedy search
-                  model_selection="accuracy")  # the last tree
+                  model_selection="accuracy",  # the last tree
+                  rational_start=False)  # from the mean
     full = SymbolicRegressor(max_iterations=6, **params).fit(X, y)
     # resume: 3 iterations, then 3 more from where it stopped, equal 6 at once
     part = SymbolicRegressor(max_iterations=3, **params).fit(X, y)
@@ -419,7 +420,7 @@ def test_fast_compilation_is_opt_in_scoped_to_jaxsr_and_agrees_to_rounding():
 
     assert not _FAST["on"] or os.environ.get("JAXSR_FAST_COMPILE")  # opt-in
     flags = os.environ.get("XLA_FLAGS")
-    params = dict(max_nodes=13, strategy=1, max_iterations=12)
+    params = dict(max_nodes=13, strategy=1, max_iterations=12, rational_start=False)
     X, y = _grow_data(37, 11)  # the fit of the growing test above: compiled already
     ref = SymbolicRegressor(**params).fit(X, y)
     previous = jaxsr.fast_compilation(True)

@@ -236,7 +236,8 @@ def test_the_loop_by_hand_is_the_estimators_fit(beam_width):
     x2 = np.arange(200.0, 0.0, -2.0)
     X, y = np.c_[x1, x2], 2.4 * x1 - x2 / x1 - 10
     kw = dict(strategy=3, max_nodes=13, max_iterations=6, min_improvement=1e-6,
-              max_height=None, domain="box", beam_width=beam_width, progress=False)
+              max_height=None, domain="box", beam_width=beam_width, progress=False,
+              rational_start=False)
     sr = SymbolicRegressor(**kw).fit(X, y)
 
     XT, yj, wj = sr._device_data(X, y, None, np.float64)
