@@ -85,8 +85,9 @@ print(f"\n50 steps, lambda 0.001, no depth budget: {quick.n_leaves_} leaves, "
 assert quick.lower_bound_ <= quick.objective_ + 1e-12
 
 # the same on real data with many thresholds: scikit-learn's diabetes data, every midpoint
-# of every column a binary feature (about 1100), 200 steps of the search; greedy CART is scikit-learn's DecisionTreeRegressor on those features, pruned with the
-# equivalent ccp_alpha (lambda * SST / n)
+# of every column a binary feature (about 1100), 200 steps of the search; greedy CART
+# is scikit-learn's DecisionTreeRegressor on those features, pruned with the equivalent
+# ccp_alpha (lambda * SST / n)
 from sklearn.tree import DecisionTreeRegressor  # noqa: E402
 
 from jaxsr.datasets import load_diabetes  # noqa: E402
