@@ -1,8 +1,6 @@
 """``python -m jaxsr``: the same as the ``jaxsr`` command."""
 
-import sys
-
-from jaxsr.cli import main
+from jaxsr.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "console"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -1371,9 +1371,80 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"jaxsr: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        _INTERRUPTED[0] = True
         print("jaxsr: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `jaxsr predict ... | head`
         with contextlib.suppress(Exception):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         return EXIT_OK
+
+
+_INTERRUPTED = [False]  # main() has reported a Ctrl-C
+INTERRUPT_GRACE_SECONDS = 1.0
+"""After Ctrl-C the command's process ends within this many seconds, whatever it was doing
+(a compilation or a kernel in native code, which Python cannot interrupt, or threads that
+would be waited for at exit); a second Ctrl-C ends it at once."""
+
+
+def _install_interrupt_watchdog() -> None:
+    """Ctrl-C that always ends the process promptly.
+
+    Python raises ``KeyboardInterrupt`` only when the main thread next runs Python code:
+    inside a compilation that can take tens of seconds. The C-level signal handler also
+    writes the signal's number to a pipe (:func:`signal.set_wakeup_fd`); a daemon thread
+    reading it gives the ordinary ``KeyboardInterrupt`` :data:`INTERRUPT_GRACE_SECONDS` to
+    end the process, then ends it itself (exit code 130, ``jaxsr: interrupted`` on
+    stderr); a second Ctrl-C ends it at once. It stays installed until the process ends
+    (threads waited for at exit are covered too).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+            signal, "set_wakeup_fd"):
+        return
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    except (ValueError, OSError):  # not the main interpreter, or no signals here
+        os.close(r)
+        os.close(w)
+        return
+
+    def hard_exit():
+        with contextlib.suppress(Exception):
+            if not _INTERRUPTED[0]:
+                sys.stderr.write("jaxsr: interrupted\n")
+            sys.stderr.flush()
+            sys.stdout.flush()
+        os._exit(130)
+
+    def watch():
+        seen = 0
+        while True:
+            try:
+                data = os.read(r, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            for code in data:
+                if code == signal.SIGINT:
+                    seen += 1
+                    if seen >= 2:
+                        hard_exit()
+                    timer = threading.Timer(INTERRUPT_GRACE_SECONDS, hard_exit)
+                    timer.daemon = True
+                    timer.start()
+
+    threading.Thread(target=watch, name="jaxsr-interrupt", daemon=True).start()
+
+
+def console() -> None:
+    """The ``jaxsr`` console script and ``python -m jaxsr``: :func:`main` with a Ctrl-C
+    that ends the process within :data:`INTERRUPT_GRACE_SECONDS` (once or twice, in a
+    compilation or a search), then ``sys.exit`` with its code."""
+    _install_interrupt_watchdog()
+    sys.exit(main())

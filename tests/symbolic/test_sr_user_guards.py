@@ -71,7 +71,9 @@ def test_predict_warns_outside_the_training_box_of_the_features_the_model_uses()
 def test_a_budget_spent_compiling_warns_in_a_fresh_process():
     """A fresh process (cold compilation, no cache): a budget too short for the first
     iteration returns the starting constant only with a ConvergenceWarning naming the
-    compile time; a budget that suffices returns the law."""
+    compile time; without a budget the law. Nothing here depends on the machine's
+    speed: the short budget may or may not reach a change, and the law is asserted only
+    where no clock decides."""
     code = """
 import json, os, tempfile, warnings, numpy as np
 os.environ["JAXSR_CACHE_DIR"] = tempfile.mkdtemp()
@@ -79,7 +81,7 @@ from jaxsr import SymbolicRegressor
 X = np.random.default_rng(0).uniform(1, 3, size=(200, 3))
 y = X[:, 0] * X[:, 1] + X[:, 2]
 out = []
-for budget in (0.2, 60.0):
+for budget in (0.2, None):
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         sr = SymbolicRegressor(strategy=2, max_time=budget, progress=False).fit(X, y)
