@@ -4,6 +4,7 @@ top to bottom (nbclient, kernel ``python3``) in the test suite, printing what is
 import copy
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,7 @@ def _doc_outputs():
     path = NOTEBOOKS.parent / "tools" / "doc_outputs.py"
     spec = importlib.util.spec_from_file_location("_doc_outputs_for_notebooks", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
