@@ -41,6 +41,7 @@ changes the pages only where the library's output changed.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import difflib
 import json
 import os
@@ -286,14 +287,18 @@ def run_pages(parsed: dict[str, list[Block]]) -> None:
             if steps:
                 sessions.append(steps)
     sessions.sort(key=len, reverse=True)
-    done: list[tuple[list[tuple[str, str]], list[str]]] = []
-    for steps in sessions:
-        key = [(k, p) for k, p, _, _ in steps]
-        known = [outs for other, outs in done if other[:len(key)] == key]
-        if not known:
-            known = [run_session(key)]
-            done.append((key, known[0]))
-        _assign(steps, known[0])
+    keys = [[(k, p) for k, p, _, _ in steps] for steps in sessions]
+    runs: list[list[tuple[str, str]]] = []  # the sessions to run: none a prefix of another
+    for key in keys:
+        if not any(other[:len(key)] == key for other in runs):
+            runs.append(key)
+    # the sessions are separate processes: as many at once as the machine has cores
+    workers = max(1, min(len(runs), os.cpu_count() or 1, 4))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        outputs = list(pool.map(run_session, runs))
+    for steps, key in zip(sessions, keys, strict=True):
+        outs = next(o for other, o in zip(runs, outputs, strict=True) if other[:len(key)] == key)
+        _assign(steps, outs)
     for blocks in parsed.values():
         for b in blocks:
             if b.kind == "excerpt":
@@ -384,6 +389,12 @@ def check(parsed: dict[str, list[Block]]) -> list[str]:
     return messages
 
 
+def _breaks(lines: list[str]) -> list[list[str]]:
+    """Where the lines break: the first word of each (the check ignores line breaks, an
+    update writes them as the command prints them)."""
+    return [ln.split()[:1] for ln in normalise(lines)]
+
+
 def update(page: str, blocks: list[Block]) -> bool:
     """Write today's outputs into the page; True if it changed."""
     path = ROOT / page
@@ -392,7 +403,7 @@ def update(page: str, blocks: list[Block]) -> bool:
     for b in sorted(blocks, key=lambda b: -b.start):
         if b.kind not in ("output", "transcript", "example") or b.actual is None:
             continue
-        if same(b.lines, b.actual):
+        if same(b.lines, b.actual) and _breaks(b.lines) == _breaks(b.actual):
             continue
         lines[b.start + 1:b.end] = [(b.indent + ln).rstrip() if ln else "" for ln in b.actual]
         changed = True
