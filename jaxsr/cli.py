@@ -31,7 +31,9 @@ import argparse
 import contextlib
 import math
 import os
+import shutil
 import sys
+import textwrap
 import time
 import warnings
 from collections.abc import Sequence
@@ -57,6 +59,76 @@ class CLIError(Exception):
 
 def _progress(msg: str) -> None:
     print(f"[jaxsr] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------
+# terminal width: results fit the terminal (at most 80 columns), unless --wide
+# --------------------------------------------------------------------------------------
+
+MAX_WIDTH = 80
+
+
+def _width(wide: bool = False) -> int | None:
+    """Columns of the results: the terminal's width (``COLUMNS`` where set), at most 80;
+    ``None`` (no wrapping) with ``--wide``, and for a pipe or a file when ``COLUMNS`` is
+    not set, whose lines are data."""
+    if wide:
+        return None
+    isatty = getattr(sys.stdout, "isatty", None)
+    if "COLUMNS" not in os.environ and not (isatty is not None and isatty()):
+        return None
+    return max(40, min(MAX_WIDTH, shutil.get_terminal_size((MAX_WIDTH, 24)).columns))
+
+
+def _wrap_line(line: str, width: int | None, indent: str | None = None) -> list[str]:
+    """``line`` in pieces of at most ``width`` columns, broken at spaces; a continuation is
+    indented past the line's own indentation (spaces and the ``|   `` of a tree), or by
+    ``indent``."""
+    if width is None or len(line) <= width:
+        return [line]
+    if indent is None:
+        lead = len(line) - len(line.lstrip(" |-*"))
+        indent = line[:lead].replace("-", " ").replace("*", " ") + "    "
+    indent = indent[: width // 2]
+    return textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=True,
+                         break_on_hyphens=False) or [line]
+
+
+class _WrappingStream:
+    """A text stream that writes each complete line of its target wrapped to ``width``."""
+
+    def __init__(self, target, width: int | None):
+        self._target, self._width, self._pending = target, width, ""
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        for line in lines:
+            self._target.write("\n".join(_wrap_line(line, self._width)) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._target.write("\n".join(_wrap_line(self._pending, self._width)))
+            self._pending = ""
+        self._target.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+
+@contextlib.contextmanager
+def _wrapped_stdout(width: int | None):
+    """Every line printed to stdout inside the block is wrapped to ``width`` columns."""
+    if width is None:
+        yield
+        return
+    stream = _WrappingStream(sys.stdout, width)
+    with contextlib.redirect_stdout(stream):
+        try:
+            yield
+        finally:
+            stream.flush()
 
 
 def _enable_compilation_cache() -> str | None:
@@ -535,11 +607,12 @@ def _stop_reason(model) -> str:
     return f"   stopped: {reason}" if reason else ""
 
 
-def _front_lines(model) -> list[str]:
+def _front_lines(model, width: int | None = None) -> list[str]:
     """The Pareto front ``model.equations_`` as a table, one row per model by increasing
     complexity: ``complexity``, ``loss`` (training MSE), ``validation`` (with a validation
     split) and the readable ``equation`` last, so a long equation does not push the other
-    columns out; ``*`` marks the row that ``model_selection`` chose."""
+    columns out; ``*`` marks the row that ``model_selection`` chose. A long equation wraps
+    under its column at ``width`` columns."""
     front = model.equations_
     selected = int(model.selected_index_)
     cols = [("complexity", "complexity", "{:d}"), ("loss", "loss", "{:.6g}")]
@@ -557,7 +630,8 @@ def _front_lines(model) -> list[str]:
              f"model_selection={model.model_selection!r}):", f"  {head}  equation"]
     for mark, cells, equation in rows:
         body = "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
-        lines.append(f"{mark} {body}  {equation}")
+        line = f"{mark} {body}  {equation}"
+        lines += _wrap_line(line, width, indent=" " * (len(line) - len(equation)))
     return lines
 
 
@@ -619,7 +693,7 @@ def _cmd_symbolic(args) -> int:
     print(f"exact:    {model.expression_}")
     front = getattr(model, "equations_", None)
     if args.show_front and front is not None:
-        for line in _front_lines(model):
+        for line in _front_lines(model, _width(args.wide)):
             print(line)
     elif front is not None and len(front) > 1:
         print(f"front: {len(front)} models from {int(front['complexity'].min())} to "
@@ -811,17 +885,17 @@ def _cmd_predict(args) -> int:
         pred = np.asarray(model.predict(df), dtype=np.float64)
     except ValueError as err:
         raise CLIError(f"{args.data}: {err}{_value_hints(df)}") from err
-    import pandas as pd
-
-    out = pd.DataFrame({"prediction": pred})
+    # each number in the shortest form that reads back to the same float (repr)
+    text = "prediction\n" + "".join(("" if math.isnan(v) else repr(v)) + "\n"
+                                     for v in pred.tolist())
     if args.output:
         try:
-            out.to_csv(args.output, index=False, float_format="%.17g")
+            Path(args.output).write_text(text, encoding="utf-8")
         except OSError as err:
             raise CLIError(f"cannot write {args.output}: {err.strerror or err}") from err
         _progress(f"{len(pred)} predictions written to {args.output}")
     else:
-        out.to_csv(sys.stdout, index=False, float_format="%.17g")
+        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -919,7 +993,7 @@ def _cmd_demo(args) -> int:
             sr.fit(X_train, y_train)
         sec = time.perf_counter() - t0
         step("Newton: symbolic regression fit", sec)
-        print(f"   iteration 0: the mean of the target, {goal:.16g}")
+        print(f"   iteration 0: the mean of the target, {float(goal)!r}")
         for rec in _history(sr):
             print(f"   iteration {rec.get('iteration')}: {rec.get('search')} search -> "
                   f"{rec.get('expression', rec.get('subtree'))}   MSE {rec.get('mse', 0.0):.4e}")
@@ -1162,7 +1236,13 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="floating point precision (default float64)")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="progress lines of the search on stderr")
+    _add_wide(p)
     _add_csv_options(p)
+
+
+def _add_wide(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true",
+                   help="do not wrap the results to the terminal's width (at most 80 columns)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1180,6 +1260,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="both methods on Newton's law and the diabetes data")
     p.add_argument("--seed", type=int, default=0, help="seed of the generated data and split")
+    _add_wide(p)
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /, optional "
@@ -1365,7 +1446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("demo", "symbolic", "tree", "warmup"):
         _enable_compilation_cache()
     try:
-        with _plain_warnings():
+        with _plain_warnings(), _wrapped_stdout(_width(getattr(args, "wide", False))):
             return args.func(args)
     except CLIError as err:
         print(f"jaxsr: error: {err}", file=sys.stderr)

@@ -1,7 +1,10 @@
 """The notebooks are stored with their outputs (``notebooks/store_outputs.py``) and still run
-top to bottom (nbclient, kernel ``python3``) in the test suite."""
+top to bottom (nbclient, kernel ``python3``) in the test suite, printing what is stored."""
 
+import copy
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,6 +41,34 @@ def test_stored_with_their_outputs(name):
     assert not [o for o in outputs if o.get("output_type") == "stream" and "\r" in o.text]
 
 
+def _doc_outputs():
+    path = NOTEBOOKS.parent / "tools" / "doc_outputs.py"
+    spec = importlib.util.spec_from_file_location("_doc_outputs_for_notebooks", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _code(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _printed(cell) -> list[str]:
+    """The lines a code cell shows as text: its standard output and its results'
+    ``text/plain`` or ``text/latex`` (stderr, figures and HTML tables' markup left out)."""
+    lines = []
+    for out in cell.outputs:
+        if out.get("output_type") == "stream" and out.get("name") == "stdout":
+            lines += out.text.splitlines()
+        elif out.get("output_type") in ("execute_result", "display_data"):
+            data = out.get("data", {})
+            text = data.get("text/latex") or data.get("text/plain")
+            if text and "image/png" not in data:
+                lines += (text if isinstance(text, str) else "".join(text)).splitlines()
+    return lines
+
+
 @pytest.mark.parametrize("name", sorted(ENGINES))
 def test_notebook_executes(name, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
@@ -51,9 +82,20 @@ def test_notebook_executes(name, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [root, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]))
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    stored = copy.deepcopy(nb)
     client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                                     coalesce_streams=True,
                                      resources={"metadata": {"path": str(NOTEBOOKS)}})
     client.execute()
+    # what each cell prints (stdout, its value as text or LaTeX) is what the notebook stores;
+    # progress on stderr, figures and times are not compared
+    same = _doc_outputs().same
+    stale = []
+    for k, (old, new) in enumerate(zip(_code(stored), _code(nb), strict=True)):
+        if not same(_printed(old), _printed(new)):
+            stale.append(f"cell {k}: stored {_printed(old)[:12]}, prints {_printed(new)[:12]}")
+    assert not stale, ("\n".join(stale)
+                       + f"\nrerun the notebook: python notebooks/store_outputs.py {name}")
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.get("output_type") == "error"]
     assert not errors

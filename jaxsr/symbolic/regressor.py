@@ -376,32 +376,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     **The defaults** (``strategy=2, beam_width=(4, 16), bic_patience=10,
     backward_elimination=True, model_selection="bic", extrapolation_limit=8,
-    domain="box", rational_start=True``) are the configuration that won the project's panel
-    (``benchmarks/bench_sr_defaults.py``, results in ``benchmarks/results/sr_defaults.txt``:
-    the 17 built-in rational Feynman laws at target noise 0, 1% and 10%, all 58 rational
-    laws of the CSV at noise 0, and the eight raw OSRT datasets over three 75/25 splits,
-    30 s a fit). Without the rational start it recovered 15 of the 17 laws exactly at noise
-    0 (the paper's setting: 8) and 49 of the 58 (24); at 1% noise 15 of the 17 with test
-    R^2 > 0.999 in at most 15 nodes (8); a median test R^2 of 0.677 on the real data
-    (numeric columns only; a linear model 0.480, the paper's setting 0.616), with no split
-    below 0 where the linear model is above; median 3.8 s a fit. With it: 15 of the 17 and
-    51 of the 58 at noise 0, 15 of the 17 at 1%; on the real data with text columns one-hot,
-    a median of the dataset medians of 0.750 against 0.781 for pyoperon with local search
-    as SRBench runs it (0.529 for a linear model), above the linear model on 7 of the 8
-    datasets (the eighth a tie at 1.0). Each part was measured against
-    the others on the same panel: the beam of 4 found one more law than the greedy search;
-    the information-criterion stop cut the median fit of the built-in laws and real data
-    from 6.5 to 1.0 s (noisy laws: 14.5 to 1.1 s) without changing a count; the backward
-    elimination turned a 25-node noisy fit of ``G*m1*m2*(1/r2 - 1/r1)`` into the 15-node
-    law; the widening to a beam of 16 when the first search is not exact found 2 more of
-    the 58 laws and raised the real-data median from 0.638 to 0.677 (for 3.8 s a fit
-    instead of 0.8 s); the extrapolation guard removed the one split with a negative test
-    R^2. The rational start (``rational_start=True``) recovers laws whose denominator is a
-    sum, which the searches from the mean approximate with 40-node trees
-    (``benchmarks/bench_sr_rational.py``). The paper's method stays available by name:
+    domain="box", rational_start=True``) were chosen on a benchmark panel; the measurements
+    are in the user guide ("The defaults, and why") and
+    ``benchmarks/results/sr_defaults.txt``. The paper's method stays available by name:
     ``strategy=3, beam_width=1, bic_patience=None, backward_elimination=False,
-    model_selection="best", extrapolation_limit=None, domain="rows",
-    rational_start=False``.
+    model_selection="best", extrapolation_limit=None, domain="rows", rational_start=False``.
 
     Acceptance: a change is kept only if the true training MSE drops by more than
     ``max(min_improvement * MSE, floor)``, ``floor = (1024 * eps)**2 * mean(y**2)``
