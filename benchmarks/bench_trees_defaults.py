@@ -326,12 +326,12 @@ def one_se(cv, Xtr, ytr, Xte, yte, cv_cpu, Araw, Atest) -> dict:
     return {**res, "cart_same_size_r2": same["r2"]}
 
 
-def run_panel(datasets, time_limit, write: Writer, tools_wanted=None):
+def run_panel(datasets, time_limit, write: Writer, tools_wanted=None, splits=None):
     tools = panel_tools(time_limit)
     if tools_wanted:
         tools = {k: v for k, v in tools.items() if k in tools_wanted}
     for name in datasets:
-        for seed in (*TUNING_SPLITS, *HELD_OUT_SPLITS):
+        for seed in splits or (*TUNING_SPLITS, *HELD_OUT_SPLITS):
             Xtr, ytr, Xte, yte = split(name, seed)
             Araw, Atest = one_hot(Xtr, Xte)
             base = {"phase": "panel", "dataset": name, "split": seed, "part": part(seed)}
@@ -476,6 +476,7 @@ def main(argv=None):
     ap.add_argument("--datasets", default=",".join(REAL_DATASETS))
     ap.add_argument("--tools", default="", help="panel rows to run (default all)")
     ap.add_argument("--time-limit", type=float, default=30.0, help="seconds a jaxsr fit")
+    ap.add_argument("--splits", default="", help="panel splits to run (default: all)")
     ap.add_argument("--records", type=Path, default=RECORDS)
     ap.add_argument("--out", type=Path, default=TABLE)
     ap.add_argument("--summary-only", action="store_true")
@@ -488,7 +489,8 @@ def main(argv=None):
             run_sweep(names, a.time_limit, write)
         else:
             run_panel(names, a.time_limit, write,
-                      [t for t in a.tools.split(",") if t] or None)
+                      [t for t in a.tools.split(",") if t] or None,
+                      [int(v) for v in a.splits.split(",") if v] or None)
     text = summary(load_records(a.records))
     a.out.write_text(text)
     print(text)
