@@ -378,6 +378,9 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
     n = X.shape[0]
     if n < 3:
         return []
+    # relative weights, rounded to 40 bits: weights given at another scale (w * 1e300,
+    # whose ratios differ in the last bits) give the same fit to the last bit
+    w = np.round(w / np.max(w) * 2.0**40) / 2.0**40
     w = w / np.mean(w)
     sw = np.sqrt(w)
     # the fit in units of the target's RMS (a target near 1e300 or 1e-300 neither overflows

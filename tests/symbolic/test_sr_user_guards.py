@@ -381,7 +381,8 @@ from jaxsr import SymbolicRegressor
 from jaxsr.datasets import feynman_equation
 X, y = feynman_equation("I.9.18", 300, seed=0)
 for _ in range(2):
-    print(SymbolicRegressor(strategy=1, max_time=1.0, progress=False).fit(X, y).stop_reason_)
+    print(SymbolicRegressor(strategy=1, max_time=1.0, progress=False,
+                            rational_start=False).fit(X, y).stop_reason_)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300, env={**os.environ, "JAXSR_CACHE_DIR": "none"})
