@@ -105,7 +105,7 @@ class RationalCandidate(NamedTuple):
 
     Attributes:
       expression: :class:`Expression` over the columns of ``X``.
-      mse: float, its (weighted) training MSE.
+      mse: float, its (weighted) training MSE (``inf`` beyond the float range).
       criterion: float, ``n log(max(mse, floor)) + nodes log(n)``.
       degrees: ``(deg P, deg Q)`` of the library it came from.
       numerator, denominator: ``(k, M)`` int exponents of its monomials.
@@ -314,7 +314,7 @@ def _fit_support(y, S, T, sw):
     return out
 
 
-def _unit_snapped(y, S, T, sw, a, c, deg_q):
+def _unit_snapped(y, S, T, sw, a, c, deg_q, scale=1.0):
     """The fit with every coefficient within :data:`UNIT` of +-1 (after normalising ``Q`` on
     its term of highest degree) fixed at +-1 and the others refitted (least squares of ``y Q
     - P`` with :data:`REWEIGHTS` reweightings by ``1/|Q|``): a tree with fewer constants,
@@ -324,12 +324,12 @@ def _unit_snapped(y, S, T, sw, a, c, deg_q):
     pivot = nz[np.lexsort((nz, deg_q[nz]))[-1]]
     a, c = a / c[pivot], c / c[pivot]
     fix_q = np.abs(np.abs(c) - 1.0) < UNIT
-    fix_p = np.abs(np.abs(a) - 1.0) < UNIT
+    fix_p = np.abs(np.abs(a * scale) - 1.0) < UNIT  # P in the target's units (y / scale)
     fix_q[pivot] = True
     if np.sum(fix_q) + np.sum(fix_p) <= 1 or np.all(np.abs(c[fix_q]) == 1.0) and np.all(
-            np.abs(a[fix_p]) == 1.0) and fix_q.all() and fix_p.all():
+            np.abs(a[fix_p] * scale) == 1.0) and fix_q.all() and fix_p.all():
         return None
-    cf, af = np.sign(c) * fix_q, np.sign(a) * fix_p
+    cf, af = np.sign(c) * fix_q, np.sign(a) * fix_p / scale
     free = np.column_stack([y[:, None] * T[:, ~fix_q], -S[:, ~fix_p]])
     rhs = -(y * (T @ cf) - S @ af)
     rw = sw
@@ -378,12 +378,22 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
     n = X.shape[0]
     if n < 3:
         return []
+    # relative weights, rounded to 40 bits: weights given at another scale (w * 1e300,
+    # whose ratios differ in the last bits) give the same fit to the last bit
+    w = np.round(w / np.max(w) * 2.0**40) / 2.0**40
     w = w / np.mean(w)
     sw = np.sqrt(w)
+    # the fit in units of the target's RMS (a target near 1e300 or 1e-300 neither overflows
+    # nor underflows in the products y * t_j); the numerator is scaled back in the trees
+    scale = float(np.sqrt(np.mean(w * (y / np.max(np.abs(y))) ** 2))) * float(
+        np.max(np.abs(y))) if np.any(y != 0) else 0.0
+    if not (np.isfinite(scale) and scale > 0):
+        return []
+    y = y / scale
     use = np.ones(m, bool) if const_cols is None else ~np.asarray(const_cols, bool)
     feats = np.flatnonzero(use)
-    if floor is None:
-        floor = loss_floor(y, np.float64, w)
+    floor = (loss_floor(y, np.float64, w) if floor is None
+             else float(floor) / scale / scale)  # in the scaled units
     n_eff = float(np.sum(w) ** 2 / np.sum(w * w))
     found: dict[str, RationalCandidate] = {}
     order: list[str] = []
@@ -415,24 +425,28 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
             fit = _fit_support(y, S[:, jp], T[:, jq], sw)
             if fit is None:
                 continue
-            snapped = _unit_snapped(y, S[:, jp], T[:, jq], sw, *fit, full_q[jq].sum(axis=1))
+            snapped = _unit_snapped(y, S[:, jp], T[:, jq], sw, *fit, full_q[jq].sum(axis=1),
+                                    scale)
             for a, c in (fit,) if snapped is None else (fit, snapped):
-                tree = rational_tree(a, full_p[jp], c, full_q[jq])
+                tree = rational_tree(a * scale, full_p[jp], c, full_q[jq])
                 if max_nodes is not None and tree.n_nodes > max_nodes:
                     continue
                 with np.errstate(all="ignore"):
-                    pred = tree.evaluate(X)
+                    pred = tree.evaluate(X) / scale
                 if not np.all(np.isfinite(pred)):
                     continue
-                mse = float(np.sum(w * (pred - y) ** 2) / np.sum(w))
+                mse = float(np.sum(w * (pred - y) ** 2) / np.sum(w))  # scaled units
                 key = tree.to_string()
                 if key in found:
                     continue
                 crit = float(information_criterion(mse, tree.n_nodes, n_eff, floor))
-                found[key] = RationalCandidate(tree, mse, crit, (dp, dq), full_p[jp],
+                with np.errstate(over="ignore"):
+                    mse_units = float(np.float64(mse) * scale * scale)
+                found[key] = RationalCandidate(tree, mse_units, crit, (dp, dq), full_p[jp],
                                                full_q[jq])
                 order.append(key)
-        if any(found[k].mse <= floor for k in order):
+        if any(found[k].criterion <= information_criterion(
+                floor, found[k].expression.n_nodes, n_eff, floor) for k in order):
             break  # an exact law at this pair: higher pairs only add longer forms of it
     rank = {k: i for i, k in enumerate(order)}
     return sorted(found.values(),
