@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import math
 import time
 import warnings
 from typing import NamedTuple
@@ -560,17 +559,17 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if self.loss == "squared_error":
             ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
             excess = float(np.dot(wi, ulp * ulp) / tp.norm)
-        if self.gap_ > tol and excess > ROUNDING_ALLOWANCE * max(abs(self.objective_),
-                                                                   self.loss_scale_):
-            # the offset swamps the signal: no certificate on rounded leaf values
+        # beyond ROUNDING_ALLOWANCE the offset swamps the signal: no allowance
+        swamped = excess > ROUNDING_ALLOWANCE * max(abs(self.objective_),
+                                                    self.loss_scale_) + tol
+        self.optimal_ = bool(self.gap_ <= tol + (0.0 if swamped else excess))
+        if swamped and not self.optimal_:
             warnings.warn(
                 f"y sits on an offset so large that rounding the leaf values to float64 "
-                f"adds {excess:.3g} to the objective {self.objective_:.6g}: the tree is "
-                "not certified (optimal_ is False). Fit y minus an offset (its mean or "
+                f"adds up to {excess:.3g} to the objective {self.objective_:.6g}: the tree "
+                "is not certified (optimal_ is False). Fit y minus an offset (its mean or "
                 "minimum) and add the offset back to the predictions.",
                 UserWarning, stacklevel=4)
-            excess = -math.inf
-        self.optimal_ = bool(self.gap_ <= tol + excess)
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):

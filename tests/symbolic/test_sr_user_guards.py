@@ -70,10 +70,10 @@ def test_predict_warns_outside_the_training_box_of_the_features_the_model_uses()
 # ------------------------------------------------------------------ budget
 def test_a_budget_spent_compiling_warns_in_a_fresh_process():
     """A fresh process (cold compilation, no cache): a budget too short for the first
-    iteration returns the starting constant only with a ConvergenceWarning naming the
-    compile time; without a budget the law. Nothing here depends on the machine's
-    speed: the short budget may or may not reach a change, and the law is asserted only
-    where no clock decides."""
+    iteration returns the starting constant only with a ConvergenceWarning (naming the
+    compile time when the budget reached it); without a budget the law. Nothing here
+    depends on the machine's speed: the short budget may or may not reach a change, and
+    the law is asserted only where no clock decides."""
     code = """
 import json, os, tempfile, warnings, numpy as np
 os.environ["JAXSR_CACHE_DIR"] = tempfile.mkdtemp()
@@ -94,8 +94,10 @@ print(json.dumps(out))
     short, enough = json.loads(res.stdout.strip().splitlines()[-1])
     if short["n_nodes"] == 1:  # the mean: never silent
         assert short["reason"] == "max_time"
+        # whether the 0.2 s reached the compilation (and the message names its seconds)
+        # depends on the machine's load: only the warning itself is asserted
         assert any("ran out before the search accepted its first change" in w
-                   and "compiling" in w for w in short["warnings"]), short
+                   and "max_time=0.2 s" in w for w in short["warnings"]), short
     assert enough["r2"] > 1 - 1e-12 and enough["reason"] in ("rounding level", "goal")
 
 
