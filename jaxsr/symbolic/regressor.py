@@ -1022,8 +1022,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 self._set_front(models, _pf.loss_floor(ya / y_scale, dt), X_val, y_val,
                                 w_val, edges)
                 self.mse_ = _unscaled_mse(self.mse_, y_scale)
-                self._front_table_["loss"] = (self._front_table_["loss"]
-                                              * np.float64(y_scale) ** 2)
+                self._front_table_["loss"] = np.array(  # an exact model's 0 stays 0
+                    [_unscaled_mse(v, y_scale) for v in self._front_table_["loss"]])
         self.n_nodes_ = int(self.expression_tree_.n_nodes)
         names_t = {m.expression.to_string(names) for m in transformed or ()}
         names_p = (set() if paper is None
