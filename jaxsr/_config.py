@@ -259,7 +259,7 @@ def enable_compilation_cache(path=None) -> str | None:
     folder or switch it off.
 
     On a CPU most of a first fit in a fresh process is XLA compilation (seconds per new
-    program shape, see ``benchmarks/results/first_fit.txt``). jaxsr therefore turns on
+    program shape, measured by ``benchmarks/bench_first_fit.py``). jaxsr therefore turns on
     JAX's own persistent compilation cache (``jax_compilation_cache_dir``, with
     ``jax_persistent_cache_min_compile_time_secs = 0`` and no minimum entry size) when
     its numeric code is first imported (the first use of an estimator; ``import jaxsr``
