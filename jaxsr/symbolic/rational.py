@@ -54,6 +54,7 @@ Deterministic: fixed orders everywhere, ties broken by the lower index.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -398,10 +399,12 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
     found: dict[str, RationalCandidate] = {}
     order: list[str] = []
     for dp, dq in degree_pairs:
+        # the library's size before building it: C(m + d, d) monomials (at 1,500 features
+        # and degree 3 that is 5.6e8 rows of exponents, never to be built)
+        if math.comb(len(feats) + dp, dp) + math.comb(len(feats) + dq, dq) > max_columns:
+            continue
         lib_p = monomials(len(feats), dp)
         lib_q = monomials(len(feats), dq)
-        if lib_p.shape[0] + lib_q.shape[0] > max_columns:
-            continue
         full_p = np.zeros((lib_p.shape[0], m), np.int64)
         full_p[:, feats] = lib_p
         full_q = np.zeros((lib_q.shape[0], m), np.int64)

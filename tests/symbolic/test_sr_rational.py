@@ -94,3 +94,14 @@ def test_estimator_starts_at_the_law_and_the_paper_setting_stays_available():
     assert off.searches_[0]["start"] == "mean"
     with pytest.raises(ValueError, match="rational_start"):
         SymbolicRegressor(rational_start="yes").fit(X, y)
+
+
+def test_a_wide_table_skips_its_libraries_without_building_them():
+    """Past MAX_COLUMNS monomials a library is skipped by its size, C(m + d, d), before
+    any is built: 2,000 features at degree 2 would be 2e6 exponent rows of 2,000 int64
+    (32 GB), at degree 3 1.3e9 rows."""
+    from jaxsr.symbolic.rational import rational_candidates
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 2.0, size=(20, 2000))
+    assert rational_candidates(X, X[:, 0] / (X[:, 1] + X[:, 2])) == []
