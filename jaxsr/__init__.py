@@ -13,6 +13,8 @@ The functional layers (pure kernels for research with ``jax.vmap``) live in
 
 from typing import TYPE_CHECKING
 
+from ._lazy import lazy_names
+
 __version__ = "0.1.0"
 
 # The public names are imported on first use (PEP 562), so that ``import jaxsr`` and the
@@ -44,19 +46,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jaxsr' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 if TYPE_CHECKING:  # for static analysers and IDEs only

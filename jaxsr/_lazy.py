@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["jax", "after_import"]
+__all__ = ["jax", "after_import", "lazy_names"]
 
 _AFTER_IMPORT: list = []
 
@@ -22,6 +22,28 @@ def after_import(hook) -> None:
     (which imports JAX): settings that need JAX (``_config``'s compilation cache) wait
     until JAX is used, so a process that never uses it never imports it."""
     _AFTER_IMPORT.append(hook)
+
+
+def lazy_names(package: str, table: dict[str, str], namespace: dict[str, Any]):
+    """PEP 562 ``(__getattr__, __dir__)`` for a package whose public names load on first
+    use: ``table`` maps each name to the module that defines it; a name found is stored in
+    the package's ``namespace`` (its ``globals()``), so later look-ups skip the hook.
+
+    Raises (from ``__getattr__``): AttributeError for a name that is not in ``table``.
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = table.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(table))
+
+    return __getattr__, __dir__
 
 
 class _LazyModule:

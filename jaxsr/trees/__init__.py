@@ -18,6 +18,8 @@ compiled at install), ``search`` (the fit's search around it, certificate),
 
 from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names
+
 # The public names load on first use (PEP 562): a saved tree loads and predicts with numpy
 # alone, without importing JAX (``jaxsr.io.load_model``, ``jaxsr predict``).
 _LAZY = {
@@ -51,19 +53,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jaxsr.trees' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 if TYPE_CHECKING:  # for static analysers and IDEs only
