@@ -60,9 +60,10 @@ def test_fit_over_two_processes_equals_one_process(tmp_path):
         got = json.loads(out.read_text())
         assert (got["process"], got["processes"]) == (i, n)
         assert (got["devices"], got["local_devices"]) == (4, 2)
-        # the samples (301 rows padded to 320) split over 4 devices, 2 of them here
+        # the samples (301 rows padded to 320) split over 4 devices, 2 of them here; the 3
+        # features padded to their bucket of 4
         assert not got["XT_fully_addressable"]
-        assert got["XT_local_shards"] == [[3, 80], [3, 80]]
+        assert got["XT_local_shards"] == [[4, 80], [4, 80]]
         assert got["expression"] == one.expression_
         assert got["history"] == [h["search"] for h in one.history_]
         assert got["stop_reason"] == one.stop_reason_
