@@ -241,7 +241,8 @@ def test_the_loop_by_hand_is_the_estimators_fit(beam_width):
     sr = SymbolicRegressor(**kw).fit(X, y)
 
     XT, yj, wj = sr._device_data(X, y, None, np.float64)
-    engine = DomeSearch(XT, yj, np.ones(2, bool), max_nodes=13, max_height=None,
+    pool = np.arange(XT.shape[0]) < X.shape[1]  # the padding columns are not variables
+    engine = DomeSearch(XT, yj, pool, max_nodes=13, max_height=None,
                         min_improvement=1e-6, feature_names=None, weights=wj, domain="box")
     if beam_width > 1:
         engine = beam.BeamSearch(engine, beam_width)

@@ -321,11 +321,14 @@ import os, signal, threading, time, numpy as np
 signal.signal(signal.SIGINT, signal.default_int_handler)
 from jaxsr import SymbolicRegressor
 rng = np.random.default_rng(0)
-X = rng.uniform(1, 2, (100, 2)); y = X[:, 0] + X[:, 1] ** 2
-m = SymbolicRegressor(strategy=1, beam_width=1, verbose=False, rational_start=False)
+X = rng.uniform(1, 2, (100, 2)); y = X[:, 0] + X[:, 1] ** 2 + rng.normal(0, 0.1, 100)
+# a fit that cannot end before the signal: noisy (never exact), no stop but max_nodes=200,
+# and the signal comes 3 s in, while the first programs still compile (no disk cache)
+m = SymbolicRegressor(strategy=1, beam_width=1, verbose=False, rational_start=False,
+                      max_nodes=200, bic_patience=None)
 sent = []
 def interrupt():
-    time.sleep(6.0)
+    time.sleep(3.0)
     sent.append(time.perf_counter())
     os.kill(os.getpid(), signal.SIGINT)
 threading.Thread(target=interrupt, daemon=True).start()
