@@ -67,8 +67,12 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
         standard error rule: among the intervals whose mean loss is within one standard
         error (over the folds) of that minimum, the one with the fewest mean leaves (then
         the smaller depth budget, the larger ``lambda``).
-      loss, min_samples_leaf, binarizer, normalize, exact_levels, dtype: as
-        :class:`OptimalTreeRegressor` (passed to every fit).
+      loss: as :class:`OptimalTreeRegressor` (passed to every fit).
+      min_samples_leaf: as :class:`OptimalTreeRegressor`.
+      binarizer: as :class:`OptimalTreeRegressor`.
+      normalize: as :class:`OptimalTreeRegressor`.
+      exact_levels: as :class:`OptimalTreeRegressor`.
+      dtype: as :class:`OptimalTreeRegressor`.
       time_limit: seconds for each fit (``None``: no limit). A fit stopped by it warns,
         and its path is then not exact.
       progress: a progress bar for the final fit on all rows (the folds' fits show none).
@@ -76,8 +80,8 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
 
     Attributes:
       best_estimator_: the :class:`OptimalTreeRegressor` fitted on all rows.
-      regularization_: float, the ``lambda`` chosen. depth_budget_: int, the depth budget
-        chosen.
+      regularization_: float, the ``lambda`` chosen.
+      depth_budget_: int, the depth budget chosen.
       cv_results_: dict of numpy arrays, one entry per (depth budget, ``lambda``
         interval): ``depth_budget``, ``lambda_low``, ``lambda_high`` (the interval;
         ``inf`` for the last), ``regularization`` (the ``lambda`` that stands for it),
@@ -86,9 +90,10 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
         ``pandas.DataFrame(cv_results_)`` gives a table.
       best_index_: the row of ``cv_results_`` chosen.
       n_splits_: the number of folds.
-      tree_, n_leaves_, depth_, binarizer_, binary_feature_names_, objective_, loss_,
-        lower_bound_, gap_, optimal_, status_, n_features_in_, feature_names_in_: those of
-        :attr:`best_estimator_`.
+      tree_: that of :attr:`best_estimator_`, as are ``n_leaves_``, ``depth_``,
+        ``binarizer_``, ``binary_feature_names_``, ``objective_``, ``loss_``,
+        ``lower_bound_``, ``gap_``, ``optimal_``, ``status_``, ``n_features_in_`` and
+        ``feature_names_in_``.
 
     Raises:
       ValueError: from :meth:`fit`: invalid hyper-parameters, fewer rows than folds, and
