@@ -55,20 +55,11 @@ REPO = HERE.parent
 RECORDS = HERE / "results" / "trees_defaults.jsonl"
 TABLE = HERE / "results" / "trees_defaults.txt"
 
-#: ``(file under osrt/raw, jaxsr.cli._read_csv options, target column, columns to drop)``
-REAL_DATASETS: dict[str, tuple[str, dict, str, tuple[str, ...]]] = {
-    "airfoil": ("airfoil/airfoil_self_noise.dat", {"header": False}, "x6", ()),
-    "garment": ("garment/garments_worker_productivity.csv", {}, "actual_productivity",
-                ("date", "wip")),  # a date; wip: missing values
-    "optical": ("optical/optical.csv", {"sep": ";", "decimal": ","}, "Channel Utilization",
-                ()),
-    "real_estate": ("real_estate/real_estate.csv", {}, "Y house price of unit area",
-                    ("No",)),  # a row number
-    "seoul_bike": ("seoul_bike/seoul_bike.csv", {}, "Rented Bike Count", ()),
-    "servo": ("servo/servo.data", {}, "class", ()),
-    "sync": ("sync/synchronous_machine.csv", {"sep": ";", "decimal": ","}, "If", ()),
-    "yacht": ("yacht/yacht_hydrodynamics.data", {"header": False}, "x7", ()),
-}
+sys.path.insert(0, str(HERE))
+# the real panel of the symbolic benchmark: ``(file under osrt/raw, jaxsr.cli._read_csv
+# options, target column, columns to drop)``
+from bench_sr_defaults import REAL_DATASETS  # noqa: E402 - the benchmarks folder is not a package
+
 TUNING_SPLITS = (0, 1)
 HELD_OUT_SPLITS = (2, 3, 4)
 TEST_FRACTION = 0.25
