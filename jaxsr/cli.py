@@ -176,7 +176,7 @@ _SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "space":
 # The choices of two SymbolicRegressor options, spelled here so that the parser (and --help)
 # needs no engine import; a test checks them against jaxsr.symbolic.front.MODEL_SELECTIONS
 # and jaxsr.symbolic.domain.DOMAINS.
-MODEL_SELECTIONS = ("best", "accuracy", "score", "bic")
+MODEL_SELECTIONS = ("best", "accuracy", "score", "bic", "cv")
 DOMAINS = ("box", "rows")
 _MANY_CATEGORIES = 12  # a text column with more distinct values than this gets a warning
 
@@ -1289,7 +1289,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which model of the Pareto front is reported, saved and used to "
                    "predict: bic (Bayesian information criterion), best (highest score "
                    "among the models with a loss below 1.5 times the lowest), accuracy "
-                   f"(lowest loss) or score (highest score) (default: {est})")
+                   f"(lowest loss), score (highest score) or cv (lowest 5-fold "
+                   f"cross-validated loss) (default: {est})")
     p.add_argument("--validation-fraction", type=_open_fraction, default=None,
                    metavar="FRACTION", help="hold out this fraction of the training rows "
                    "(a fixed shuffle) and choose the model of the front by its loss on "

@@ -74,7 +74,7 @@ __all__ = [
     "EXTRAPOLATION_LIMIT",
 ]
 
-MODEL_SELECTIONS = ("best", "accuracy", "score", "bic")
+MODEL_SELECTIONS = ("best", "accuracy", "score", "bic", "cv")
 BEST_LOSS_RATIO = 1.5  # PySR's "best": loss below 1.5x the lowest
 EXTRAPOLATION_LIMIT = 8.0
 """Default largest :func:`edge_excursion` of a model the selection may choose (target
@@ -223,7 +223,7 @@ def edge_excursion(models: Sequence[Expression], probes, y, weights=None) -> np.
 
 def select_model(model_selection: str, score, loss, floor: float = 0.0,
                  validation_loss=None, *, complexity=None, n_samples=None,
-                 excursion=None, limit=None) -> int:
+                 excursion=None, limit=None, cv_loss=None, cv_standard_error=None) -> int:
     """Row of the front chosen by ``model_selection`` (see the module doc).
 
     Args:
@@ -238,6 +238,10 @@ def select_model(model_selection: str, score, loss, floor: float = 0.0,
       excursion: ``(n,)`` :func:`edge_excursion` of each row, or ``None``; with ``limit``
         (a number), only rows with ``excursion <= limit`` are chosen from (every row when
         none is).
+      cv_loss: ``(n,)`` cross-validated losses (:mod:`jaxsr.symbolic.crossval`) for
+        ``"cv"``; ``None`` (too few rows to cross-validate) makes ``"cv"`` choose as
+        ``"bic"``.
+      cv_standard_error: ``(n,)`` their standard errors (recorded; not used by the rule).
 
     Returns:
       int, a row index (ties: the simpler row).
@@ -260,6 +264,15 @@ def select_model(model_selection: str, score, loss, floor: float = 0.0,
         if tame.any() and not tame.all():  # the others are passed over by every criterion
             crit = np.where(tame, crit, np.inf)
             score = np.where(tame, score, -np.inf)
+    if model_selection == "cv" and cv_loss is not None:
+        cvl = np.asarray(cv_loss, np.float64)
+        cvl = np.where(np.isfinite(crit) & np.isfinite(cvl), cvl, np.inf)
+        if np.isfinite(cvl).any():
+            # losses within rounding of each other are equal: the simplest of them
+            return int(np.argmin(np.maximum(cvl, float(floor))))
+        model_selection = "bic"
+    elif model_selection == "cv":
+        model_selection = "bic"
     if model_selection == "accuracy":  # the true lowest loss, no floor
         return int(np.argmin(crit))  # argmin: the first (simplest) of equal losses
     if model_selection == "score":
