@@ -31,7 +31,7 @@ from .._config import to_device
 from .domain import data_box, prove_box
 from .expression import CONST, Expression, jax_graph
 
-__all__ = ["RefineResult", "refine_constants", "weighted_mse"]
+__all__ = ["RefineResult", "refine_constants", "weighted_mse", "shortest_constants"]
 
 
 class RefineResult(NamedTuple):
@@ -63,6 +63,67 @@ def weighted_mse(expr: Expression, X, y, sample_weight=None) -> float:
         if not np.all(np.isfinite(r[pos])):
             return float("inf")
         return float(np.sum(w[pos] * r[pos] * r[pos]) / np.sum(w[pos]))
+
+
+def shortest_constants(expr: Expression, X, y, sample_weight=None, *,
+                       max_loss: float = 0.0, scale: float = 1.0) -> Expression:
+    """``expr`` with each constant written with as few significant digits as keep its fit.
+
+    A fit in floating point leaves rounding in the last digits of an exact law's
+    constants (least squares gives ``3.0000000000000004`` for a 3); a person reads the
+    short form. Each constant in pre-order is replaced by the first of its roundings to
+    1, 2, ..., 16 significant digits whose tree keeps the weighted MSE (of ``y / scale``,
+    :func:`weighted_mse`) at most ``max(max_loss, MSE of expr)``; the constants already
+    replaced stay replaced. With ``max_loss`` the rounding floor of the fit
+    (:func:`~jaxsr.symbolic.front.loss_floor`) only a model exact to rounding can change,
+    and only within rounding.
+
+    Args:
+      expr: the tree; X: ``(n, n_features)``; y: ``(n,)``; sample_weight: ``(n,)`` or
+        ``None``.
+      max_loss: the MSE the result may reach (in units of ``y / scale``).
+      scale: targets and outputs are divided by it before the MSE (a target near the
+        float limits).
+
+    Returns:
+      the tree with the same structure (``expr`` itself when nothing changes).
+    """
+    const_idx = np.flatnonzero(expr.op == CONST)
+    if const_idx.size == 0:
+        return expr
+    X = np.asarray(X, np.float64)
+    ys = np.asarray(y, np.float64) / scale
+    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
+
+    def loss(tree):
+        with np.errstate(all="ignore"):
+            r = tree.evaluate(X) / scale - ys
+            if w is None:
+                out = float(np.mean(r * r))
+            else:
+                pos = w > 0
+                out = float(np.sum(w[pos] * r[pos] * r[pos]) / np.sum(w[pos]))
+        return out if np.isfinite(out) else np.inf
+
+    limit = max(float(max_loss), loss(expr))
+    if not np.isfinite(limit):
+        return expr
+    value = expr.value.astype(np.float64).copy()
+    changed = False
+    for i in const_idx:
+        k = float(value[i])
+        if not np.isfinite(k) or k == 0.0:
+            continue
+        for digits in range(1, 17):
+            short = float(f"{k:.{digits - 1}e}")
+            if short == k:
+                break
+            trial = value.copy()
+            trial[i] = short
+            if loss(Expression(expr.op, trial, expr.feature)) <= limit:
+                value, changed = trial, True
+                break
+    return Expression(expr.op, value, expr.feature) if changed else expr
 
 
 def _evaluator(op, feature, left, right):

@@ -1449,6 +1449,34 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         fold[idx] = part.fold_loss
         return _crossval.CrossValidation(loss, fold, se)
 
+    @staticmethod
+    def _short_exact_constants(front, models, floor, edges, scale):
+        """The front with its simplest model exact to rounding (loss at most ``floor``,
+        the model every selection rule prefers) written with its shortest constants
+        (:func:`~jaxsr.symbolic.refine.shortest_constants`: ``3.0`` for the
+        ``3.0000000000000004`` of least squares, its loss kept within ``floor`` and within
+        a thousandth of the target's variance) and recomputed from all ``models`` with
+        that one replaced."""
+        exact = [i for i, m in enumerate(front) if m.loss <= floor]
+        if not exact:
+            return front
+        m = front[exact[0]]
+        X, y, w = edges
+        # a target whose variation is itself below the floor (a small signal on a large
+        # offset): the constants may not move by more than a thousandth of its variance
+        ys = np.asarray(y, np.float64) / scale
+        with np.errstate(all="ignore"):
+            var = float(np.average((ys - np.average(ys, weights=w)) ** 2, weights=w))
+        short = _refine.shortest_constants(m.expression, X, y, w,
+                                           max_loss=min(floor, 1e-3 * var), scale=scale)
+        if short is m.expression:
+            return front
+        with np.errstate(all="ignore"):
+            r = short.evaluate(X) / scale - np.asarray(y, np.float64) / scale
+            loss = float(np.average(r * r, weights=w))
+        new = m._replace(expression=short, loss=loss)  # the units of floor
+        return _pf.pareto_front([new if x is m else x for x in models])
+
     def _set_front(self, models, floor: float, X_val=None, y_val=None, w_val=None,
                    edges=None, scale: float = 1.0) -> None:
         """``equations_``, ``selected_index_`` and the selected model's attributes, from the
@@ -1458,6 +1486,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         :func:`~jaxsr.symbolic.front.edge_excursion` for the extrapolation guard."""
         names = feature_names(self)
         front = _pf.pareto_front(models)
+        if edges is not None:
+            front = self._short_exact_constants(front, models, floor, edges, scale)
         complexity = np.array([m.expression.n_nodes for m in front])
         loss = np.array([m.loss for m in front])
         table = {

@@ -91,3 +91,38 @@ def test_regressor_option_lowers_the_final_mse():
     assert SymbolicRegressor(max_iterations=0).fit(X, y).refinement_ is None
     with pytest.raises(ValueError, match="refine_constants"):
         SymbolicRegressor(refine_constants="yes").fit(X, y)
+
+
+# ------------------------------------------------------------------ shortest constants
+def test_shortest_constants_drop_rounding_and_keep_the_fit():
+    from jaxsr.symbolic.front import loss_floor
+    from jaxsr.symbolic.refine import shortest_constants
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 3.0, (80, 3))
+    y = 6.67392e-11 * X[:, 0] * X[:, 1] / X[:, 2] ** 2
+    noisy = Expression.parse("(((6.673919999999998e-11 * x2) * x1) / x3) / x3")
+    floor = loss_floor(y)
+    short = shortest_constants(noisy, X, y, max_loss=floor)
+    assert short.value[short.op == CONST].tolist() == [6.67392e-11]
+    assert weighted_mse(short, X, y) <= max(floor, weighted_mse(noisy, X, y))
+    # a constant with many true digits keeps them: only the digits below the rounding
+    # floor (relative errors of about 2e-13) may go
+    y2 = 2.718281828459045 * X[:, 0] + 1.0
+    e = Expression.parse("(2.718281828459045 * x1) + 1.0000000000000002")
+    s2 = shortest_constants(e, X, y2, max_loss=loss_floor(y2))
+    k, one = s2.value[s2.op == CONST].tolist()
+    assert one == 1.0
+    assert abs(k - np.e) <= 1e-12 * np.e and abs(k - np.e) > 0  # shortened, only a little
+    assert len(repr(k)) >= 13
+    assert weighted_mse(s2, X, y2) <= loss_floor(y2)
+    # nothing to shorten: the same object
+    assert shortest_constants(s2, X, y2, max_loss=loss_floor(y2)) is s2
+
+
+def test_an_exact_fit_prints_short_constants():
+    X = np.arange(1.0, 21.0).reshape(-1, 1)
+    sr = SymbolicRegressor(progress=False).fit(X, 3 * X[:, 0] + 2)
+    tree = sr.expression_tree_
+    assert sorted(tree.value[tree.op == CONST].tolist()) == [2.0, 3.0]
+    assert sr.mse_ <= sr._loss_floor_
