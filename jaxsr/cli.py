@@ -996,11 +996,21 @@ def _cmd_demo(args) -> int:
         sec = time.perf_counter() - t0
         step("Newton: symbolic regression fit", sec)
         print(f"   iteration 0: the mean of the target, {float(goal)!r}")
+        from .symbolic.expression import Expression
+
         for rec in _history(sr):
+            # sympy's readable form: its own order of factors, whichever order of equal
+            # moves (to rounding) the search took on this machine
+            tree = Expression.parse(rec["expression"])
+            mse = float(rec.get("mse", 0.0))
+            # an exact law's MSE is rounding, which differs from machine to machine:
+            # shown as what it is
+            shown = f"{mse:.4e}" if mse > sr._loss_floor_ else "at rounding"
             print(f"   iteration {rec.get('iteration')}: {rec.get('search')} search -> "
-                  f"{rec.get('expression', rec.get('subtree'))}   MSE {rec.get('mse', 0.0):.4e}")
+                  f"{tree.readable_string(precision=4, simplify=False)}   MSE {shown}")
         print(f"   recovered: F = {str(sr).removeprefix('y = ')}")
-        print(f"   exact constants: {sr.expression_}")
+        exact = sr.expression_tree_.readable_string(precision=15, simplify=False)
+        print(f"   constants to 15 digits: {exact}")
         print(f"   iterations: {sr.n_iterations_} (the paper's Table 3: 4)   fit time: {sec:.2f} s "
               "(includes JIT compilation)")
         from .symbolic.regressor import ExtrapolationWarning
@@ -1010,8 +1020,9 @@ def _cmd_demo(args) -> int:
             warnings.simplefilter("ignore", ExtrapolationWarning)
             pred_test = np.asarray(sr.predict(X_test))
         rel = np.abs(pred_test - y_test) / np.abs(y_test)
-        print(f"   train MSE {_metrics(y_train, sr.predict(X_train))[0]:.4g} "
-              f"(goal {goal:.4g})")
+        train_mse = _metrics(y_train, sr.predict(X_train))[0]
+        shown = f"{train_mse:.4g}" if train_mse > sr._loss_floor_ else "at rounding"
+        print(f"   train MSE {shown} (goal {goal:.4g})")
         print(f"   test (1000 fresh samples): max relative error {rel.max():.3g}, "
               f"R^2 {_metrics(y_test, pred_test)[1]:.12f}")
 
