@@ -329,7 +329,14 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
 
 
 class PrecisionWarning(UserWarning):
-    """Integers of an input that the conversion to the estimator's float dtype rounds."""
+    """Integers of an input that the conversion to the estimator's float dtype rounds.
+
+    Warned by ``fit``, ``predict`` and ``Binarizer`` for integer columns (or an integer
+    target) beyond ``2**53`` in float64 (``2**24`` in float32) whose values stay distinct
+    after rounding; where rounding would merge different values a ``ValueError`` is raised
+    instead (:func:`check_integer_precision`). Subtract an offset (the column's minimum)
+    or rescale. A ``UserWarning``; ``jaxsr.PrecisionWarning``.
+    """
 
 
 def check_integer_precision(values, dtype, what: str) -> None:
