@@ -381,3 +381,50 @@ def test_ctrl_c_ends_the_command_promptly_even_while_compiling(tmp_path, presses
     assert proc.returncode in ((130,) if presses == 1 else (130, -2)), err[-2000:]
     assert "jaxsr: interrupted" in err
     assert waited < 20.0, waited  # the grace is 1 s; 20 s allows for a loaded machine
+
+
+# ------------------------------------------------------------------ warnings' location
+def test_warnings_from_fit_point_at_the_line_that_called_fit():
+    """A warning that ``fit`` raises (its own, the input checks', the certificate's) is
+    attributed to the user's line that called ``fit`` (``filename``/``lineno``, which
+    Python prints and by which its filters deduplicate), never to jaxsr's own files
+    (the thread guard around ``fit`` shifted them to ``_base.py``)."""
+    import jax
+    import jaxlib
+    from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    X["id"] = (2**60 + 1001 * rng.integers(0, 20, 300)).astype(np.int64)  # rounded
+    y = np.sin(3 * X["a"]) + X["b"] * X["c"] + 0.1 * rng.normal(size=300)
+    here = os.path.abspath(__file__)
+
+    def records(fit):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = fit.__code__.co_firstlineno
+            fit()
+        # every warning but JAX's own (its deprecations and compilation notes)
+        return line, [w for w in caught if not os.path.abspath(w.filename).startswith(
+            (os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__)))]
+
+    est = OptimalTreeRegressor(max_steps=0, regularization=0.001, depth_budget=None,
+                               progress=False)  # stopped before its certificate
+    line, caught = records(lambda: est.fit(X, y.to_numpy()[:, None]))
+    kinds = {w.category for w in caught}
+    assert {PrecisionWarning, ConvergenceWarning, DataConversionWarning} <= kinds, caught
+    for w in caught:
+        assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
+
+    line, caught = records(lambda: Binarizer().fit_transform(X[["id"]]))  # set_output's
+    assert PrecisionWarning in {w.category for w in caught}, caught       # wrapper
+    for w in caught:
+        assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
+
+    x = np.linspace(0.0, 1.0, 30)
+    sr = SymbolicRegressor(max_nodes=3, progress=False)  # y close to its rounding level
+    line, caught = records(lambda: sr.fit(x[:, None], (1e12 + 1e-3 * x)[:, None]))
+    assert any("rounding level" in str(w.message) for w in caught), caught
+    assert DataConversionWarning in {w.category for w in caught}, caught
+    for w in caught:
+        assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)

@@ -34,6 +34,7 @@ from .._validation import (
     validate_X,
     validate_X_y,
 )
+from .._warn import warn_user
 from . import beam as _beam
 from . import domain as _domain
 from . import elimination as _elimination
@@ -190,13 +191,13 @@ def _warn_if_variation_is_rounding(ya, w, dt) -> bool:
     if 0.0 < var <= ROUNDING_MARGIN * floor:
         what = ("so the fit can only return a constant" if var <= floor else
                 "so models whose errors differ by less than that count as equal")
-        warnings.warn(
+        warn_user(
             f"y varies by a standard deviation of {np.sqrt(var) * top:.3g} around "
             f"{mean * top:.6g}, close to the rounding level of its magnitude in "
             f"{np.dtype(dt).name} (errors of {np.sqrt(floor) * top:.3g}), {what}; fit "
             f"y - {mean * top:.6g} instead and add the offset back"
             + (", or use dtype='float64'" if np.dtype(dt) != np.float64 else ""),
-            UserWarning, stacklevel=3)
+            UserWarning)
         return True
     return False
 
@@ -216,12 +217,12 @@ def _warn_budget_before_first_change(max_time: float, compile_seconds: float,
         spent = (f"; {done} compiling the search's programs (once per size bucket of the "
                  "data: later fits reuse them, and JAX's persistent compilation cache keeps "
                  "them on disk)")
-    warnings.warn(
+    warn_user(
         f"max_time={max_time:g} s ran out before the search accepted its first change, so "
         f"the model is the starting one (the mean of y){spent}. Give a longer max_time "
         "(or none), or compile the programs first (a fit without max_time, or "
         "`jaxsr warmup`).",
-        ConvergenceWarning, stacklevel=3)
+        ConvergenceWarning)
 
 
 CONSTANT_WARN_R2 = 0.1
@@ -254,12 +255,12 @@ def _warn_if_constant_model(tree: Expression, Xa, ya, w) -> None:
         return
     r2 = 1.0 - (ss_res / (n - m - 1)) / (ss_tot / (n - 1))
     if r2 >= CONSTANT_WARN_R2:
-        warnings.warn(
+        warn_user(
             f"the selected model is a constant, although a linear model of the features "
             f"explains an adjusted R^2 of {r2:.3g} of the training target: the search did not "
             "find a model that uses the features. Try another strategy, a larger max_nodes "
             "or max_time, or look at equations_ for the other models.",
-            ConvergenceWarning, stacklevel=3)
+            ConvergenceWarning)
 
 
 PORTFOLIO_MIN_SECONDS = 0.5
@@ -1583,10 +1584,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             j = int(used[k])
             parts.append(f"{names[j]!r} ({int(np.count_nonzero(out[:, k]))} rows outside "
                          f"[{lo[j]:.4g}, {hi[j]:.4g}])")
-        warnings.warn(
+        warn_user(
             f"{rows} of {Xa.shape[0]} rows lie outside the training range of the features "
             f"the model uses: {', '.join(parts)}; a closed-form model may change fast "
-            "outside its data, so check these predictions.", ExtrapolationWarning, stacklevel=3)
+            "outside its data, so check these predictions.", ExtrapolationWarning)
 
     def sympy(self, index=None):
         """The selected expression (or row ``index`` of ``equations_``) as sympy, with its

@@ -25,6 +25,7 @@ from .._validation import (
     feature_names,
     validate_X,
 )
+from .._warn import warn_user
 from .binarize import Binarizer
 from .solver import ALL_BOUNDS, Status
 from .tree import Tree
@@ -505,13 +506,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self.exact_levels_ = int(search.problem.kl)
         self.fit_seconds_ = float(time.perf_counter() - t_fit)
         if res.status is not Status.OPTIMAL and not self.optimal_:
-            warnings.warn(
+            warn_user(
                 f"OptimalTreeRegressor stopped at its {res.status.value.replace('_', ' ')} "
                 f"after {self.fit_seconds_:.3g} s without proving optimality: the tree "
                 f"returned has objective {self.objective_:.6g}, the optimum is at least "
                 f"{self.lower_bound_:.6g} (gap {self.gap_:.3g}). Give a larger "
                 f"{'max_steps' if res.status is Status.NODE_LIMIT else 'time_limit'} "
-                "for a certificate.", ConvergenceWarning, stacklevel=2)
+                "for a certificate.", ConvergenceWarning)
         return self
 
     def _finish(self, Xb, y, w, lam, lower_bound, search):
@@ -564,12 +565,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                                                     self.loss_scale_) + tol
         self.optimal_ = bool(self.gap_ <= tol + (0.0 if swamped else excess))
         if swamped and not self.optimal_:
-            warnings.warn(
+            warn_user(
                 f"y sits on an offset so large that rounding the leaf values to float64 "
                 f"adds up to {excess:.3g} to the objective {self.objective_:.6g}: the tree "
                 "is not certified (optimal_ is False). Fit y minus an offset (its mean or "
                 "minimum) and add the offset back to the predictions.",
-                UserWarning, stacklevel=4)
+                UserWarning)
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):
