@@ -428,3 +428,93 @@ def test_warnings_from_fit_point_at_the_line_that_called_fit():
     assert DataConversionWarning in {w.category for w in caught}, caught
     for w in caught:
         assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
+
+
+# ------------------------------------------------------------------ exit and Ctrl-C in Python
+# A worker step that Python cannot stop (an XLA compilation, which can take tens of
+# seconds on a busy machine), stood in for by a 120 s sleep in the fit's worker thread:
+# what is measured is whether the process waits for it, not how long compiling takes.
+_STUCK_WORKER = """
+    import os, sys, time, warnings
+    import numpy as np
+    from jaxsr import SymbolicRegressor
+
+    original = SymbolicRegressor._fit_run
+
+    def stuck(self, *args, **kwargs):
+        print("searching", flush=True)
+        time.sleep(120)
+        return original(self, *args, **kwargs)
+
+    SymbolicRegressor._fit_run = stuck
+    warnings.simplefilter("ignore")
+    x = np.linspace(1.0, 2.0, 40)
+    X, y = np.column_stack([x, x[::-1]]), x * x[::-1]
+"""
+
+
+def _run_stuck(body: str, interrupt: bool = False, limit: float = 100.0):
+    """Run ``_STUCK_WORKER + body`` in a fresh process; with ``interrupt``, send SIGINT
+    once the search has started. Returns the return code, the lines printed with the
+    seconds at which each arrived (from the fit's return, or from the SIGINT), the seconds
+    to the end of the process, and stderr."""
+    import signal
+    import time
+
+    code = textwrap.dedent(_STUCK_WORKER) + textwrap.dedent(body)
+    lines, t0 = {}, None
+    with subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, "JAXSR_CACHE_DIR": "none"}) as proc:
+        try:
+            for line in proc.stdout:
+                if line.startswith("searching") and interrupt:
+                    t0 = time.monotonic()
+                    os.kill(proc.pid, signal.SIGINT)
+                if line.startswith("returned"):
+                    t0 = time.monotonic()
+                lines[line.strip()] = None if t0 is None else time.monotonic() - t0
+            proc.wait(timeout=limit)
+            waited = time.monotonic() - t0
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            waited = float("inf")
+        return proc.returncode, lines, waited, proc.stderr.read()
+
+
+def test_the_process_ends_promptly_after_a_time_limited_fit_returns():
+    """``fit`` returns at ``max_time`` while its worker is stuck in a step that cannot be
+    interrupted: the interpreter then exits within the exit hook's grace (1 s), with the
+    status the program gave (it waited for the step: up to 71 s for a compilation)."""
+    rc, lines, waited, err = _run_stuck("""
+        est = SymbolicRegressor(max_time=1.0, rational_start=False, progress=False)
+        est.fit(X, y)
+        print("returned", est.stop_reason_, flush=True)
+        sys.exit(3)
+    """)
+    assert "searching" in lines and "returned max_time" in lines, (lines, err[-2000:])
+    assert rc == 3, (rc, err[-2000:])
+    assert waited < 20.0, waited  # the grace is 1 s; 20 s allows for a loaded machine
+
+
+@pytest.mark.parametrize("caught", [True, False])
+def test_ctrl_c_interrupts_a_fit_in_python_and_the_process_ends_promptly(caught):
+    """Ctrl-C (SIGINT) while ``fit`` runs in a user's own Python program: ``fit`` raises
+    ``KeyboardInterrupt`` within about a second although its worker is stuck; caught, the
+    program goes on and exits with its own status; uncaught, Python's usual death by
+    SIGINT. Either way the process ends within the exit hook's grace."""
+    import signal
+
+    rc, lines, waited, err = _run_stuck(f"""
+        try:
+            SymbolicRegressor(rational_start=False, progress=False).fit(X, y)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            if not {caught}:
+                raise
+    """, interrupt=True)
+    assert "interrupted" in lines, (lines, err[-2000:])
+    assert lines["interrupted"] < 10.0, lines  # 1 s; 10 s allows for a loaded machine
+    assert rc == (0 if caught else -signal.SIGINT), (rc, err[-2000:])
+    assert waited < 20.0, waited  # the fit gives up within 1 s, the exit hook within 1 s
