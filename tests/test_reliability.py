@@ -518,3 +518,61 @@ def test_ctrl_c_interrupts_a_fit_in_python_and_the_process_ends_promptly(caught)
     assert lines["interrupted"] < 10.0, lines  # 1 s; 10 s allows for a loaded machine
     assert rc == (0 if caught else -signal.SIGINT), (rc, err[-2000:])
     assert waited < 20.0, waited  # the fit gives up within 1 s, the exit hook within 1 s
+
+
+# ------------------------------------------------------------------ time limits
+def test_max_time_bounds_the_rational_start_too(monkeypatch):
+    """``max_time`` counts the rational starting structures, which ran to the end of their
+    library whatever the budget (``max_time=3`` took 8-18 s on 3000 x 12): each support's
+    fit is slowed to 0.25 s here (85 of them, 21 s in all), and the fit still ends within
+    ``1.1 * max_time + 1`` s plus an allowance for a loaded machine. No other timing is
+    asserted: the rest of the fit is bounded by its own deadline (the worker's)."""
+    import time
+
+    from jaxsr.symbolic import rational
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 2.0, (200, 3))
+    y = np.exp(X[:, 0]) * np.sin(3 * X[:, 1]) + X[:, 2] + 0.01 * rng.normal(size=200)
+    original, fits = rational._fit_support, []
+
+    def slow(*args, **kwargs):
+        fits.append(1)
+        time.sleep(0.25)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(rational, "_fit_support", slow)
+    assert rational.rational_candidates(X, y, deadline=time.perf_counter()) == []
+    assert not fits  # a deadline already passed fits nothing
+    est = SymbolicRegressor(max_time=2.0, progress=False)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    wall = time.perf_counter() - t0
+    assert 0 < len(fits) < 20, len(fits)  # stopped at its share of max_time
+    assert wall < 1.1 * 2.0 + 1.0 + 6.0, wall  # 6 s allows for a loaded machine
+
+
+def test_time_limit_of_a_tree_counts_the_first_fits_loading_of_jax():
+    """``time_limit`` counts the whole fit: on a process's first fit that includes loading
+    the search's modules and JAX (about 2 s, which the clock started after). Measured as
+    ``fit_seconds_`` against the caller's own clock, in a fresh process, so no load can
+    break it: the two differ by the call's overhead only."""
+    out = _python("""
+        import sys, time, warnings
+        import numpy as np
+        from jaxsr import OptimalTreeRegressor
+        assert "jax" not in sys.modules
+        rng = np.random.default_rng(0)
+        X = rng.integers(0, 2, size=(200, 6))
+        y = X @ rng.normal(size=6) + 0.1 * rng.normal(size=200)
+        est = OptimalTreeRegressor(time_limit=60.0, progress=False)
+        t0 = time.perf_counter()
+        est.fit(X, y)
+        print(time.perf_counter() - t0, est.fit_seconds_, "jax" in sys.modules)
+    """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    wall, counted, loaded = out.stdout.split()
+    assert loaded == "True"  # the fit loaded JAX
+    assert float(wall) - float(counted) < 0.3, (wall, counted)

@@ -70,6 +70,9 @@ SEED_SHARE = 1.0 / 3.0
 """With ``rational_start`` and ``max_time``: the share of ``max_time`` that the search from a
 rational starting structure that is not exact may take before the searches from the mean
 (:mod:`jaxsr.symbolic.rational`)."""
+RATIONAL_SHARE = SEED_SHARE / 2.0
+"""With ``rational_start`` and ``max_time``: the share of ``max_time`` after which no further
+rational candidate is fitted (those found so far compete for the start)."""
 _EXACT_STOPS = tuple(s.reason for s in (_search.Status.ROUNDING_LEVEL, _search.Status.GOAL,
                                          _search.Status.CONSTANT_TARGET))
 """The stop reasons of a fit that reached its target: nothing runs after it."""
@@ -901,7 +904,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._seeded_ = seeded = False  # the first search starts at a rational structure
         if (self.rational_start and initial_tree is None and not self.unary_operators
                 and not np.all(ya == ya[0])):  # a constant target is its own model
-            seed = self._rational_seed(Xa, ya, w, const_cols, dt)
+            seed = self._rational_seed(Xa, ya, w, const_cols, dt, None if deadline is None
+                                       else start + RATIONAL_SHARE * float(self.max_time))
             if seed is not None:
                 initial_tree, seeded = seed.expression, True
                 self._seeded_ = True
@@ -1088,10 +1092,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return out
 
     # ---------------------------------------------------------------- two searches
-    def _rational_seed(self, Xa, ya, w, const_cols, dt):
+    def _rational_seed(self, Xa, ya, w, const_cols, dt, deadline=None):
         """The best rational starting structure (:func:`jaxsr.symbolic.rational.
-        rational_candidates`, on the search sample when there is one) that meets the
-        ``domain`` rule, or ``None``."""
+        rational_candidates`, on the search sample when there is one, fitted until
+        ``deadline``) that meets the ``domain`` rule, or ``None``."""
         rows = getattr(self, "search_rows_", None)
         Xr, yr, wr = (Xa, ya, w) if rows is None else (
             Xa[rows], ya[rows], None if w is None else w[rows])
@@ -1099,7 +1103,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             found = _rational.rational_candidates(
                 np.asarray(Xr, np.float64), np.asarray(yr, np.float64),
                 None if wr is None else np.asarray(wr, np.float64), const_cols=const_cols,
-                max_nodes=self.max_nodes, floor=_pf.loss_floor(yr, dt, wr))
+                max_nodes=self.max_nodes, floor=_pf.loss_floor(yr, dt, wr),
+                deadline=deadline)
         box = _domain.data_box(Xa) if self.domain == "box" else None
         for cand in found[:_rational.TRIES]:
             if box is None or _domain.prove_box(cand.expression, *box).proved:

@@ -153,9 +153,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         raises ValueError.
       loss: ``"squared_error"`` or ``"absolute_error"``.
       min_samples_leaf: every leaf holds at least this many training samples (unweighted).
-      time_limit: seconds for the whole :meth:`fit` (binarization, set-up, the search
-        and the extraction of the tree, which is
-        reserved before the search stops); the search stops there and returns the best
+      time_limit: seconds for the whole :meth:`fit` (on a process's first fit the loading
+        of JAX, then binarization, set-up, the search and the extraction of the tree,
+        which is reserved before the search stops); the search stops there and returns the best
         tree found, with ``optimal_`` False unless the bounds already met. Anytime: the
         search starts from greedy CART on the same binary features, grown best first
         (largest loss decrease first) and pruned at ``regularization``; under a limit each
@@ -435,12 +435,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             environment variable ``JAXSR_MEMORY_LIMIT`` overrides it: a size such as
             ``64G`` to assume, or ``off``).
         """
-        # the search's modules (and JAX) load with the first fit: a saved tree loads and
-        # predicts with numpy alone
+        # time_limit counts the whole fit: the binarization, and on a process's first fit
+        # the loading of the search's modules (and JAX, about 2 s), which wait until then
+        # so that a saved tree loads and predicts with numpy alone
+        t_fit = time.perf_counter()
         from .problem import auto_exact_levels
         from .search import OptimalTreeSearch
 
-        t_fit = time.perf_counter()  # time_limit counts the whole fit (binarization too)
         lam, depth, msl, bounds, dt = self._check_params()
         # the host backend computes in numpy only: no JAX scope (its float64 check compiles
         # a JAX op, 0.2-0.5 s on the first fit of a process)
