@@ -1,8 +1,11 @@
 """Reliability at the edges of normal use: files the command must not destroy, integers a
 float cannot hold, processes forked after JAX ran, memory of wide data, saves that race,
 dataframes of other libraries, CSV lines longer than their header, one estimator object
-in two threads. None of these tests measures time: each either gets an error, a value or
-a file, and a subprocess that would hang has a generous timeout."""
+in two threads, where warnings point, Ctrl-C and exit, time limits. Most tests get an
+error, a value or a file; those about time compare against a stand-in that the old code
+waited for (a 120 s sleep, 85 fits slowed to 0.25 s each, the loading of JAX) with bounds
+that a loaded machine cannot reach, and a subprocess that would hang has a generous
+timeout."""
 
 import os
 import subprocess
