@@ -20,7 +20,6 @@ import contextlib
 import os
 import signal
 import sys
-import threading
 
 __all__ = ["EXIT_GRACE_SECONDS", "end_process_now", "record_exit_status", "register_last"]
 
@@ -35,28 +34,23 @@ _REGISTERED = [-1]  # atexit's count of callbacks right after register_last
 
 def register_last(hook) -> None:
     """Register ``hook`` with :mod:`atexit` as its latest callback (moved there if it was
-    registered before), so that it runs first at exit. Nothing to do when no callback was
-    registered since its last call."""
-    count = getattr(atexit, "_ncallbacks", None)
-    if count is not None and count() == _REGISTERED[0]:
-        return
+    registered before), so that it runs first at exit."""
     atexit.unregister(hook)
     atexit.register(hook)
+    count = getattr(atexit, "_ncallbacks", None)
     _REGISTERED[0] = -1 if count is None else count()
 
 
 def record_exit_status() -> None:
-    """From now on, remember the argument of ``sys.exit`` called in the main thread
-    (wrapped, otherwise unchanged), so that :func:`end_process_now` exits with the status
-    the program asked for. Called when a fit leaves its worker running (``max_time``,
-    Ctrl-C); idempotent."""
+    """From now on, remember the argument of ``sys.exit`` (wrapped, otherwise unchanged),
+    so that :func:`end_process_now` exits with the status the program asked for. Called
+    when a fit leaves its worker running (``max_time``, Ctrl-C); idempotent."""
     if getattr(sys.exit, "_jaxsr_records_status", False):
         return
     original = sys.exit
 
     def exit(status=None):  # noqa: A001 - sys.exit's own name, for tracebacks
-        if threading.current_thread() is threading.main_thread():  # else it ends a thread
-            _STATUS[:] = [status]
+        _STATUS[:] = [status]
         original(status)
 
     exit.__doc__ = original.__doc__
