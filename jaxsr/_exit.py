@@ -8,20 +8,17 @@ simply leave such a thread behind: the thread would take the interpreter's lock 
 shutdown began, which ends it by a forced unwinding through native frames that aborts the
 process, and JAX's own exit hook clears the backend that the compilation uses. The exit
 hook of :mod:`jaxsr.symbolic.regressor` therefore waits for the workers, at most
-:data:`EXIT_GRACE_SECONDS`, then ends the process with :func:`end_process_now`, after
-running the program's other exit hooks. That hook is kept the last registered
-(:func:`register_last`, at each fit), so that it runs first and the others after it.
+:data:`EXIT_GRACE_SECONDS`, then ends the process with :func:`end_process_now`.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import signal
 import sys
 
-__all__ = ["EXIT_GRACE_SECONDS", "end_process_now", "record_exit_status", "register_last"]
+__all__ = ["EXIT_GRACE_SECONDS", "end_process_now", "record_exit_status"]
 
 EXIT_GRACE_SECONDS = 1.0
 """At interpreter exit, the longest wait for fits' worker threads that were asked to stop;
@@ -29,16 +26,6 @@ after it, a worker still inside a compilation or a kernel is left to the operati
 (:func:`end_process_now`)."""
 
 _STATUS: list = []  # the argument of the last sys.exit call, once recorded
-_REGISTERED = [-1]  # atexit's count of callbacks right after register_last
-
-
-def register_last(hook) -> None:
-    """Register ``hook`` with :mod:`atexit` as its latest callback (moved there if it was
-    registered before), so that it runs first at exit."""
-    atexit.unregister(hook)
-    atexit.register(hook)
-    count = getattr(atexit, "_ncallbacks", None)
-    _REGISTERED[0] = -1 if count is None else count()
 
 
 def record_exit_status() -> None:
@@ -69,25 +56,17 @@ def _status_code(status) -> int:
     return 1
 
 
-def end_process_now(hook=None) -> None:
+def end_process_now() -> None:
     """End the process at once (``os._exit``), as Python's own exit would have ended it.
 
-    Called from the exit hook ``hook``: when no exit hook was registered after it (so it
-    runs first, :func:`register_last`), the program's other exit hooks run first, once
-    each and in their usual order; otherwise (a hook registered after the last fit has
-    already run) those registered before it do not run. Standard output and error, and
-    the ``logging`` handlers, are flushed. The exit
+    Standard output and error, and the ``logging`` handlers, are flushed first. The exit
     status is the one Python would have used: killed by ``SIGINT`` after an uncaught
     ``KeyboardInterrupt`` (Ctrl-C; the shell shows 130), 1 after another uncaught
     exception, the argument of ``sys.exit`` when the program called it after
-    :func:`record_exit_status`, else 0. Object finalizers do not run; a ``raise
-    SystemExit(n)`` statement (rather than ``sys.exit(n)``) is not seen and exits with 0.
+    :func:`record_exit_status`, else 0. Exit hooks registered before jaxsr was imported,
+    and object finalizers, do not run; a ``raise SystemExit(n)`` statement (rather than
+    ``sys.exit(n)``) is not seen and exits with 0.
     """
-    count = getattr(atexit, "_ncallbacks", None)
-    if hook is not None and count is not None and count() == _REGISTERED[0]:
-        atexit.unregister(hook)  # it is running: the others, once each
-        with contextlib.suppress(BaseException):
-            atexit._run_exitfuncs()
     with contextlib.suppress(Exception):
         if "logging" in sys.modules:
             sys.modules["logging"].shutdown()

@@ -5,6 +5,7 @@ Paper: ``shared/papers/deterministic-symbolic-regression.md`` (sections 2-2.8).
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import threading
 import time
@@ -119,10 +120,10 @@ def _stop_fits_at_exit() -> None:
     except KeyboardInterrupt:  # Ctrl-C during the wait: end at once
         pass
     if not all(done.is_set() for done, _ in fits):
-        _exit.end_process_now(_stop_fits_at_exit)
+        _exit.end_process_now()
 
 
-_exit.register_last(_stop_fits_at_exit)  # and again at each fit: it runs first at exit
+atexit.register(_stop_fits_at_exit)
 
 
 class _FitRun:
@@ -1244,7 +1245,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         stop_at = None if deadline is None else deadline - reserve
         with _FITS_LOCK:
             _FITS[id(done)] = (done, run)
-        _exit.register_last(_stop_fits_at_exit)
         worker.start()
         try:
             while not done.is_set():
