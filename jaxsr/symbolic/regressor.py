@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .. import _exit, _memory, _progress, _sharding
+from .. import _memory, _progress, _sharding
 from .._base import BaseEstimator, RegressorMixin, check_fitted
 from .._config import (
     feature_bucket,
@@ -106,21 +106,13 @@ _FITS_LOCK = threading.Lock()
 
 def _stop_fits_at_exit() -> None:
     """At interpreter exit (before daemon threads are stopped): ask every running fit to
-    stop and wait for its worker to end at its next check, at most
-    :data:`~jaxsr._exit.EXIT_GRACE_SECONDS`; a worker still inside a compilation or a
-    kernel then ends with the process (:func:`jaxsr._exit.end_process_now`)."""
+    stop and wait for its worker to end at its next check."""
     with _FITS_LOCK:
         fits = list(_FITS.values())
     for _, run in fits:
         run.stop()
-    end = time.monotonic() + _exit.EXIT_GRACE_SECONDS
-    try:
-        for done, _ in fits:
-            done.wait(max(0.0, end - time.monotonic()))
-    except KeyboardInterrupt:  # Ctrl-C during the wait: end at once
-        pass
-    if not all(done.is_set() for done, _ in fits):
-        _exit.end_process_now()
+    for done, _ in fits:
+        done.wait()
 
 
 atexit.register(_stop_fits_at_exit)
@@ -1218,9 +1210,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         without starting anything else; on ``KeyboardInterrupt`` (Ctrl-C) it
         asks the same, waits at most a second and re-raises, leaving the estimator as it
         was before ``fit``. The thread is a daemon, stopped and waited for at exit
-        (:func:`_stop_fits_at_exit`) for at most a second, after which the process ends
-        with it (a daemon thread left inside XLA's native code at shutdown aborts the
-        process; :mod:`jaxsr._exit`). It runs under the caller's scoped JAX settings
+        (:func:`_stop_fits_at_exit`): a step still in flight delays the exit by its own
+        length only (a daemon thread stopped inside XLA's native code aborts the
+        process). It runs under the caller's scoped JAX settings
         (:func:`jaxsr._config.thread_settings`).
         """
         settings = thread_settings()
@@ -1263,9 +1255,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             run.stop()
             done.wait(1.0)
             raise
-        finally:
-            if not done.is_set():  # the exit hook may have to end the process
-                _exit.record_exit_status()
 
     def _fit_run(self, run, Xa, ya, y_scale, const_cols, names, dt, start, deadline, w=None,
                  initial_tree=None):
