@@ -10,8 +10,8 @@ persistent compilation cache off, as a user's first call) fits once and records:
   ``cpu`` while every core is busy);
 * ``bound``: ``1.1 * T + 1``; ``within``: ``wall <= bound``;
 * ``stop``: the fit's ``stop_reason_`` (symbolic) or ``status_`` (tree);
-* ``exit``: seconds from ``fit``'s return to the end of the process (the exit hook ends
-  the process within a second even while a compilation is in flight).
+* ``exit``: seconds from ``fit``'s return to the end of the process (Python's exit
+  waits for a symbolic fit's worker that is still inside a compilation).
 
 The data take far longer than the limits to fit: 3000 rows of 12 uniform features and a
 noisy rational-trigonometric target (symbolic), and the same data binarized with small
