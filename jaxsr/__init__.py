@@ -24,6 +24,9 @@ _LAZY = {
     "SymbolicRegressor": "jaxsr.symbolic",
     "Expression": "jaxsr.symbolic",
     "ExtrapolationWarning": "jaxsr.symbolic",
+    "PrecisionWarning": "jaxsr._validation",
+    "ConcurrentFitError": "jaxsr._base",
+    "ForkedAfterJAXError": "jaxsr._fork",
     "OptimalTreeRegressor": "jaxsr.trees",
     "OptimalTreeRegressorCV": "jaxsr.trees",
     "Tree": "jaxsr.trees",
@@ -37,6 +40,9 @@ __all__ = [
     "SymbolicRegressor",
     "Expression",
     "ExtrapolationWarning",
+    "PrecisionWarning",
+    "ConcurrentFitError",
+    "ForkedAfterJAXError",
     "OptimalTreeRegressor",
     "OptimalTreeRegressorCV",
     "Tree",
@@ -50,8 +56,11 @@ __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 if TYPE_CHECKING:  # for static analysers and IDEs only
+    from ._base import ConcurrentFitError as ConcurrentFitError
     from ._config import enable_compilation_cache as enable_compilation_cache
     from ._config import fast_compilation as fast_compilation
+    from ._fork import ForkedAfterJAXError as ForkedAfterJAXError
+    from ._validation import PrecisionWarning as PrecisionWarning
     from .symbolic import Expression as Expression
     from .symbolic import ExtrapolationWarning as ExtrapolationWarning
     from .symbolic import SymbolicRegressor as SymbolicRegressor

@@ -43,7 +43,12 @@ if _version_tuple(sklearn.__version__) < SKLEARN_MIN_VERSION:  # pragma: no cove
 
 
 class ConcurrentFitError(RuntimeError):
-    """``fit`` was called on an estimator object that another thread is fitting."""
+    """``fit`` was called on an estimator object that another thread is fitting.
+
+    Raised at once by the second thread's ``fit`` (:func:`one_fit_at_a_time`); the first
+    fit goes on undisturbed. Give each thread its own copy of the estimator
+    (``sklearn.base.clone(estimator)``). A ``RuntimeError``; ``jaxsr.ConcurrentFitError``.
+    """
 
 
 _FITTING: dict[int, int] = {}  # id(estimator) -> the thread fitting it

@@ -28,6 +28,7 @@ import numpy as np
 
 from . import _lazy
 from ._lazy import jax
+from ._warn import warn_user
 
 __all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket", "feature_bucket",
            "enable_compilation_cache", "default_cache_dir", "resolve_mesh",
@@ -286,8 +287,6 @@ def enable_compilation_cache(path=None) -> str | None:
       >>> folder = jaxsr.enable_compilation_cache("/tmp/jaxsr-cache")   # doctest: +SKIP
       >>> jaxsr.enable_compilation_cache(False)                        # doctest: +SKIP
     """
-    import warnings
-
     if path is False:
         if _CACHE["folder"] is not None and jax.config.jax_compilation_cache_dir == _CACHE[
                 "folder"]:
@@ -298,10 +297,10 @@ def enable_compilation_cache(path=None) -> str | None:
     folder = Path(default_cache_dir() if path is None else path).expanduser()
     why = _private_folder(folder)
     if why is not None:
-        warnings.warn(f"jaxsr's compilation cache is off: the folder {str(folder)!r} cannot "
-                      f"be used because {why}; programs compile in each new process "
-                      "(jaxsr.enable_compilation_cache(path) chooses another folder)",
-                      RuntimeWarning, stacklevel=2)
+        warn_user(f"jaxsr's compilation cache is off: the folder {str(folder)!r} cannot "
+                  f"be used because {why}; programs compile in each new process "
+                  "(jaxsr.enable_compilation_cache(path) chooses another folder)",
+                  RuntimeWarning)
         return enable_compilation_cache(False)
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)

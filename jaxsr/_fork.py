@@ -19,7 +19,13 @@ __all__ = ["ForkedAfterJAXError", "check_not_forked", "jax_started"]
 
 
 class ForkedAfterJAXError(RuntimeError):
-    """A jaxsr estimator was used in a process forked after its parent had run JAX."""
+    """A jaxsr estimator was used in a process forked after its parent had run JAX.
+
+    Raised by ``fit`` and ``predict`` in such a child, where JAX would wait forever for
+    threads that ``fork`` did not copy (:func:`check_not_forked`). Start worker processes
+    with the ``spawn`` or ``forkserver`` method, or joblib's default ``loky`` backend, or
+    fork them before the first fit. A ``RuntimeError``; ``jaxsr.ForkedAfterJAXError``.
+    """
 
 
 _FORKED_FROM_PID: list[int | None] = [None]  # the parent's pid once forked after JAX ran

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
 import numpy as np
 
 from ._fork import check_not_forked
+from ._warn import warn_user
 
 __all__ = [
     "PrecisionWarning",
@@ -329,7 +329,14 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
 
 
 class PrecisionWarning(UserWarning):
-    """Integers of an input that the conversion to the estimator's float dtype rounds."""
+    """Integers of an input that the conversion to the estimator's float dtype rounds.
+
+    Warned by ``fit``, ``predict`` and ``Binarizer`` for integer columns (or an integer
+    target) beyond ``2**53`` in float64 (``2**24`` in float32) whose values stay distinct
+    after rounding; where rounding would merge different values a ``ValueError`` is raised
+    instead (:func:`check_integer_precision`). Subtract an offset (the column's minimum)
+    or rescale. A ``UserWarning``; ``jaxsr.PrecisionWarning``.
+    """
 
 
 def check_integer_precision(values, dtype, what: str) -> None:
@@ -375,10 +382,10 @@ def check_integer_precision(values, dtype, what: str) -> None:
             f"{what} holds integers up to {max(-lo, hi)}, beyond {fdt.name}'s exact range "
             f"(2**{np.finfo(fdt).nmant + 1}): different values would become the same number "
             f"and their differences would be lost; {fix}")
-    warnings.warn(
+    warn_user(
         f"{what} holds integers up to {max(-lo, hi)}, beyond {fdt.name}'s exact range "
         f"(2**{np.finfo(fdt).nmant + 1}): they are rounded to {fdt.name}; {fix}",
-        PrecisionWarning, stacklevel=4)
+        PrecisionWarning)
 
 
 def _shown(labels, *, quote: bool = True, limit: int = 6) -> str:
@@ -447,9 +454,9 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
     if arr.ndim == 2 and arr.shape[1] == 1:
         from sklearn.exceptions import DataConversionWarning
 
-        warnings.warn("A column-vector y was passed when a 1d array was expected. Please "
+        warn_user("A column-vector y was passed when a 1d array was expected. Please "
                       "change the shape of y to (n_samples,), for example using ravel().",
-                      DataConversionWarning, stacklevel=3)
+                      DataConversionWarning)
         arr = arr[:, 0]
     if arr.ndim != 1:
         raise ValueError(f"{label} must be 1-D of shape (n_samples,); got shape {arr.shape}")

@@ -1,8 +1,11 @@
 """Reliability at the edges of normal use: files the command must not destroy, integers a
 float cannot hold, processes forked after JAX ran, memory of wide data, saves that race,
 dataframes of other libraries, CSV lines longer than their header, one estimator object
-in two threads. None of these tests measures time: each either gets an error, a value or
-a file, and a subprocess that would hang has a generous timeout."""
+in two threads, where warnings point, Ctrl-C and exit, time limits. Most tests get an
+error, a value or a file; those about time compare against a stand-in that the old code
+waited for (a 120 s sleep, 85 fits slowed to 0.25 s each, the loading of JAX) with bounds
+that a loaded machine cannot reach, and a subprocess that would hang has a generous
+timeout."""
 
 import os
 import subprocess
@@ -381,3 +384,106 @@ def test_ctrl_c_ends_the_command_promptly_even_while_compiling(tmp_path, presses
     assert proc.returncode in ((130,) if presses == 1 else (130, -2)), err[-2000:]
     assert "jaxsr: interrupted" in err
     assert waited < 20.0, waited  # the grace is 1 s; 20 s allows for a loaded machine
+
+
+# ------------------------------------------------------------------ warnings' location
+def test_warnings_from_fit_point_at_the_line_that_called_fit():
+    """A warning that ``fit`` raises (its own, the input checks', the certificate's) is
+    attributed to the user's line that called ``fit`` (``filename``/``lineno``, which
+    Python prints and by which its filters deduplicate), never to jaxsr's own files
+    (the thread guard around ``fit`` shifted them to ``_base.py``)."""
+    import jax
+    import jaxlib
+    from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(300, 3)), columns=["a", "b", "c"])
+    X["id"] = (2**60 + 1001 * rng.integers(0, 20, 300)).astype(np.int64)  # rounded
+    y = np.sin(3 * X["a"]) + X["b"] * X["c"] + 0.1 * rng.normal(size=300)
+    here = os.path.abspath(__file__)
+
+    def records(fit):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = fit.__code__.co_firstlineno
+            fit()
+        # every warning but JAX's own (its deprecations and compilation notes)
+        return line, [w for w in caught if not os.path.abspath(w.filename).startswith(
+            (os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__)))]
+
+    est = OptimalTreeRegressor(max_steps=0, regularization=0.001, depth_budget=None,
+                               progress=False)  # stopped before its certificate
+    line, caught = records(lambda: est.fit(X, y.to_numpy()[:, None]))
+    kinds = {w.category for w in caught}
+    assert {PrecisionWarning, ConvergenceWarning, DataConversionWarning} <= kinds, caught
+    for w in caught:
+        assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
+
+    line, caught = records(lambda: Binarizer().fit_transform(X[["id"]]))  # set_output's
+    assert PrecisionWarning in {w.category for w in caught}, caught       # wrapper
+    for w in caught:
+        assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
+
+    x = np.linspace(0.0, 1.0, 30)
+    sr = SymbolicRegressor(max_nodes=3, progress=False)  # y close to its rounding level
+    line, caught = records(lambda: sr.fit(x[:, None], (1e12 + 1e-3 * x)[:, None]))
+    assert any("rounding level" in str(w.message) for w in caught), caught
+    assert DataConversionWarning in {w.category for w in caught}, caught
+    for w in caught:
+        assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
+# ------------------------------------------------------------------ time limits
+def test_max_time_bounds_the_rational_start_too(monkeypatch):
+    """``max_time`` counts the rational starting structures, which ran to the end of their
+    library whatever the budget (``max_time=3`` took 8-18 s on 3000 x 12): each support's
+    fit is slowed to 0.25 s here (85 of them, 21 s in all), and the fit still ends within
+    ``1.1 * max_time + 1`` s plus an allowance for a loaded machine. No other timing is
+    asserted: the rest of the fit is bounded by its own deadline (the worker's)."""
+    import time
+
+    from jaxsr.symbolic import rational
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1.0, 2.0, (200, 3))
+    y = np.exp(X[:, 0]) * np.sin(3 * X[:, 1]) + X[:, 2] + 0.01 * rng.normal(size=200)
+    original, fits = rational._fit_support, []
+
+    def slow(*args, **kwargs):
+        fits.append(1)
+        time.sleep(0.25)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(rational, "_fit_support", slow)
+    assert rational.rational_candidates(X, y, deadline=time.perf_counter()) == []
+    assert not fits  # a deadline already passed fits nothing
+    est = SymbolicRegressor(max_time=2.0, progress=False)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    wall = time.perf_counter() - t0
+    assert len(fits) < 20, len(fits)  # stopped at its share of max_time (85 without)
+    assert wall < 1.1 * 2.0 + 1.0 + 6.0, wall  # 6 s allows for a loaded machine
+
+
+def test_time_limit_of_a_tree_counts_the_first_fits_loading_of_jax():
+    """``time_limit`` counts the whole fit: on a process's first fit that includes loading
+    the search's modules and JAX (about 2 s, which the clock started after). Measured as
+    ``fit_seconds_`` against the caller's own clock, in a fresh process, so no load can
+    break it: the two differ by the call's overhead only."""
+    out = _python("""
+        import sys, time, warnings
+        import numpy as np
+        from jaxsr import OptimalTreeRegressor
+        assert "jax" not in sys.modules
+        rng = np.random.default_rng(0)
+        X = rng.integers(0, 2, size=(200, 6))
+        y = X @ rng.normal(size=6) + 0.1 * rng.normal(size=200)
+        est = OptimalTreeRegressor(time_limit=60.0, progress=False)
+        t0 = time.perf_counter()
+        est.fit(X, y)
+        print(time.perf_counter() - t0, est.fit_seconds_, "jax" in sys.modules)
+    """)
+    assert out.returncode == 0, out.stderr[-2000:]
+    wall, counted, loaded = out.stdout.split()
+    assert loaded == "True"  # the fit loaded JAX
+    assert float(wall) - float(counted) < 0.3, (wall, counted)

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -353,7 +354,7 @@ def _unit_snapped(y, S, T, sw, a, c, deg_q, scale=1.0):
 
 def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_COLUMNS,
                         degree_pairs=DEGREE_PAIRS, max_nodes=None,
-                        floor=None) -> list[RationalCandidate]:
+                        floor=None, deadline=None) -> list[RationalCandidate]:
     """Rational models ``P/Q`` of ``y`` (module docstring), by increasing criterion.
 
     Args:
@@ -364,6 +365,9 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
       degree_pairs: the ``(deg P, deg Q)`` tried, in order.
       max_nodes: candidates with more nodes are dropped (``None``: none).
       floor: losses below it count as equal (default :func:`loss_floor` of ``y``).
+      deadline: a ``time.perf_counter()`` value (``None``: no limit); once it has passed,
+        no further support is fitted and the candidates found so far are returned (the
+        estimator's ``max_time``).
 
     Returns:
       the distinct candidates (by their tree's text), best criterion first (ties: the
@@ -398,7 +402,12 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
     n_eff = float(np.sum(w) ** 2 / np.sum(w * w))
     found: dict[str, RationalCandidate] = {}
     order: list[str] = []
+    def late() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
     for dp, dq in degree_pairs:
+        if late():
+            break
         # the library's size before building it: C(m + d, d) monomials (at 1,500 features
         # and degree 3 that is 5.6e8 rows of exponents, never to be built)
         if math.comb(len(feats) + dp, dp) + math.comb(len(feats) + dq, dq) > max_columns:
@@ -425,6 +434,8 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
         n_den, n_num = T.shape[1], S.shape[1]
         degree = np.concatenate([full_q.sum(axis=1), full_p.sum(axis=1)])
         for jq, jp in _backward_path(R, n_den, n_num, degree):
+            if late():
+                break
             fit = _fit_support(y, S[:, jp], T[:, jq], sw)
             if fit is None:
                 continue

@@ -34,6 +34,7 @@ from .._validation import (
     validate_X,
     validate_X_y,
 )
+from .._warn import warn_user
 from . import beam as _beam
 from . import crossval as _crossval
 from . import domain as _domain
@@ -70,6 +71,9 @@ SEED_SHARE = 1.0 / 3.0
 """With ``rational_start`` and ``max_time``: the share of ``max_time`` that the search from a
 rational starting structure that is not exact may take before the searches from the mean
 (:mod:`jaxsr.symbolic.rational`)."""
+RATIONAL_SHARE = SEED_SHARE / 2.0
+"""With ``rational_start`` and ``max_time``: the share of ``max_time`` after which no further
+rational candidate is fitted (those found so far compete for the start)."""
 _EXACT_STOPS = tuple(s.reason for s in (_search.Status.ROUNDING_LEVEL, _search.Status.GOAL,
                                          _search.Status.CONSTANT_TARGET))
 """The stop reasons of a fit that reached its target: nothing runs after it."""
@@ -191,13 +195,13 @@ def _warn_if_variation_is_rounding(ya, w, dt) -> bool:
     if 0.0 < var <= ROUNDING_MARGIN * floor:
         what = ("so the fit can only return a constant" if var <= floor else
                 "so models whose errors differ by less than that count as equal")
-        warnings.warn(
+        warn_user(
             f"y varies by a standard deviation of {np.sqrt(var) * top:.3g} around "
             f"{mean * top:.6g}, close to the rounding level of its magnitude in "
             f"{np.dtype(dt).name} (errors of {np.sqrt(floor) * top:.3g}), {what}; fit "
             f"y - {mean * top:.6g} instead and add the offset back"
             + (", or use dtype='float64'" if np.dtype(dt) != np.float64 else ""),
-            UserWarning, stacklevel=3)
+            UserWarning)
         return True
     return False
 
@@ -217,12 +221,12 @@ def _warn_budget_before_first_change(max_time: float, compile_seconds: float,
         spent = (f"; {done} compiling the search's programs (once per size bucket of the "
                  "data: later fits reuse them, and JAX's persistent compilation cache keeps "
                  "them on disk)")
-    warnings.warn(
+    warn_user(
         f"max_time={max_time:g} s ran out before the search accepted its first change, so "
         f"the model is the starting one (the mean of y){spent}. Give a longer max_time "
         "(or none), or compile the programs first (a fit without max_time, or "
         "`jaxsr warmup`).",
-        ConvergenceWarning, stacklevel=3)
+        ConvergenceWarning)
 
 
 CONSTANT_WARN_R2 = 0.1
@@ -255,12 +259,12 @@ def _warn_if_constant_model(tree: Expression, Xa, ya, w) -> None:
         return
     r2 = 1.0 - (ss_res / (n - m - 1)) / (ss_tot / (n - 1))
     if r2 >= CONSTANT_WARN_R2:
-        warnings.warn(
+        warn_user(
             f"the selected model is a constant, although a linear model of the features "
             f"explains an adjusted R^2 of {r2:.3g} of the training target: the search did not "
             "find a model that uses the features. Try another strategy, a larger max_nodes "
             "or max_time, or look at equations_ for the other models.",
-            ConvergenceWarning, stacklevel=3)
+            ConvergenceWarning)
 
 
 PORTFOLIO_MIN_SECONDS = 0.5
@@ -897,7 +901,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._seeded_ = seeded = False  # the first search starts at a rational structure
         if (self.rational_start and initial_tree is None and not self.unary_operators
                 and not np.all(ya == ya[0])):  # a constant target is its own model
-            seed = self._rational_seed(Xa, ya, w, const_cols, dt)
+            seed = self._rational_seed(Xa, ya, w, const_cols, dt, None if deadline is None
+                                       else start + RATIONAL_SHARE * float(self.max_time))
             if seed is not None:
                 initial_tree, seeded = seed.expression, True
                 self._seeded_ = True
@@ -1084,10 +1089,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return out
 
     # ---------------------------------------------------------------- two searches
-    def _rational_seed(self, Xa, ya, w, const_cols, dt):
+    def _rational_seed(self, Xa, ya, w, const_cols, dt, deadline=None):
         """The best rational starting structure (:func:`jaxsr.symbolic.rational.
-        rational_candidates`, on the search sample when there is one) that meets the
-        ``domain`` rule, or ``None``."""
+        rational_candidates`, on the search sample when there is one, fitted until
+        ``deadline``) that meets the ``domain`` rule, or ``None``."""
         rows = getattr(self, "search_rows_", None)
         Xr, yr, wr = (Xa, ya, w) if rows is None else (
             Xa[rows], ya[rows], None if w is None else w[rows])
@@ -1095,7 +1100,8 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             found = _rational.rational_candidates(
                 np.asarray(Xr, np.float64), np.asarray(yr, np.float64),
                 None if wr is None else np.asarray(wr, np.float64), const_cols=const_cols,
-                max_nodes=self.max_nodes, floor=_pf.loss_floor(yr, dt, wr))
+                max_nodes=self.max_nodes, floor=_pf.loss_floor(yr, dt, wr),
+                deadline=deadline)
         box = _domain.data_box(Xa) if self.domain == "box" else None
         for cand in found[:_rational.TRIES]:
             if box is None or _domain.prove_box(cand.expression, *box).proved:
@@ -1651,10 +1657,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             j = int(used[k])
             parts.append(f"{names[j]!r} ({int(np.count_nonzero(out[:, k]))} rows outside "
                          f"[{lo[j]:.4g}, {hi[j]:.4g}])")
-        warnings.warn(
+        warn_user(
             f"{rows} of {Xa.shape[0]} rows lie outside the training range of the features "
             f"the model uses: {', '.join(parts)}; a closed-form model may change fast "
-            "outside its data, so check these predictions.", ExtrapolationWarning, stacklevel=3)
+            "outside its data, so check these predictions.", ExtrapolationWarning)
 
     def sympy(self, index=None):
         """The selected expression (or row ``index`` of ``equations_``) as sympy, with its

@@ -25,6 +25,7 @@ from .._validation import (
     feature_names,
     validate_X,
 )
+from .._warn import warn_user
 from .binarize import Binarizer
 from .solver import ALL_BOUNDS, Status
 from .tree import Tree
@@ -152,9 +153,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         raises ValueError.
       loss: ``"squared_error"`` or ``"absolute_error"``.
       min_samples_leaf: every leaf holds at least this many training samples (unweighted).
-      time_limit: seconds for the whole :meth:`fit` (binarization, set-up, the search
-        and the extraction of the tree, which is
-        reserved before the search stops); the search stops there and returns the best
+      time_limit: seconds for the whole :meth:`fit` (on a process's first fit the loading
+        of JAX, then binarization, set-up, the search and the extraction of the tree,
+        which is reserved before the search stops); the search stops there and returns the best
         tree found, with ``optimal_`` False unless the bounds already met. Anytime: the
         search starts from greedy CART on the same binary features, grown best first
         (largest loss decrease first) and pruned at ``regularization``; under a limit each
@@ -434,12 +435,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             environment variable ``JAXSR_MEMORY_LIMIT`` overrides it: a size such as
             ``64G`` to assume, or ``off``).
         """
-        # the search's modules (and JAX) load with the first fit: a saved tree loads and
-        # predicts with numpy alone
+        # time_limit counts the whole fit: the binarization, and on a process's first fit
+        # the loading of the search's modules (and JAX, about 2 s), which wait until then
+        # so that a saved tree loads and predicts with numpy alone
+        t_fit = time.perf_counter()
         from .problem import auto_exact_levels
         from .search import OptimalTreeSearch
 
-        t_fit = time.perf_counter()  # time_limit counts the whole fit (binarization too)
         lam, depth, msl, bounds, dt = self._check_params()
         # the host backend computes in numpy only: no JAX scope (its float64 check compiles
         # a JAX op, 0.2-0.5 s on the first fit of a process)
@@ -505,13 +507,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self.exact_levels_ = int(search.problem.kl)
         self.fit_seconds_ = float(time.perf_counter() - t_fit)
         if res.status is not Status.OPTIMAL and not self.optimal_:
-            warnings.warn(
+            warn_user(
                 f"OptimalTreeRegressor stopped at its {res.status.value.replace('_', ' ')} "
                 f"after {self.fit_seconds_:.3g} s without proving optimality: the tree "
                 f"returned has objective {self.objective_:.6g}, the optimum is at least "
                 f"{self.lower_bound_:.6g} (gap {self.gap_:.3g}). Give a larger "
                 f"{'max_steps' if res.status is Status.NODE_LIMIT else 'time_limit'} "
-                "for a certificate.", ConvergenceWarning, stacklevel=2)
+                "for a certificate.", ConvergenceWarning)
         return self
 
     def _finish(self, Xb, y, w, lam, lower_bound, search):
@@ -564,12 +566,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                                                     self.loss_scale_) + tol
         self.optimal_ = bool(self.gap_ <= tol + (0.0 if swamped else excess))
         if swamped and not self.optimal_:
-            warnings.warn(
+            warn_user(
                 f"y sits on an offset so large that rounding the leaf values to float64 "
                 f"adds up to {excess:.3g} to the objective {self.objective_:.6g}: the tree "
                 "is not certified (optimal_ is False). Fit y minus an offset (its mean or "
                 "minimum) and add the offset back to the predictions.",
-                UserWarning, stacklevel=4)
+                UserWarning)
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):
