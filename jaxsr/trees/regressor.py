@@ -195,9 +195,11 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         Same optimum either way.
       verbose: one line a second on stderr (lower bound, upper bound, subproblems,
         elapsed seconds).
-      progress: a progress bar (tqdm) on stderr for fits longer than a second: solver
-        steps, the lower ``bound``, the ``objective`` of the best tree so far, their
-        ``gap`` and the ``subproblems`` in the memo (default ``True``, as
+      progress: a progress bar (tqdm) on stderr for fits longer than a second: the
+        ``phase`` (``binarize``, ``classes`` -- the equivalence classes and the root's
+        bounds --, ``greedy``, ``search``), solver steps, the lower ``bound`` (from the
+        root's bounds on, before the first step), the ``objective`` of the best tree so far,
+        their ``gap`` and the ``subproblems`` in the memo (default ``True``, as
         :class:`~jaxsr.SymbolicRegressor`; on a stream that is not a terminal a line every
         10 s; nothing is ever printed to stdout). ``False``: no bar.
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
@@ -458,6 +460,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                                     unit="steps", watch_jax=backend == "jax")
         with bar, scope:
             ya = check_target(y, dtype=dt)
+            # the set-up's phases on the bar: binarization, then the equivalence classes
+            # and the root's bounds (OptimalTreeSearch), then the search with its bounds
+            _progress.update(0, phase="binarize")
             Xb, names, bnames = self._binary_X(X, fitting=True, y=ya,
                                                sample_weight=sample_weight)
             if Xb.shape[0] != ya.shape[0]:
@@ -476,6 +481,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             self._check_memory(n, M, n, el_mem)
             time_left = (None if self.time_limit is None else
                          max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
+            _progress.update(0, phase="classes")
             search = OptimalTreeSearch(
                 Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,

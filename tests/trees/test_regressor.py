@@ -102,6 +102,45 @@ def test_progress_bar_shows_bounds_and_turns_off(monkeypatch, capsys):
             if not ln.startswith("jaxsr: ")] == []
 
 
+def test_the_bar_shows_the_phases_and_the_roots_bound_before_the_first_step(monkeypatch):
+    """The set-up's phases (binarize, classes, greedy, search) reach the bar in order, and
+    the root's lower bound and the greedy tree's objective reach it before the engine's
+    first step; the steps, sized by their time, give the tree of one plain run."""
+    from jaxsr.trees import engine
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 4))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.2 * rng.normal(size=400)
+    events = []
+    real_update, real_step = _progress.FitProgress.update, engine.step
+
+    def update(self, n=1, **postfix):
+        events.extend(("phase", postfix["phase"]) if k == "phase" else (k, postfix[k])
+                      for k in postfix if k in ("phase", "bound", "objective"))
+        return real_update(self, n, **postfix)
+
+    def step(state, chunk=engine.CHUNK):
+        events.append(("step", chunk))
+        return real_step(state, chunk)
+
+    monkeypatch.setattr(_progress.FitProgress, "update", update)
+    monkeypatch.setattr(engine, "step", step)
+    kw = dict(regularization=0.002, depth_budget=5)
+    m = OptimalTreeRegressor(**kw).fit(X, y)
+    assert sum(k == "step" for k, _ in events) > 1  # the search took several steps
+    phases = [v for k, v in events if k == "phase"]
+    assert phases == ["binarize", "classes", "greedy", "search"]
+    first_step = next(i for i, (k, _) in enumerate(events) if k == "step")
+    before = dict(events[:first_step])
+    assert float(before["bound"]) <= m.objective_ + 1e-12
+    assert float(before["objective"]) >= m.objective_ - 1e-6
+    # the engine in one plain run (a single step of every visit): the same tree
+    monkeypatch.setattr(engine, "step", lambda state, chunk=0: real_step(state, 10 ** 9))
+    one = OptimalTreeRegressor(progress=False, **kw).fit(X, y)
+    assert one.objective_ == m.objective_ and one.lower_bound_ == m.lower_bound_
+    np.testing.assert_array_equal(one.tree_.feature, m.tree_.feature)
+
+
 def test_a_line_before_the_bar_shows_does_not_draw_it():
     """A notice written during a fit shorter than the bar's delay is one plain line: the
     bar stays hidden (tqdm's own write would redraw it after the line)."""
