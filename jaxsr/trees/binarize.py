@@ -901,10 +901,10 @@ def _boosted_stumps(Xn: np.ndarray, y: np.ndarray, w: np.ndarray, n_estimators: 
     """
     from .engine import best_stump
 
-    X32 = np.asarray(Xn, dtype=np.float32)
-    n, p = X32.shape
-    order = np.argsort(X32.T, axis=1, kind="stable")  # (p, n): each column's order
-    xs = np.take_along_axis(X32.T, order, axis=1).astype(np.float64)
+    cols = np.ascontiguousarray(np.asarray(Xn, dtype=np.float32).T)  # (p, n)
+    p, n = cols.shape
+    order = np.argsort(cols, axis=1, kind="stable")  # each column's order
+    xs = np.take_along_axis(cols, order, axis=1).astype(np.float64)
     # a split after sorted position q puts the first q + 1 samples left
     cand = xs[:, 1:] > xs[:, :-1] + _FEATURE_THRESHOLD
     Wt = float(np.sum(w))
@@ -927,6 +927,6 @@ def _boosted_stumps(Xn: np.ndarray, y: np.ndarray, w: np.ndarray, n_estimators: 
         sr, wr = S - sl, Wt - wl
         found[f].add(t)
         gain[(f, t)] = gain.get((f, t), 0.0) + (score - S * S / Wt)
-        left = X32[:, f].astype(np.float64) <= t  # as scikit-learn's trees compare
+        left = cols[f].astype(np.float64) <= t  # as scikit-learn's trees compare
         raw += learning_rate * np.where(left, sl / wl, sr / wr)
     return [np.array(sorted(s), dtype=np.float64) for s in found], gain

@@ -16,6 +16,8 @@ The C++ sources in this folder are laid out by idea, as STreeD's ``src/``:
                     useful levels and the leaf budget of a support
 ``tasks/squared``,  the losses as tasks: a leaf's loss, the children's losses of every
 ``tasks/absolute``  split, a new subproblem's leaf and bounds
+``stumps``          the best least-squares stump over presorted columns: one stage of the
+                    boosted reference ensemble of the ``"gbdt"`` binarizer
 ==================  ========================================================================
 
 This module is the Python side: :func:`problem_of` (the engine's copy of a
@@ -23,8 +25,8 @@ This module is the Python side: :func:`problem_of` (the engine's copy of a
 :class:`MemoView` (the memo as a mapping for the extraction and the device path) and
 the kernels as functions (:func:`subtree`, :func:`splits`, :func:`leaf_loss`,
 :func:`absolute_split_losses`, :func:`kmeans_losses`, :func:`kmedians_losses`,
-:func:`subtree_splits`). Arrays are checked and converted here before they reach the
-extension.
+:func:`subtree_splits`, :func:`best_stump`). Arrays are checked and converted here before
+they reach the extension.
 """
 
 from __future__ import annotations
