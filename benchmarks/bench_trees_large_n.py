@@ -16,7 +16,9 @@ Two families of generated data (``numpy`` only, the same arrays in both tools' p
   the signal, noise 1), N = ``--friedman-n`` (default 1e5). Besides the fit, the set-up before
   the first search step is measured piece by piece in CPU seconds (the binarizer, the
   equivalence classes, the greedy incumbent, the root's bounds: the engine's ``init``), and
-  the seconds after which the progress bar holds a lower bound. pystreed is not run on it.
+  the seconds after which the progress bar holds a lower bound. pystreed then fits the same
+  binary features (those of the defaults' binarizer, handed over in a temporary file) with
+  the same lambda and depth (``max_depth = depth_budget - 1``) and time limit.
 
 Every run is its own subprocess (so its peak resident memory, ``ru_maxrss``, is its own):
 jaxsr's ``OptimalTreeRegressor(binarizer=None)`` in this python, pystreed's
@@ -41,6 +43,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,7 +104,7 @@ def objective(y, pred, leaves, lam):
 
 
 # ------------------------------------------------------------------------------ one run
-def setup_seconds(X, y, time_limit: float) -> dict:
+def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
     """CPU seconds of each piece of a default fit's set-up before the first search step,
     and of that fit as a whole (warm: a small fit ran first in this process), with the
     wall-clock seconds after which the progress bar held the root's lower bound."""
@@ -135,6 +138,8 @@ def setup_seconds(X, y, time_limit: float) -> dict:
     t = time.process_time()
     state = cs.init(P, (memo_key(mask, d), mask, d), inc.objective)
     out["cpu_root_bounds"] = time.process_time() - t
+    if "binary_path" in case:  # pystreed's input: the same binary features
+        np.savez(case["binary_path"], X=Xb.astype(np.uint8), y=y)
     out.update(binary_features=int(P.M), classes=int(P.U), exact_levels=int(P.kl),
                root_lower_bound=float(state.root_lb), greedy_objective=float(inc.objective))
 
@@ -162,10 +167,29 @@ def setup_seconds(X, y, time_limit: float) -> dict:
 
 
 def run_one(tool: str, case: dict, time_limit: float) -> dict:
+    if case["data"] == "friedman" and tool == "pystreed":
+        from pystreed import STreeDRegressor
+
+        with np.load(case["binary_path"]) as f:
+            Xi, y = f["X"].astype(np.intc), f["y"]
+        lam = case["regularization"]
+        model = STreeDRegressor(optimization_task="cost-complex-regression",
+                                max_depth=case["depth_budget"] - 1, cost_complexity=lam,
+                                time_limit=time_limit)
+        t, c = time.perf_counter(), time.process_time()
+        model.fit(Xi, y)
+        out = {"tool": tool, "seconds": time.perf_counter() - t,
+               "cpu_fit": time.process_time() - c}
+        leaves = int(model.get_n_leaves())
+        out.update(objective=objective(y, model.predict(Xi), leaves, lam), leaves=leaves,
+                   optimal=bool(model.fit_result.is_optimal()))
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        out["peak_rss_mib"] = ru.ru_maxrss / 1024.0
+        return out
     if case["data"] == "friedman":
         X, y = make(case)
         out = {"tool": tool, "distinct_rows": int(np.unique(X, axis=0).shape[0])}
-        out.update(setup_seconds(X, y, time_limit))
+        out.update(setup_seconds(X, y, time_limit, case))
         ru = resource.getrusage(resource.RUSAGE_SELF)
         out["cpu_seconds"] = ru.ru_utime + ru.ru_stime
         out["peak_rss_mib"] = ru.ru_maxrss / 1024.0
@@ -234,7 +258,8 @@ def report_defaults(rows) -> str:
     """The table of the ``friedman`` cases (the defaults on continuous features)."""
     head = (f"{'case':<26} {'classes':>7} {'M':>3} | {'binarize':>8} {'classes':>7} "
             f"{'greedy':>6} {'root':>6} | {'fit CPU':>7} {'fit s':>6} {'bound@':>6} | "
-            f"{'objective':>10} {'L':>3} {'MiB':>6}")
+            f"{'objective':>10} {'L':>3} {'MiB':>6} | {'streed s':>8} {'CPU':>6} "
+            f"{'objective':>10} {'L':>3}")
     lines = [head, "-" * len(head)]
     for r in rows:
         j = r["jaxsr"]
@@ -242,16 +267,21 @@ def report_defaults(rows) -> str:
             lines.append(f"{r['label']:<26} error: {j['error']}")
             continue
         flag = " " if j["optimal"] else "*"
+        s = r.get("pystreed", {"error": "not run"})
+        peer = (f"{'error':>8}" if "error" in s else
+                f"{s['seconds']:>8.2f} {s['cpu_fit']:>6.2f} {s['objective']:>9.6f}"
+                f"{' ' if s['optimal'] else '*'} {s['leaves']:>3}")
         lines.append(
             f"{r['label']:<26} {j['classes']:>7} {j['binary_features']:>3} | "
             f"{j['cpu_binarize']:>8.2f} {j['cpu_classes']:>7.2f} {j['cpu_greedy']:>6.2f} "
             f"{j['cpu_root_bounds']:>6.2f} | {j['cpu_fit']:>7.2f} {j['seconds']:>6.2f} "
             f"{j['bound_on_bar_s']:>6.2f} | {j['objective']:>9.6f}{flag} {j['leaves']:>3} "
-            f"{j['peak_rss_mib']:>6.0f}")
+            f"{j['peak_rss_mib']:>6.0f} | {peer}")
     lines.append("(OptimalTreeRegressor() defaults, warm process; binarize .. root: CPU s of "
                  "the set-up before the first search step; fit CPU: CPU s of the whole fit; "
-                 "bound@: wall s until the progress bar held a lower bound; * = not "
-                 "certified)")
+                 "bound@: wall s until the progress bar held a lower bound; streed: "
+                 "pystreed on the same binary features, lambda and depth, wall s and CPU s "
+                 "of its fit; * = not certified)")
     return "\n".join(lines)
 
 
@@ -296,13 +326,25 @@ def main(argv=None) -> None:
     cases += [{"data": "distinct", "n": int(n), "features": a.distinct_features}
               for n in a.distinct_n.split(",") if n]
     defaults = []
-    for n in (x for x in a.friedman_n.split(",") if x):
-        c = {"data": "friedman", "n": int(n), "features": a.friedman_features}
-        label = f"friedman N={c['n']:.0e} F={c['features']}"
-        row = {"label": label, "case": c,
-               "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit)}
-        defaults.append(row)
-        print(f"{label}: jaxsr {row['jaxsr']}", file=sys.stderr, flush=True)
+    sys.path.insert(0, str(REPO))
+    from jaxsr.trees.regressor import DEFAULT_DEPTH_BUDGET, DEFAULT_REGULARIZATION
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (x for x in a.friedman_n.split(",") if x):
+            c = {"data": "friedman", "n": int(n), "features": a.friedman_features,
+                 "regularization": DEFAULT_REGULARIZATION,
+                 "depth_budget": DEFAULT_DEPTH_BUDGET,
+                 "binary_path": str(Path(tmp) / f"friedman_{n}.npz")}
+            label = f"friedman N={c['n']:.0e} F={c['features']}"
+            row = {"label": label, "case": c,
+                   "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit)}
+            row["pystreed"] = (spawn(a.peers_python, "pystreed", c, a.time_limit)
+                               if Path(c["binary_path"]).exists()
+                               else {"tool": "pystreed", "error": "no binary features"})
+            c.pop("binary_path")
+            defaults.append(row)
+            print(f"{label}: jaxsr {row['jaxsr']} | pystreed {row['pystreed']}",
+                  file=sys.stderr, flush=True)
     rows = []
     for c in cases:
         c.update(regularization=a.regularization, depth_budget=a.depth_budget)
