@@ -20,6 +20,12 @@ Two families of generated data (``numpy`` only, the same arrays in both tools' p
   binary features (those of the defaults' binarizer, handed over in a temporary file) with
   the same lambda and depth (``max_depth = depth_budget - 1``) and time limit.
 
+* ``additive``: 10 standard normal features, y a sum of sines of each plus an
+  interaction and noise, ``--additive-n`` (default 1e6) rows, binarized with 4 quantile
+  thresholds a feature (95% of the rows distinct), lambda 0.01, depth budget 5: a case
+  where the defaults' binarizer is not used and the classes are many. Measured and compared
+  with pystreed as ``friedman``.
+
 Every run is its own subprocess (so its peak resident memory, ``ru_maxrss``, is its own):
 jaxsr's ``OptimalTreeRegressor(binarizer=None)`` in this python, pystreed's
 ``STreeDRegressor(optimization_task="cost-complex-regression", max_depth=D-1)`` in the peers'
@@ -88,7 +94,19 @@ def friedman(n: int, features: int, seed: int = 0):
     return make_friedman1(n_samples=n, n_features=features, noise=1.0, random_state=seed)
 
 
+def additive(n: int, features: int, seed: int = 0):
+    """``(X, y)``: X ``(n, features)`` standard normal, y a sum of sines of every feature
+    plus one interaction and noise (every feature carries signal: with 4 quantile
+    thresholds a feature, 95% of 1e6 rows are distinct)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, features))
+    y = np.sin(X).sum(axis=1) + 0.3 * X[:, 0] * X[:, 1] + rng.normal(0.0, 0.5, n)
+    return X, y
+
+
 def make(case: dict):
+    if case["data"] == "additive":
+        return additive(case["n"], case["features"])
     if case["data"] == "friedman":
         return friedman(case["n"], case["features"])
     if case["data"] == "household":
@@ -105,9 +123,10 @@ def objective(y, pred, leaves, lam):
 
 # ------------------------------------------------------------------------------ one run
 def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
-    """CPU seconds of each piece of a default fit's set-up before the first search step,
-    and of that fit as a whole (warm: a small fit ran first in this process), with the
-    wall-clock seconds after which the progress bar held the root's lower bound."""
+    """CPU seconds of each piece of a fit's set-up before the first search step (the
+    defaults, or the case's binarizer, lambda and depth budget), and of that fit as a
+    whole (warm: a small fit ran first in this process), with the wall-clock seconds after
+    which the progress bar held the root's lower bound."""
     sys.path.insert(0, str(REPO))
     from jaxsr import _progress
     from jaxsr.trees import OptimalTreeRegressor
@@ -119,10 +138,16 @@ def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
     from jaxsr.trees.search import OptimalTreeSearch
 
     OptimalTreeRegressor(progress=False).fit(X[:2000], y[:2000])  # warm: imports, engine
-    est = OptimalTreeRegressor()
+    settings = {"regularization": case["regularization"], "depth_budget": case["depth_budget"]}
+    if case.get("quantiles"):  # the binarizer of the issue's case: quantile thresholds
+        from jaxsr.trees import Binarizer
+
+        settings["binarizer"] = Binarizer(n_thresholds=case["quantiles"])
+    est = OptimalTreeRegressor(**settings)
     out = {}
     t = time.process_time()
-    b = default_binarizer(X).fit(X, y)
+    b = (default_binarizer(X) if "binarizer" not in settings
+         else settings["binarizer"]).fit(X, y)
     Xb = b.transform(X) > 0.5
     out["cpu_binarize"] = time.process_time() - t
     t = time.process_time()
@@ -155,7 +180,7 @@ def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
     _progress.FitProgress.update = update
     try:
         t, c = time.perf_counter(), time.process_time()
-        model = OptimalTreeRegressor(time_limit=time_limit).fit(X, y)
+        model = OptimalTreeRegressor(time_limit=time_limit, **settings).fit(X, y)
         out.update(seconds=time.perf_counter() - t, cpu_fit=time.process_time() - c)
     finally:
         _progress.FitProgress.update = real
@@ -167,7 +192,7 @@ def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
 
 
 def run_one(tool: str, case: dict, time_limit: float) -> dict:
-    if case["data"] == "friedman" and tool == "pystreed":
+    if case["data"] in ("friedman", "additive") and tool == "pystreed":
         from pystreed import STreeDRegressor
 
         with np.load(case["binary_path"]) as f:
@@ -186,7 +211,7 @@ def run_one(tool: str, case: dict, time_limit: float) -> dict:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         out["peak_rss_mib"] = ru.ru_maxrss / 1024.0
         return out
-    if case["data"] == "friedman":
+    if case["data"] in ("friedman", "additive"):
         X, y = make(case)
         out = {"tool": tool, "distinct_rows": int(np.unique(X, axis=0).shape[0])}
         out.update(setup_seconds(X, y, time_limit, case))
@@ -277,7 +302,8 @@ def report_defaults(rows) -> str:
             f"{j['cpu_root_bounds']:>6.2f} | {j['cpu_fit']:>7.2f} {j['seconds']:>6.2f} "
             f"{j['bound_on_bar_s']:>6.2f} | {j['objective']:>9.6f}{flag} {j['leaves']:>3} "
             f"{j['peak_rss_mib']:>6.0f} | {peer}")
-    lines.append("(OptimalTreeRegressor() defaults, warm process; binarize .. root: CPU s of "
+    lines.append("(friedman: OptimalTreeRegressor() defaults; additive: 4 quantile thresholds, "
+                 "lambda 0.01, depth budget 5; warm process; binarize .. root: CPU s of "
                  "the set-up before the first search step; fit CPU: CPU s of the whole fit; "
                  "bound@: wall s until the progress bar held a lower bound; streed: "
                  "pystreed on the same binary features, lambda and depth, wall s and CPU s "
@@ -313,6 +339,7 @@ def main(argv=None) -> None:
     p.add_argument("--distinct-features", type=int, default=18)
     p.add_argument("--friedman-n", default="100000")
     p.add_argument("--friedman-features", type=int, default=10)
+    p.add_argument("--additive-n", default="1000000")
     p.add_argument("--regularization", type=float, default=0.035)
     p.add_argument("--depth-budget", type=int, default=5)
     p.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
@@ -329,13 +356,18 @@ def main(argv=None) -> None:
     sys.path.insert(0, str(REPO))
     from jaxsr.trees.regressor import DEFAULT_DEPTH_BUDGET, DEFAULT_REGULARIZATION
 
+    specs = [{"data": "friedman", "n": int(n), "features": a.friedman_features,
+              "regularization": DEFAULT_REGULARIZATION, "depth_budget": DEFAULT_DEPTH_BUDGET}
+             for n in a.friedman_n.split(",") if n]
+    # the issue's large-N case: 4 quantile thresholds a feature, lambda 0.01, depth budget 5
+    specs += [{"data": "additive", "n": int(n), "features": 10, "quantiles": 4,
+               "regularization": 0.01, "depth_budget": 5}
+              for n in a.additive_n.split(",") if n]
     with tempfile.TemporaryDirectory() as tmp:
-        for n in (x for x in a.friedman_n.split(",") if x):
-            c = {"data": "friedman", "n": int(n), "features": a.friedman_features,
-                 "regularization": DEFAULT_REGULARIZATION,
-                 "depth_budget": DEFAULT_DEPTH_BUDGET,
-                 "binary_path": str(Path(tmp) / f"friedman_{n}.npz")}
-            label = f"friedman N={c['n']:.0e} F={c['features']}"
+        for c in specs:
+            c["binary_path"] = str(Path(tmp) / f"{c['data']}_{c['n']}.npz")
+            label = (f"{c['data']} N={c['n']:.0e} F={c['features']}"
+                     + (f" q{c['quantiles']}" if c.get("quantiles") else ""))
             row = {"label": label, "case": c,
                    "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit)}
             row["pystreed"] = (spawn(a.peers_python, "pystreed", c, a.time_limit)

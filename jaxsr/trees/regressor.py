@@ -178,8 +178,11 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         "equivalent", "kmeans")``. Every subset gives the same optimum; fewer bounds only
         make the search slower (ablation, OSRT section 6.4).
       exact_levels: split levels solved at once by the matrix-product kernels of
-        :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks the
-        largest that fits in memory. Deeper subproblems get the kernel's best shallow tree
+        :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks them
+        from the distinct binary rows and the binary features: the largest whose kernel
+        fits in memory and in about 2 s a call on every row
+        (:func:`~jaxsr.trees.problem.host_exact_levels`; ``backend="jax"``: the device's
+        arrays, :func:`~jaxsr.trees.problem.auto_exact_levels`). Deeper subproblems get the kernel's best shallow tree
         as an upper bound, certified optimal when no tree with more leaves can beat it.
       backend: ``"numpy"``: the host engine (:mod:`jaxsr.trees.engine`, C++), one
         subproblem at a time,
@@ -344,12 +347,16 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             )
 
     @staticmethod
-    def _check_memory(n, M, U_est, exact_levels):
+    def _check_memory(n, M, U_est, exact_levels, host=True):
+        from .problem import host_kernel_bytes
+
         if M > 65535:
             raise ValueError(f"X has {M} binary features; at most 65535 are supported. "
                              "Use fewer thresholds per feature (Binarizer).")
         need = 8.0 * n * M * 4
-        if exact_levels is not None and exact_levels >= 3:
+        if exact_levels is not None and exact_levels >= 1 and host:
+            need += host_kernel_bytes(U_est, M)  # the engine's kernels: U x M bytes
+        elif exact_levels is not None and exact_levels >= 3:
             need += 8.0 * (U_est * M * M + 60.0 * M ** 3)
         elif exact_levels is not None and exact_levels == 2:
             need += 8.0 * (U_est * M * 4 + 60.0 * M ** 2)
@@ -438,7 +445,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         """
         # the search's modules (and JAX) load with the first fit: a saved tree loads and
         # predicts with numpy alone
-        from .problem import auto_exact_levels
+        from .problem import auto_exact_levels, host_exact_levels
         from .search import OptimalTreeSearch, _blas_single_thread
 
         t_fit = time.perf_counter()  # time_limit counts the whole fit (binarization too)
@@ -478,10 +485,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             if el is None and self.loss == "squared_error":
                 # the guard runs before the rows are grouped: it assumes every sample is
                 # its own class. The search then picks the levels from the number of
-                # distinct rows (``auto_exact_levels(U, M)``, within the same byte budget):
-                # household-like data, 2e6 rows but 9e3 distinct, gets 3 levels, not 1
-                el_mem = auto_exact_levels(n, M)
-            self._check_memory(n, M, n, el_mem)
+                # distinct rows (``host_exact_levels(U, M)``, within the same byte budget;
+                # the device's ``auto_exact_levels``): household-like data, 2e6 rows but
+                # 9e3 distinct, gets 3 levels on the device, not 1
+                el_mem = (auto_exact_levels(n, M) if backend == "jax"
+                          else host_exact_levels(n, M))
+            self._check_memory(n, M, n, el_mem, host=backend != "jax")
             time_left = (None if self.time_limit is None else
                          max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
             _progress.update(0, phase="classes")

@@ -178,7 +178,9 @@ class OptimalTreeSearch:
       min_samples_leaf: minimum samples (unweighted) per leaf.
       bounds: subset of :data:`ALL_BOUNDS` to use.
       exact_levels: 0..3, split levels solved by the matrix-product kernels (squared
-        loss only); None picks the largest that fits in memory.
+        loss only); None picks them from the classes and features
+        (:func:`~jaxsr.trees.problem.host_exact_levels`; ``"jax"``:
+        :func:`~jaxsr.trees.problem.auto_exact_levels`).
       time_limit: seconds or None. verbose: progress lines on stderr.
       backend: ``"numpy"`` (the host engine alone) or ``"jax"`` (the host engine, with
         the children of every expansion with at least 3 levels evaluated in batched,
@@ -212,7 +214,7 @@ class OptimalTreeSearch:
         self.problem: TreeProblem = build_problem(
             X, y, w, loss=loss, regularization=regularization, normalize=normalize,
             depth_budget=depth_budget, min_samples_leaf=min_samples_leaf, bounds=bounds,
-            exact_levels=exact_levels)
+            exact_levels=exact_levels, host=backend != "jax")
         self.time_limit = time_limit
         self.verbose = verbose
         self.progress = bool(progress)
