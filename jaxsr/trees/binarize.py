@@ -121,7 +121,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
           than float32 resolution, and values beyond the float32 range are refused. With
           stumps (``max_depth=1``, the default, and no other ``gbdt_params`` than
           ``n_estimators``, ``learning_rate``, ``random_state``) the boosting runs here, each
-          column sorted once instead of once a stage (0.8 s instead of 6 s at 1e5 rows x 10
+          column sorted once instead of once a stage (about 1 s instead of 6 at 1e5 rows x 10
           columns): the same splits as scikit-learn's model, except that splits tied to
           rounding (equal or complementary columns; scikit-learn draws among them with
           ``random_state``) go to the first column.

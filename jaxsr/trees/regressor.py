@@ -182,8 +182,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         from the distinct binary rows and the binary features: the largest whose kernel
         fits in memory and in about 2 s a call on every row
         (:func:`~jaxsr.trees.problem.host_exact_levels`; ``backend="jax"``: the device's
-        arrays, :func:`~jaxsr.trees.problem.auto_exact_levels`). Deeper subproblems get the kernel's best shallow tree
-        as an upper bound, certified optimal when no tree with more leaves can beat it.
+        arrays, :func:`~jaxsr.trees.problem.auto_exact_levels`). Deeper subproblems get
+        the kernel's best shallow tree as an upper bound, certified optimal when no tree
+        with more leaves can beat it.
       backend: ``"numpy"``: the host engine (:mod:`jaxsr.trees.engine`, C++), one
         subproblem at a time,
         pruning between them; ``"jax"``: every expanded subproblem's children are
