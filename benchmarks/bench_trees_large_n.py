@@ -10,6 +10,22 @@ Two families of generated data (``numpy`` only, the same arrays in both tools' p
 * ``distinct``: ``--distinct-features`` (default 18) random binary features, so almost
   every row is distinct at N = 1e4 .. 1e6; the target depends on a few of them plus noise.
 
+* ``friedman``: continuous features with the estimator's defaults
+  (``OptimalTreeRegressor()``: the boosted-stump binarizer, its lambda and depth budget):
+  scikit-learn's ``make_friedman1`` (``--friedman-features``, default 10, of which 5 carry
+  the signal, noise 1), N = ``--friedman-n`` (default 1e5). Besides the fit, the set-up before
+  the first search step is measured piece by piece in CPU seconds (the binarizer, the
+  equivalence classes, the greedy incumbent, the root's bounds: the engine's ``init``), and
+  the seconds after which the progress bar holds a lower bound. pystreed then fits the same
+  binary features (those of the defaults' binarizer, handed over in a temporary file) with
+  the same lambda and depth (``max_depth = depth_budget - 1``) and time limit.
+
+* ``additive``: 10 standard normal features, y a sum of sines of each plus an
+  interaction and noise, ``--additive-n`` (default 1e6) rows, binarized with 4 quantile
+  thresholds a feature (95% of the rows distinct), lambda 0.01, depth budget 5: a case
+  where the defaults' binarizer is not used and the classes are many. Measured and compared
+  with pystreed as ``friedman``.
+
 Every run is its own subprocess (so its peak resident memory, ``ru_maxrss``, is its own):
 jaxsr's ``OptimalTreeRegressor(binarizer=None)`` in this python, pystreed's
 ``STreeDRegressor(optimization_task="cost-complex-regression", max_depth=D-1)`` in the peers'
@@ -20,6 +36,9 @@ warm one on the same data in the same process) and CPU seconds of the whole proc
 
     PYTHONPATH=$PWD taskset -c 1 .venv/bin/python benchmarks/bench_trees_large_n.py \
         --out benchmarks/results/trees_large_n.txt
+
+CPU seconds (``time.process_time``) are reported next to wall-clock ones: on a shared,
+loaded machine the wall clock measures the load.
 """
 
 from __future__ import annotations
@@ -30,6 +49,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,7 +87,28 @@ def distinct(n: int, features: int, seed: int = 0):
     return X, y
 
 
+def friedman(n: int, features: int, seed: int = 0):
+    """``(X, y)``: scikit-learn's Friedman #1, X ``(n, features)`` uniform on [0, 1]."""
+    from sklearn.datasets import make_friedman1
+
+    return make_friedman1(n_samples=n, n_features=features, noise=1.0, random_state=seed)
+
+
+def additive(n: int, features: int, seed: int = 0):
+    """``(X, y)``: X ``(n, features)`` standard normal, y a sum of sines of every feature
+    plus one interaction and noise (every feature carries signal: with 4 quantile
+    thresholds a feature, 95% of 1e6 rows are distinct)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, features))
+    y = np.sin(X).sum(axis=1) + 0.3 * X[:, 0] * X[:, 1] + rng.normal(0.0, 0.5, n)
+    return X, y
+
+
 def make(case: dict):
+    if case["data"] == "additive":
+        return additive(case["n"], case["features"])
+    if case["data"] == "friedman":
+        return friedman(case["n"], case["features"])
     if case["data"] == "household":
         return household(case["n"])
     return distinct(case["n"], case["features"])
@@ -81,7 +122,103 @@ def objective(y, pred, leaves, lam):
 
 
 # ------------------------------------------------------------------------------ one run
+def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
+    """CPU seconds of each piece of a fit's set-up before the first search step (the
+    defaults, or the case's binarizer, lambda and depth budget), and of that fit as a
+    whole (warm: a small fit ran first in this process), with the wall-clock seconds after
+    which the progress bar held the root's lower bound."""
+    sys.path.insert(0, str(REPO))
+    from jaxsr import _progress
+    from jaxsr.trees import OptimalTreeRegressor
+    from jaxsr.trees import engine as cs
+    from jaxsr.trees.extraction import memo_key
+    from jaxsr.trees.incumbent import greedy_tree
+    from jaxsr.trees.problem import leaf_cost, levels
+    from jaxsr.trees.regressor import default_binarizer
+    from jaxsr.trees.search import OptimalTreeSearch
+
+    OptimalTreeRegressor(progress=False).fit(X[:2000], y[:2000])  # warm: imports, engine
+    settings = {"regularization": case["regularization"], "depth_budget": case["depth_budget"]}
+    if case.get("quantiles"):  # the binarizer of the issue's case: quantile thresholds
+        from jaxsr.trees import Binarizer
+
+        settings["binarizer"] = Binarizer(n_thresholds=case["quantiles"])
+    est = OptimalTreeRegressor(**settings)
+    out = {}
+    t = time.process_time()
+    b = (default_binarizer(X) if "binarizer" not in settings
+         else settings["binarizer"]).fit(X, y)
+    Xb = b.transform(X) > 0.5
+    out["cpu_binarize"] = time.process_time() - t
+    t = time.process_time()
+    search = OptimalTreeSearch(Xb, y, np.ones(len(y)), regularization=est.regularization,
+                               depth_budget=est.depth_budget)
+    P = search.problem
+    out["cpu_classes"] = time.process_time() - t
+    t = time.process_time()
+    mask = np.ones(P.U, dtype=bool)
+    d = levels(P, P.depth, P.stats.sum(0), leaf_cost(P, mask))
+    inc = greedy_tree(P, mask, d)
+    out["cpu_greedy"] = time.process_time() - t
+    t = time.process_time()
+    state = cs.init(P, (memo_key(mask, d), mask, d), inc.objective)
+    out["cpu_root_bounds"] = time.process_time() - t
+    if "binary_path" in case:  # pystreed's input: the same binary features
+        np.savez(case["binary_path"], X=Xb.astype(np.uint8), y=y)
+    out.update(binary_features=int(P.M), classes=int(P.U), exact_levels=int(P.kl),
+               root_lower_bound=float(state.root_lb), greedy_objective=float(inc.objective))
+
+    # the whole fit, with the wall-clock second at which the bar first held a bound
+    first = []
+    real = _progress.FitProgress.update
+
+    def update(self, n=1, **postfix):
+        if "bound" in postfix and not first:
+            first.append(time.perf_counter())
+        return real(self, n, **postfix)
+
+    _progress.FitProgress.update = update
+    try:
+        t, c = time.perf_counter(), time.process_time()
+        model = OptimalTreeRegressor(time_limit=time_limit, **settings).fit(X, y)
+        out.update(seconds=time.perf_counter() - t, cpu_fit=time.process_time() - c)
+    finally:
+        _progress.FitProgress.update = real
+    out["bound_on_bar_s"] = first[0] - t if first else float("nan")
+    out.update(objective=float(model.objective_), lower_bound=float(model.lower_bound_),
+               optimal=bool(model.optimal_), leaves=int(model.n_leaves_),
+               steps=int(model.n_subproblems_))
+    return out
+
+
 def run_one(tool: str, case: dict, time_limit: float) -> dict:
+    if case["data"] in ("friedman", "additive") and tool == "pystreed":
+        from pystreed import STreeDRegressor
+
+        with np.load(case["binary_path"]) as f:
+            Xi, y = f["X"].astype(np.intc), f["y"]
+        lam = case["regularization"]
+        model = STreeDRegressor(optimization_task="cost-complex-regression",
+                                max_depth=case["depth_budget"] - 1, cost_complexity=lam,
+                                time_limit=time_limit)
+        t, c = time.perf_counter(), time.process_time()
+        model.fit(Xi, y)
+        out = {"tool": tool, "seconds": time.perf_counter() - t,
+               "cpu_fit": time.process_time() - c}
+        leaves = int(model.get_n_leaves())
+        out.update(objective=objective(y, model.predict(Xi), leaves, lam), leaves=leaves,
+                   optimal=bool(model.fit_result.is_optimal()))
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        out["peak_rss_mib"] = ru.ru_maxrss / 1024.0
+        return out
+    if case["data"] in ("friedman", "additive"):
+        X, y = make(case)
+        out = {"tool": tool, "distinct_rows": int(np.unique(X, axis=0).shape[0])}
+        out.update(setup_seconds(X, y, time_limit, case))
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        out["cpu_seconds"] = ru.ru_utime + ru.ru_stime
+        out["peak_rss_mib"] = ru.ru_maxrss / 1024.0
+        return out
     X, y = make(case)
     lam, budget = case["regularization"], case["depth_budget"]
     out = {"tool": tool, "distinct_rows": int(np.unique(X, axis=0).shape[0])}
@@ -142,6 +279,38 @@ def _cell(r: dict) -> str:
             f"{r['leaves']:>4}")
 
 
+def report_defaults(rows) -> str:
+    """The table of the ``friedman`` cases (the defaults on continuous features)."""
+    head = (f"{'case':<26} {'classes':>7} {'M':>3} | {'binarize':>8} {'classes':>7} "
+            f"{'greedy':>6} {'root':>6} | {'fit CPU':>7} {'fit s':>6} {'bound@':>6} | "
+            f"{'objective':>10} {'L':>3} {'MiB':>6} | {'streed s':>8} {'CPU':>6} "
+            f"{'objective':>10} {'L':>3}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        j = r["jaxsr"]
+        if "error" in j:
+            lines.append(f"{r['label']:<26} error: {j['error']}")
+            continue
+        flag = " " if j["optimal"] else "*"
+        s = r.get("pystreed", {"error": "not run"})
+        peer = (f"{'error':>8}" if "error" in s else
+                f"{s['seconds']:>8.2f} {s['cpu_fit']:>6.2f} {s['objective']:>9.6f}"
+                f"{' ' if s['optimal'] else '*'} {s['leaves']:>3}")
+        lines.append(
+            f"{r['label']:<26} {j['classes']:>7} {j['binary_features']:>3} | "
+            f"{j['cpu_binarize']:>8.2f} {j['cpu_classes']:>7.2f} {j['cpu_greedy']:>6.2f} "
+            f"{j['cpu_root_bounds']:>6.2f} | {j['cpu_fit']:>7.2f} {j['seconds']:>6.2f} "
+            f"{j['bound_on_bar_s']:>6.2f} | {j['objective']:>9.6f}{flag} {j['leaves']:>3} "
+            f"{j['peak_rss_mib']:>6.0f} | {peer}")
+    lines.append("(friedman: OptimalTreeRegressor() defaults; additive: 4 quantile thresholds, "
+                 "lambda 0.01, depth budget 5; warm process; binarize .. root: CPU s of "
+                 "the set-up before the first search step; fit CPU: CPU s of the whole fit; "
+                 "bound@: wall s until the progress bar held a lower bound; streed: "
+                 "pystreed on the same binary features, lambda and depth, wall s and CPU s "
+                 "of its fit; * = not certified)")
+    return "\n".join(lines)
+
+
 def report(rows) -> str:
     head = (f"{'case':<26} {'distinct':>8} | {'jaxsr s':>9} {'objective':>10} {'MiB':>7} "
             f"{'L':>4} | {'streed s':>9} {'objective':>10} {'MiB':>7} {'L':>4} | "
@@ -168,6 +337,9 @@ def main(argv=None) -> None:
     p.add_argument("--household-n", default="2000000")
     p.add_argument("--distinct-n", default="10000,100000,1000000")
     p.add_argument("--distinct-features", type=int, default=18)
+    p.add_argument("--friedman-n", default="100000")
+    p.add_argument("--friedman-features", type=int, default=10)
+    p.add_argument("--additive-n", default="1000000")
     p.add_argument("--regularization", type=float, default=0.035)
     p.add_argument("--depth-budget", type=int, default=5)
     p.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
@@ -180,6 +352,31 @@ def main(argv=None) -> None:
              for n in a.household_n.split(",") if n]
     cases += [{"data": "distinct", "n": int(n), "features": a.distinct_features}
               for n in a.distinct_n.split(",") if n]
+    defaults = []
+    sys.path.insert(0, str(REPO))
+    from jaxsr.trees.regressor import DEFAULT_DEPTH_BUDGET, DEFAULT_REGULARIZATION
+
+    specs = [{"data": "friedman", "n": int(n), "features": a.friedman_features,
+              "regularization": DEFAULT_REGULARIZATION, "depth_budget": DEFAULT_DEPTH_BUDGET}
+             for n in a.friedman_n.split(",") if n]
+    # the issue's large-N case: 4 quantile thresholds a feature, lambda 0.01, depth budget 5
+    specs += [{"data": "additive", "n": int(n), "features": 10, "quantiles": 4,
+               "regularization": 0.01, "depth_budget": 5}
+              for n in a.additive_n.split(",") if n]
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in specs:
+            c["binary_path"] = str(Path(tmp) / f"{c['data']}_{c['n']}.npz")
+            label = (f"{c['data']} N={c['n']:.0e} F={c['features']}"
+                     + (f" q{c['quantiles']}" if c.get("quantiles") else ""))
+            row = {"label": label, "case": c,
+                   "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit)}
+            row["pystreed"] = (spawn(a.peers_python, "pystreed", c, a.time_limit)
+                               if Path(c["binary_path"]).exists()
+                               else {"tool": "pystreed", "error": "no binary features"})
+            c.pop("binary_path")
+            defaults.append(row)
+            print(f"{label}: jaxsr {row['jaxsr']} | pystreed {row['pystreed']}",
+                  file=sys.stderr, flush=True)
     rows = []
     for c in cases:
         c.update(regularization=a.regularization, depth_budget=a.depth_budget)
@@ -190,12 +387,17 @@ def main(argv=None) -> None:
         rows.append(row)
         print(f"{label}: jaxsr {row['jaxsr']} | pystreed {row['pystreed']}", file=sys.stderr,
               flush=True)
-    text = report(rows) + (f"\nlambda {a.regularization}, depth budget {a.depth_budget}, "
-                           f"time limit {a.time_limit} s per fit")
+    parts = []
+    if defaults:
+        parts.append(report_defaults(defaults))
+    if rows:
+        parts.append(report(rows) + f"\nlambda {a.regularization}, depth budget "
+                     f"{a.depth_budget}")
+    text = "\n\n".join(parts) + f"\ntime limit {a.time_limit} s per fit"
     print(text)
     if a.out:
         Path(a.out).write_text(text + "\n")
-        Path(a.out).with_suffix(".json").write_text(json.dumps(rows, indent=1))
+        Path(a.out).with_suffix(".json").write_text(json.dumps(defaults + rows, indent=1))
 
 
 if __name__ == "__main__":

@@ -118,7 +118,13 @@ class Binarizer(TransformerMixin, BaseEstimator):
         * ``"gbdt"``: every threshold used by a ``GradientBoostingRegressor`` fitted on
           ``(X_numeric, y, sample_weight)`` (McTavish et al. 2022). ``fit`` then needs ``y``.
           scikit-learn's trees compute in float32: their cuts cannot separate values closer
-          than float32 resolution, and values beyond the float32 range are refused.
+          than float32 resolution, and values beyond the float32 range are refused. With
+          stumps (``max_depth=1``, the default, and no other ``gbdt_params`` than
+          ``n_estimators``, ``learning_rate``, ``random_state``) the boosting runs here, each
+          column sorted once instead of once a stage (about 1 s instead of 6 at 1e5 rows x 10
+          columns): the same splits as scikit-learn's model, except that splits tied to
+          rounding (equal or complementary columns; scikit-learn draws among them with
+          ``random_state``) go to the first column.
 
         The arithmetic is overflow-safe up to the float maximum (no ``a + b`` or
         ``max - min`` that could be infinite), and a cut ``t`` between two distinct values
@@ -369,8 +375,10 @@ class Binarizer(TransformerMixin, BaseEstimator):
             y = dev / top
         elif top == 0:
             y = np.zeros_like(y)
+        stumps = _stump_params(params)
+        if stumps is not None:  # the default: the same splits, without a sort per stage
+            return _boosted_stumps(Xn, y, np.asarray(w, dtype=np.float64), *stumps)
         model = GradientBoostingRegressor(**params).fit(Xn, y, sample_weight=w)
-        self.reference_model_ = model
         found: list[set[float]] = [set() for _ in range(Xn.shape[1])]
         gain: dict[tuple[int, float], float] = {}
         for est in np.asarray(model.estimators_).ravel():
@@ -844,3 +852,81 @@ def _drop_redundant(candidates, cols, values, names, n_samples):
             seen[key] = c
             kept.append(c)
     return kept, dropped
+
+
+# ---------------------------------------------------------------------- boosted stumps
+_FEATURE_THRESHOLD = 1e-7  # scikit-learn's trees: values closer than this are not split
+
+
+def _stump_params(params: dict) -> tuple[int, float] | None:
+    """``(n_estimators, learning_rate)`` when the merged ``GradientBoostingRegressor``
+    parameters ``params`` describe least-squares boosting of stumps, which
+    :func:`_boosted_stumps` computes (only ``n_estimators``, ``learning_rate`` and
+    ``random_state`` given, ``max_depth=1``); else None (scikit-learn fits the model)."""
+    if set(params) != set(_DEFAULT_GBDT) or params["max_depth"] != 1:
+        return None
+    n_est, lr = params["n_estimators"], params["learning_rate"]
+    if (isinstance(n_est, bool) or not isinstance(n_est, numbers.Integral) or n_est < 1
+            or isinstance(lr, bool) or not isinstance(lr, numbers.Real)
+            or not (math.isfinite(float(lr)) and float(lr) > 0)):
+        return None  # scikit-learn's own checks give the error
+    return int(n_est), float(lr)
+
+
+def _boosted_stumps(Xn: np.ndarray, y: np.ndarray, w: np.ndarray, n_estimators: int,
+                    learning_rate: float):
+    """The splits of ``GradientBoostingRegressor(max_depth=1, n_estimators=n_estimators,
+    learning_rate=learning_rate)`` fitted on ``(Xn, y, w)``, without its sorts.
+
+    scikit-learn sorts every column at every stage (0.17 s a stage at 1e5 x 10); here the
+    columns are sorted once (as float32, as scikit-learn's trees see them) and a stage is
+    one pass of running sums of the weighted residuals over each column in that order
+    (:func:`jaxsr.trees.engine.best_stump`). Each stage is
+    the least-squares stump of scikit-learn's ``DecisionTreeRegressor`` (criterion
+    ``"squared_error"``: the largest ``S_L^2 / W_L + S_R^2 / W_R``; splits only between
+    values more than ``1e-7`` apart, at ``x_lo / 2 + x_hi / 2``; no split where the
+    residuals' weighted variance is at most the float64 epsilon), from the weighted mean,
+    adding ``learning_rate`` times the leaf means. Splits whose scores tie to rounding
+    (equal or complementary columns), which scikit-learn breaks by a random order of the
+    features, go to the lowest position, then the lowest column; so ``random_state`` plays
+    no part.
+
+    Args:
+      Xn: ``(n, p)`` float64 within the float32 range. y: ``(n,)`` float64.
+      w: ``(n,)`` positive float64 weights.
+
+    Returns:
+      ``(thresholds, gain)`` as :meth:`Binarizer._gbdt_thresholds`: per column the sorted
+      thresholds, and per ``(column, threshold)`` the summed weighted loss decrease.
+    """
+    from .engine import best_stump
+
+    cols = np.ascontiguousarray(np.asarray(Xn, dtype=np.float32).T)  # (p, n)
+    p, n = cols.shape
+    order = np.argsort(cols, axis=1, kind="stable")  # each column's order
+    xs = np.take_along_axis(cols, order, axis=1).astype(np.float64)
+    # a split after sorted position q puts the first q + 1 samples left
+    cand = xs[:, 1:] > xs[:, :-1] + _FEATURE_THRESHOLD
+    Wt = float(np.sum(w))
+    raw = np.full(n, float(np.average(y, weights=w)))
+    found: list[set[float]] = [set() for _ in range(p)]
+    gain: dict[tuple[int, float], float] = {}
+    eps = float(np.finfo(np.float64).eps)
+    for _ in range(n_estimators):
+        r = y - raw
+        g = w * r
+        S = float(np.sum(g))
+        if n < 2 or float(np.dot(g, r)) / Wt - (S / Wt) ** 2 <= eps:
+            raw += learning_rate * (S / Wt)  # a leaf (scikit-learn: impurity <= epsilon)
+            continue
+        score, f, q, sl, wl = best_stump(order, cand, g, w, S, Wt)
+        if f < 0:  # every column constant: a leaf
+            raw += learning_rate * (S / Wt)
+            continue
+        t = float(xs[f, q] / 2.0 + xs[f, q + 1] / 2.0)
+        sr, wr = S - sl, Wt - wl
+        found[f].add(t)
+        gain[(f, t)] = gain.get((f, t), 0.0) + (score - S * S / Wt)
+        left = cols[f].astype(np.float64) <= t  # as scikit-learn's trees compare
+        raw += learning_rate * np.where(left, sl / wl, sr / wr)
+    return [np.array(sorted(s), dtype=np.float64) for s in found], gain

@@ -15,6 +15,7 @@ with the engine's compiled kernels (:mod:`jaxsr.trees.engine`, the record's ``co
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -37,7 +38,8 @@ from .losses import (
 )
 from .solver import ALL_BOUNDS
 
-__all__ = ["TreeProblem", "build_problem", "auto_exact_levels", "unique_rows", "ALL_BOUNDS",
+__all__ = ["TreeProblem", "build_problem", "auto_exact_levels", "host_exact_levels",
+           "host_kernel_bytes", "unique_rows", "ALL_BOUNDS",
            "sub_stats", "leaf_cost", "levels", "cheap_split_bound", "deep_bound",
            "exact_subtree", "children"]
 
@@ -113,9 +115,44 @@ class TreeProblem(NamedTuple):
     core: object = None
 
 
+HOST_KERNEL_WORK = 2e9  # additions of one host kernel call on every class (~2 s)
+
+
+def host_kernel_bytes(U: int, M: int) -> float:
+    """Bytes of one call of the engine's terminal solver (C++, :mod:`jaxsr.trees.engine`)
+    on ``U`` classes and ``M`` binary features: the classes' rows, their lists of set
+    columns and their statistics (``U (9 M + 56)``), and the single, pair and triple sums
+    (``96 M^2``)."""
+    return float(U) * (9.0 * M + 56.0) + 96.0 * float(M) ** 2
+
+
+def host_exact_levels(U: int, M: int, budget_bytes: float = 6e8) -> int:
+    """The shallow-kernel depth (1-3 split levels) of the host engine for ``U`` classes and
+    ``M`` binary features.
+
+    The engine's terminal solver takes each column of a support the way round with fewer
+    ones, so a class adds at most ``C(h, 3)`` triple (``C(h, 2)`` pair) sums, ``h =
+    ceil(M / 2)``: 3 levels while ``U C(h, 3)`` and the octants of every triple of
+    features (``50 C(M, 3)``) stay within :data:`HOST_KERNEL_WORK` and ``480 M^3`` within
+    ``budget_bytes``; 2 while ``U C(h, 2) + 50 M^2`` does; each while
+    :func:`host_kernel_bytes` fits in ``budget_bytes``; else 1. (The device's kernels hold
+    ``U x M x M`` arrays: :func:`auto_exact_levels`.)"""
+    if host_kernel_bytes(U, M) > budget_bytes:
+        return 1
+    h = (M + 1) // 2
+    if (U * math.comb(h, 3) + 50.0 * math.comb(M, 3) <= HOST_KERNEL_WORK
+            and 480.0 * float(M) ** 3 <= budget_bytes):
+        return 3
+    if U * math.comb(h, 2) + 50.0 * M * M <= HOST_KERNEL_WORK:
+        return 2
+    return 1
+
+
 def auto_exact_levels(U: int, M: int, budget_bytes: float = 6e8) -> int:
     """The largest shallow-kernel depth (1-3 split levels) whose work arrays for ``U``
-    classes and ``M`` binary features fit in ``budget_bytes``."""
+    classes and ``M`` binary features fit in ``budget_bytes`` as the device's kernels
+    hold them (:mod:`jaxsr.trees.device`: ``U x M x M`` for 3 levels); the host engine's
+    choice is :func:`host_exact_levels`."""
     if 8.0 * (U * M * M + 60.0 * M ** 3) <= budget_bytes:
         return 3
     if 8.0 * (U * M * 4 + 60.0 * M ** 2) <= budget_bytes:
@@ -143,9 +180,11 @@ def unique_rows(packed):
 
 def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
                   depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS,
-                  exact_levels=None) -> TreeProblem:
+                  exact_levels=None, host=True) -> TreeProblem:
     """The :class:`TreeProblem` of a fit (arguments as
-    :class:`~jaxsr.trees.search.OptimalTreeSearch`).
+    :class:`~jaxsr.trees.search.OptimalTreeSearch`; ``host``: ``exact_levels=None`` picks
+    the levels for the host engine, :func:`host_exact_levels`, else for the device's
+    kernels, :func:`auto_exact_levels`).
 
     Raises:
       ValueError: ``normalize=False`` and the spread of ``y`` puts the mean loss outside
@@ -199,7 +238,7 @@ def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normali
     if l1:
         kl = 0
     elif exact_levels is None:
-        kl = auto_exact_levels(U, M)
+        kl = host_exact_levels(U, M) if host else auto_exact_levels(U, M)
     else:
         kl = int(exact_levels)
     tp = TreeProblem(

@@ -179,9 +179,13 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         "equivalent", "kmeans")``. Every subset gives the same optimum; fewer bounds only
         make the search slower (ablation, OSRT section 6.4).
       exact_levels: split levels solved at once by the matrix-product kernels of
-        :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks the
-        largest that fits in memory. Deeper subproblems get the kernel's best shallow tree
-        as an upper bound, certified optimal when no tree with more leaves can beat it.
+        :mod:`jaxsr.trees.subtrees` (squared loss; 0 = none, up to 3); ``None`` picks them
+        from the distinct binary rows and the binary features: the largest whose kernel
+        fits in memory and in about 2 s a call on every row
+        (:func:`~jaxsr.trees.problem.host_exact_levels`; ``backend="jax"``: the device's
+        arrays, :func:`~jaxsr.trees.problem.auto_exact_levels`). Deeper subproblems get
+        the kernel's best shallow tree as an upper bound, certified optimal when no tree
+        with more leaves can beat it.
       backend: ``"numpy"``: the host engine (:mod:`jaxsr.trees.engine`, C++), one
         subproblem at a time,
         pruning between them; ``"jax"``: every expanded subproblem's children are
@@ -196,9 +200,11 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         Same optimum either way.
       verbose: one line a second on stderr (lower bound, upper bound, subproblems,
         elapsed seconds).
-      progress: a progress bar (tqdm) on stderr for fits longer than a second: solver
-        steps, the lower ``bound``, the ``objective`` of the best tree so far, their
-        ``gap`` and the ``subproblems`` in the memo (default ``True``, as
+      progress: a progress bar (tqdm) on stderr for fits longer than a second: the
+        ``phase`` (``binarize``, ``classes`` -- the equivalence classes and the root's
+        bounds --, ``greedy``, ``search``), solver steps, the lower ``bound`` (from the
+        root's bounds on, before the first step), the ``objective`` of the best tree so far,
+        their ``gap`` and the ``subproblems`` in the memo (default ``True``, as
         :class:`~jaxsr.SymbolicRegressor`; on a stream that is not a terminal a line every
         10 s; nothing is ever printed to stdout). ``False``: no bar.
       dtype: ``"float64"`` (default) or ``"float32"``: the precision of the inputs and of
@@ -343,12 +349,16 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             )
 
     @staticmethod
-    def _check_memory(n, M, U_est, exact_levels):
+    def _check_memory(n, M, U_est, exact_levels, host=True):
+        from .problem import host_kernel_bytes
+
         if M > 65535:
             raise ValueError(f"X has {M} binary features; at most 65535 are supported. "
                              "Use fewer thresholds per feature (Binarizer).")
         need = 8.0 * n * M * 4
-        if exact_levels is not None and exact_levels >= 3:
+        if exact_levels is not None and exact_levels >= 1 and host:
+            need += host_kernel_bytes(U_est, M)  # the engine's kernels: U x M bytes
+        elif exact_levels is not None and exact_levels >= 3:
             need += 8.0 * (U_est * M * M + 60.0 * M ** 3)
         elif exact_levels is not None and exact_levels == 2:
             need += 8.0 * (U_est * M * 4 + 60.0 * M ** 2)
@@ -439,8 +449,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         # the loading of the search's modules (and JAX, about 2 s), which wait until then
         # so that a saved tree loads and predicts with numpy alone
         t_fit = time.perf_counter()
-        from .problem import auto_exact_levels
-        from .search import OptimalTreeSearch
+        from .problem import auto_exact_levels, host_exact_levels
+        from .search import OptimalTreeSearch, _blas_single_thread
 
         lam, depth, msl, bounds, dt = self._check_params()
         # the host backend computes in numpy only: no JAX scope (its float64 check compiles
@@ -458,8 +468,14 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         # a progress bar on stderr once the fit has run a second (steps, bounds, gap)
         bar = _progress.FitProgress("OptimalTreeRegressor", bool(self.progress),
                                     unit="steps", watch_jax=backend == "jax")
-        with bar, scope:
+        # one BLAS thread for the whole fit (the search's products, the binarizer's and the
+        # certificate's dot products over the samples): idle OpenBLAS threads spin, and on a
+        # loaded machine that cost up to 0.7 CPU s of a 4 s fit at 1e5 samples
+        with bar, scope, _blas_single_thread():
             ya = check_target(y, dtype=dt)
+            # the set-up's phases on the bar: binarization, then the equivalence classes
+            # and the root's bounds (OptimalTreeSearch), then the search with its bounds
+            _progress.update(0, phase="binarize")
             Xb, names, bnames = self._binary_X(X, fitting=True, y=ya,
                                                sample_weight=sample_weight)
             if Xb.shape[0] != ya.shape[0]:
@@ -472,12 +488,15 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             if el is None and self.loss == "squared_error":
                 # the guard runs before the rows are grouped: it assumes every sample is
                 # its own class. The search then picks the levels from the number of
-                # distinct rows (``auto_exact_levels(U, M)``, within the same byte budget):
-                # household-like data, 2e6 rows but 9e3 distinct, gets 3 levels, not 1
-                el_mem = auto_exact_levels(n, M)
-            self._check_memory(n, M, n, el_mem)
+                # distinct rows (``host_exact_levels(U, M)``, within the same byte budget;
+                # the device's ``auto_exact_levels``): household-like data, 2e6 rows but
+                # 9e3 distinct, gets 3 levels on the device, not 1
+                el_mem = (auto_exact_levels(n, M) if backend == "jax"
+                          else host_exact_levels(n, M))
+            self._check_memory(n, M, n, el_mem, host=backend != "jax")
             time_left = (None if self.time_limit is None else
                          max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
+            _progress.update(0, phase="classes")
             search = OptimalTreeSearch(
                 Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
                 normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
@@ -500,7 +519,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                                                                     p))
         else:
             self.normalizer_ = 1.0
-        self._finish(Xb, ya.astype(np.float64), w, lam, res.lower_bound, search)
+        with _blas_single_thread():
+            self._finish(Xb, ya.astype(np.float64), w, lam, res.lower_bound, search)
         self.status_ = res.status.value
         self.timed_out_ = res.status is Status.TIME_LIMIT
         self.n_subproblems_ = int(res.n_subproblems)

@@ -105,6 +105,7 @@ from .tree import Tree
 
 __all__ = ["SearchResult", "OptimalTreeSearch", "ALL_BOUNDS"]
 
+STEP_SECONDS = 0.1  # the engine's steps between progress reports last about this long
 _DEVICE_KMEANS_MAX_CLASSES = 4000  # the device k-means builds a U x U table per subproblem
 _DEVICE_KMEANS_MAX_CLUSTERS = 16  # the device computes every row: cap, and bound the rest
 
@@ -177,7 +178,9 @@ class OptimalTreeSearch:
       min_samples_leaf: minimum samples (unweighted) per leaf.
       bounds: subset of :data:`ALL_BOUNDS` to use.
       exact_levels: 0..3, split levels solved by the matrix-product kernels (squared
-        loss only); None picks the largest that fits in memory.
+        loss only); None picks them from the classes and features
+        (:func:`~jaxsr.trees.problem.host_exact_levels`; ``"jax"``:
+        :func:`~jaxsr.trees.problem.auto_exact_levels`).
       time_limit: seconds or None. verbose: progress lines on stderr.
       backend: ``"numpy"`` (the host engine alone) or ``"jax"`` (the host engine, with
         the children of every expansion with at least 3 levels evaluated in batched,
@@ -187,8 +190,10 @@ class OptimalTreeSearch:
         the tree returned under a limit is never worse than it.
       mesh: ``None`` or a ``jax.sharding.Mesh`` over which the ``"jax"`` backend splits
         the class axis of its batched calls (:class:`jaxsr.trees.device.DeviceBatcher`).
-      progress: report steps, bounds, gap and subproblems to the open
-        :class:`jaxsr._progress.FitProgress` (the estimator's bar), about twice a second.
+      progress: report the phase, steps, bounds, gap and subproblems to the open
+        :class:`jaxsr._progress.FitProgress` (the estimator's bar): the root's bounds before
+        the first step, then about twice a second (the engine's steps are sized to last
+        about :data:`STEP_SECONDS`).
 
     Attributes:
       problem: the :class:`~jaxsr.trees.problem.TreeProblem` (built here, once).
@@ -209,7 +214,7 @@ class OptimalTreeSearch:
         self.problem: TreeProblem = build_problem(
             X, y, w, loss=loss, regularization=regularization, normalize=normalize,
             depth_budget=depth_budget, min_samples_leaf=min_samples_leaf, bounds=bounds,
-            exact_levels=exact_levels)
+            exact_levels=exact_levels, host=backend != "jax")
         self.time_limit = time_limit
         self.verbose = verbose
         self.progress = bool(progress)
@@ -374,6 +379,8 @@ class OptimalTreeSearch:
         self.deadline = None if self.time_limit is None else t0 + float(self.time_limit)
         try:
             inc = None
+            if self.progress:
+                _progress.update(0, phase="greedy")
             if self.greedy and d > 1 and not shallow:
                 # anytime: the greedy CART tree first (a few ms), so the search starts
                 # from its objective and never returns a worse tree, even when the time
@@ -428,11 +435,23 @@ class OptimalTreeSearch:
                        kernel_rate=self._kernel_rate)]
         self.memo = cs.MemoView(ref)
         state = ref[0]
+        if self.progress:  # the root's bounds on the bar before the first step
+            _progress.update(0, phase="search")
+            self._report(state, line=False)
         next_line = t0 + 1.0  # verbose: a line a second
         next_post = t0 + 0.5  # progress: the bounds twice a second
+        # visits per step: sized so that a step lasts about STEP_SECONDS (a visit costs
+        # microseconds to a kernel call of seconds), so the bar moves between them
+        chunk = 16
         while cs.terminate(state) is None:
             steps = state.steps
-            state = ref[0] = cs.step(state)
+            t_step = time.perf_counter()
+            state = ref[0] = cs.step(state, chunk)
+            dt = time.perf_counter() - t_step
+            done = state.steps - steps
+            if done > 0:
+                chunk = int(min(cs.CHUNK, max(1, chunk * 2 if dt <= 0 else
+                                              min(2 * chunk, STEP_SECONDS * done / dt))))
             if self.progress or self.verbose:
                 if self.progress:
                     _progress.update(max(state.steps - steps, 1))

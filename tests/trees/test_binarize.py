@@ -134,6 +134,79 @@ def test_gbdt_thresholds_are_those_of_the_fitted_sklearn_trees():
         np.testing.assert_array_equal(Z[:, k], (X[:, j] <= t).astype(np.uint8))
 
 
+def _sklearn_stump_splits(X, y, w, n_estimators, learning_rate, random_state=0):
+    """The splits of scikit-learn's boosted stumps: per column the sorted thresholds, and
+    per (column, threshold) the summed weighted impurity decrease."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    ref = GradientBoostingRegressor(n_estimators=n_estimators, max_depth=1,
+                                    learning_rate=learning_rate,
+                                    random_state=random_state).fit(X, y, sample_weight=w)
+    found, gain = [set() for _ in range(X.shape[1])], {}
+    for est in ref.estimators_.ravel():
+        tr = est.tree_
+        if tr.node_count == 1:
+            continue
+        f, t = int(tr.feature[0]), float(tr.threshold[0])
+        found[f].add(t)
+        wn, imp = tr.weighted_n_node_samples, tr.impurity
+        gain[(f, t)] = gain.get((f, t), 0.0) + float(wn[0] * imp[0] - wn[1] * imp[1]
+                                                      - wn[2] * imp[2])
+    return [sorted(s) for s in found], gain
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_boosted_stumps_are_sklearns_gradient_boosting(case):
+    # the default gbdt binarizer boosts stumps itself (one sort per column instead of one
+    # per stage): the same thresholds as scikit-learn's GradientBoostingRegressor
+    # (max_depth=1) and the same gains, on real, integer and rounded columns, with and
+    # without weights, 1 to 60 stages
+    from jaxsr.trees.binarize import _boosted_stumps
+
+    rng = np.random.default_rng(100 + case)
+    n, p = int(rng.integers(150, 500)), int(rng.integers(1, 6))  # no two equal columns
+    X = [rng.normal(size=(n, p)), rng.integers(0, 5, size=(n, p)).astype(float),
+         np.round(rng.normal(size=(n, p)), 1)][case % 3]
+    y = np.sin(X.sum(axis=1)) + X[:, 0] ** 2 + 0.3 * rng.normal(size=n)
+    if case % 4 == 0:
+        y = np.round(y)
+    w = rng.uniform(0.2, 3.0, size=n) if case % 2 else np.ones(n)
+    n_est, lr = [(40, 0.1), (1, 0.5), (60, 0.3)][case % 3]
+    ours, gain = _boosted_stumps(X, y, w, n_est, lr)
+    theirs, their_gain = _sklearn_stump_splits(X, y, w, n_est, lr)
+    assert [t.tolist() for t in ours] == theirs
+    assert set(gain) == set(their_gain)
+    for k, v in their_gain.items():
+        assert gain[k] == pytest.approx(v, rel=1e-9, abs=1e-12)
+
+
+def test_boosted_stumps_on_equal_columns_split_the_same_rows():
+    # equal and complementary columns tie (to rounding): scikit-learn draws one at random,
+    # the stumps here take the first in column order (an equal column's sums are the same
+    # to the bit, so never it); either way the binary columns are the same partitions
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=300)
+    X = np.column_stack([x, rng.normal(size=300), x, -x])
+    y = np.sin(3 * x) + 0.2 * rng.normal(size=300)
+    ours = Binarizer(strategy="gbdt").fit(X, y)
+    ref = Binarizer(strategy="gbdt", gbdt_params={"subsample": 1.0}).fit(X, y)  # sklearn's
+    assert ours.thresholds_[2].size == 0 and ref.thresholds_[2].size > 0
+    cols = {tuple(c) for c in ours.transform(X).T}
+    ref_cols = {tuple(c) for c in ref.transform(X).T}
+    flipped = {tuple(1 - np.array(c)) for c in ref_cols}
+    assert cols <= ref_cols | flipped and ref_cols <= cols | {tuple(1 - np.array(c))
+                                                              for c in cols}
+
+
+def test_boosted_stumps_leave_a_constant_target_unsplit():
+    from jaxsr.trees.binarize import _boosted_stumps
+
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    ours, gain = _boosted_stumps(X, np.full(50, 3.0), np.ones(50), 10, 0.1)
+    theirs, _ = _sklearn_stump_splits(X, np.full(50, 3.0), np.ones(50), 10, 0.1)
+    assert [t.tolist() for t in ours] == theirs == [[], []] and gain == {}
+
+
 def test_gbdt_max_features_keeps_the_most_useful_split():
     # y is a big step in x2 at 0.3 plus a small slope in x1: the single kept column splits
     # x2 near 0.3, the x1 splits of the reference model are dropped.

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from jaxsr import _memory, _progress
 from jaxsr.trees import Binarizer, OptimalTreeRegressor, Tree
-from jaxsr.trees.problem import auto_exact_levels
+from jaxsr.trees.problem import auto_exact_levels, host_exact_levels, host_kernel_bytes
 
 
 def _data(seed=0, n=200, M=12):
@@ -100,6 +100,45 @@ def test_progress_bar_shows_bounds_and_turns_off(monkeypatch, capsys):
     # (a first fit of a fresh install may also announce the kernels' compilation)
     assert [ln for ln in capsys.readouterr().err.splitlines()
             if not ln.startswith("jaxsr: ")] == []
+
+
+def test_the_bar_shows_the_phases_and_the_roots_bound_before_the_first_step(monkeypatch):
+    """The set-up's phases (binarize, classes, greedy, search) reach the bar in order, and
+    the root's lower bound and the greedy tree's objective reach it before the engine's
+    first step; the steps, sized by their time, give the tree of one plain run."""
+    from jaxsr.trees import engine
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 4))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.2 * rng.normal(size=400)
+    events = []
+    real_update, real_step = _progress.FitProgress.update, engine.step
+
+    def update(self, n=1, **postfix):
+        events.extend(("phase", postfix["phase"]) if k == "phase" else (k, postfix[k])
+                      for k in postfix if k in ("phase", "bound", "objective"))
+        return real_update(self, n, **postfix)
+
+    def step(state, chunk=engine.CHUNK):
+        events.append(("step", chunk))
+        return real_step(state, chunk)
+
+    monkeypatch.setattr(_progress.FitProgress, "update", update)
+    monkeypatch.setattr(engine, "step", step)
+    kw = dict(regularization=0.002, depth_budget=5)
+    m = OptimalTreeRegressor(**kw).fit(X, y)
+    assert sum(k == "step" for k, _ in events) > 1  # the search took several steps
+    phases = [v for k, v in events if k == "phase"]
+    assert phases == ["binarize", "classes", "greedy", "search"]
+    first_step = next(i for i, (k, _) in enumerate(events) if k == "step")
+    before = dict(events[:first_step])
+    assert float(before["bound"]) <= m.objective_ + 1e-12
+    assert float(before["objective"]) >= m.objective_ - 1e-6
+    # the engine in one plain run (a single step of every visit): the same tree
+    monkeypatch.setattr(engine, "step", lambda state, chunk=0: real_step(state, 10 ** 9))
+    one = OptimalTreeRegressor(progress=False, **kw).fit(X, y)
+    assert one.objective_ == m.objective_ and one.lower_bound_ == m.lower_bound_
+    np.testing.assert_array_equal(one.tree_.feature, m.tree_.feature)
 
 
 def test_a_line_before_the_bar_shows_does_not_draw_it():
@@ -349,8 +388,8 @@ def test_sklearn_clone_and_params_round_trip():
 
 def test_auto_exact_levels_from_distinct_rows_not_samples():
     # many samples, few distinct rows (household-like): the automatic kernel depth follows
-    # the distinct rows (3 levels), not the sample count (1 level at 3.2e5 x 60), and the
-    # optimum is the one every explicit choice of levels gives
+    # the distinct rows (3 levels), not the sample count (the device's arrays: 1 level at
+    # 3.2e5 x 60), and the optimum is the one every explicit choice of levels gives
     rng = np.random.default_rng(7)
     base = rng.integers(0, 2, size=(300, 60)).astype(np.uint8)
     rows = rng.integers(0, 300, size=320_000)
@@ -358,11 +397,33 @@ def test_auto_exact_levels_from_distinct_rows_not_samples():
     y = base[rows, 0] * 2.0 + base[rows, 1] * base[rows, 2] + rng.normal(0, 0.3, rows.size)
     assert auto_exact_levels(X.shape[0], 60) == 1
     auto = OptimalTreeRegressor(regularization=0.01, depth_budget=4).fit(X, y)
-    assert auto.exact_levels_ == auto_exact_levels(300, 60) == 3
+    assert auto.exact_levels_ == host_exact_levels(300, 60) == auto_exact_levels(300, 60) == 3
     for el in (0, 1):
         m = OptimalTreeRegressor(regularization=0.01, depth_budget=4, exact_levels=el).fit(X, y)
         assert m.exact_levels_ == el and m.optimal_ and auto.optimal_
         assert m.objective_ == pytest.approx(auto.objective_, rel=1e-9, abs=1e-12)
+
+
+def test_host_exact_levels_follow_the_engines_memory_and_work():
+    """The host engine's kernel holds U x M bytes (not the device's U x M x M doubles) and
+    adds at most C(ceil(M/2), 3) triples a class: 3 levels at 1e6 classes x 40 features
+    (the device's model: 1), fewer where the work or the bytes exceed their budgets; a
+    fit on many distinct rows takes them and reaches the optimum of 1 level."""
+    assert auto_exact_levels(950_000, 40) == 1 and host_exact_levels(950_000, 40) == 3
+    assert host_kernel_bytes(950_000, 40) == 950_000 * (9 * 40 + 56) + 96 * 40 ** 2
+    assert host_exact_levels(2 * 10 ** 5, 100) == 2  # C(50, 3) x 2e5 adds exceed 2e9
+    assert host_exact_levels(2000, 200) == 2  # 480 M^3 bytes exceed 6e8
+    assert host_exact_levels(2 * 10 ** 6, 40) == 1  # 7.9e8 bytes
+    levels = [host_exact_levels(U, 40) for U in (10, 10 ** 3, 10 ** 5, 10 ** 6, 10 ** 7)]
+    assert levels == sorted(levels, reverse=True)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 3))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=3000)
+    kw = dict(regularization=0.01, depth_budget=5, binarizer=Binarizer(n_thresholds=6))
+    auto = OptimalTreeRegressor(progress=False, **kw).fit(X, y)
+    one = OptimalTreeRegressor(progress=False, exact_levels=1, **kw).fit(X, y)
+    assert auto.exact_levels_ == 3 and auto.optimal_ and one.optimal_
+    assert auto.objective_ == pytest.approx(one.objective_, rel=1e-9, abs=1e-12)
 
 
 def test_a_tree_of_1500_levels_loads_prints_and_predicts():

@@ -323,6 +323,43 @@ def test_memo_oracle_equals_exhaustive():
             exhaustive(X, y, w, 0.01, 4, loss, 2), rel=1e-12)
 
 
+@pytest.mark.parametrize("levels,msl", [(2, 1), (3, 1), (3, 2)])
+def test_engine_subtree_on_dense_and_complemented_columns(levels, msl):
+    """The engine's terminal solver takes each column of a support the way round with fewer
+    ones (a column and its complement make the same splits): on threshold columns (x <= t,
+    nested, from sparse to dense) and dense random ones it equals the oracle, and
+    complementing every column of the problem changes neither the cost nor the root."""
+    rng = np.random.default_rng(40 + levels + 10 * msl)
+    U = 30
+    x = rng.normal(size=(U, 2))
+    thr = np.concatenate([x[:, 0:1] <= np.quantile(x[:, 0], [0.2, 0.5, 0.8])[None, :],
+                          x[:, 1:2] <= np.quantile(x[:, 1], [0.3, 0.9])[None, :]], axis=1)
+    Xc = np.column_stack([thr, rng.random((U, 3)) < 0.85]).astype(float)
+    y = np.sin(2 * x[:, 0]) + x[:, 1] + 0.3 * rng.normal(size=U)
+    Wc = rng.integers(1, 4, size=U).astype(float)
+    st = np.column_stack([Wc, Wc * y, Wc * y * y + 0.1 * rng.random(U), Wc])
+    lam, norm = 0.01, 10.0
+    mean = st[:, 1] / Wc
+    E = st[:, 2] - Wc * mean * mean
+
+    def core_of(X):
+        return engine._core.make_problem(
+            X.astype(np.uint8), engine.pack(X.T > 0.5), Wc, mean, E, Wc,
+            np.argsort(mean, kind="stable"), np.zeros(0), np.zeros(0),
+            np.zeros(0, np.int64), lam, norm, float(msl), 2.0, 2e4, 0, True, True, True,
+            False)
+
+    core, flipped = core_of(Xc), core_of(1.0 - Xc)
+    masks = rng.random((6, U)) < 0.75
+    masks[0] = True
+    for m in masks:
+        c_np, f_np = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl)
+        c, f = engine.subtree(core, m, levels, lam * norm)
+        c_fl, f_fl = engine.subtree(flipped, m, levels, lam * norm)
+        assert c / norm == pytest.approx(c_np, rel=1e-12) and f == f_np
+        assert c_fl == pytest.approx(c, rel=1e-12) and f_fl == f
+
+
 @pytest.mark.parametrize("levels,msl", [(1, 2), (2, 2), (3, 2), (2, 1), (3, 1), (3, 3)])
 def test_subtree_kernels_numpy_jax_vmap(levels, msl):
     """The matrix-product kernels: the host kernel (symmetric triple statistics, octants by

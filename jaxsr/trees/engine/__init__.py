@@ -16,6 +16,8 @@ The C++ sources in this folder are laid out by idea, as STreeD's ``src/``:
                     useful levels and the leaf budget of a support
 ``tasks/squared``,  the losses as tasks: a leaf's loss, the children's losses of every
 ``tasks/absolute``  split, a new subproblem's leaf and bounds
+``stumps``          the best least-squares stump over presorted columns: one stage of the
+                    boosted reference ensemble of the ``"gbdt"`` binarizer
 ==================  ========================================================================
 
 This module is the Python side: :func:`problem_of` (the engine's copy of a
@@ -23,8 +25,8 @@ This module is the Python side: :func:`problem_of` (the engine's copy of a
 :class:`MemoView` (the memo as a mapping for the extraction and the device path) and
 the kernels as functions (:func:`subtree`, :func:`splits`, :func:`leaf_loss`,
 :func:`absolute_split_losses`, :func:`kmeans_losses`, :func:`kmedians_losses`,
-:func:`subtree_splits`). Arrays are checked and converted here before they reach the
-extension.
+:func:`subtree_splits`, :func:`best_stump`). Arrays are checked and converted here before
+they reach the extension.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ _core = import_module(f"{__name__}._core")  # the compiled extension (no stub)
 
 __all__ = ["State", "problem_of", "init", "step", "terminate", "live_lower_bound",
            "MemoView", "subtree", "splits", "leaf_loss", "support_bounds", "absolute_split_losses",
-           "kmeans_losses", "kmedians_losses", "subtree_splits", "pack", "CHUNK"]
+           "kmeans_losses", "kmedians_losses", "subtree_splits", "best_stump", "pack", "CHUNK"]
 
 CHUNK = 2048  # subproblem visits per :func:`step` (progress lines between steps)
 KMEDIANS_MAX_VALUES = 20000  # the most distinct targets of a k-medians bound
@@ -278,3 +280,24 @@ def subtree_splits(X, st, levels, lamn, m1):
     leaf, split = _core.subtree_splits(np.ascontiguousarray(X, dtype=np.uint8), _f8(st),
                                        int(levels), float(lamn), float(m1))
     return float(leaf), split
+
+
+def best_stump(order, cand, g, w, S, Wt):
+    """The best least-squares stump over presorted columns (one stage of the boosted
+    reference ensemble of :class:`~jaxsr.trees.Binarizer`, ``strategy="gbdt"``).
+
+    Args:
+      order: ``(p, n)`` int64, each column's sample order. cand: ``(p, n - 1)`` bool, a
+        split after sorted position ``q`` (the first ``q + 1`` samples left) is allowed.
+      g: ``(n,)`` float64 weighted residuals. w: ``(n,)`` float64 weights. S, Wt: their sums.
+
+    Returns:
+      ``(score, feature, pos, S_L, W_L)``: the largest ``S_L^2 / W_L + S_R^2 / W_R``, the
+      first in column order then position order; ``feature = -1`` where no split is allowed.
+
+    Raises:
+      ValueError: inconsistent shapes or sample indices out of range.
+    """
+    score, f, q, sl, wl = _core.best_stump(_i8(order), _u8(cand), _f8(g), _f8(w), float(S),
+                                           float(Wt))
+    return float(score), int(f), int(q), float(sl), float(wl)

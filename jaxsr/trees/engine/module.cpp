@@ -13,6 +13,7 @@
 
 #include "kmeans.hpp"
 #include "search.hpp"
+#include "stumps.hpp"
 #include "tasks/absolute.hpp"
 #include "tasks/squared.hpp"
 #include "terminal.hpp"
@@ -218,6 +219,19 @@ NB_MODULE(_core, m) {
     o.resize(std::size_t(k));
     return out(std::move(o), {std::size_t(k)});
   }, "Constrained 1-D k-means losses of 1, 2, ... clusters (OSRT Algorithm 1).");
+  m.def("best_stump", [](In2<i64> order, In2<u8> cand, In1<double> g, In1<double> w, double S,
+                         double Wt) {
+    const i64 p = i64(order.shape(0)), n = i64(order.shape(1));
+    require(n >= 2 && i64(cand.shape(0)) == p && i64(cand.shape(1)) == n - 1,
+            "order must be (p, n) and cand (p, n - 1), n >= 2");
+    require(i64(g.shape(0)) == n && i64(w.shape(0)) == n, "g, w need one entry per sample");
+    bool inside = true;
+    for (std::size_t q = 0; q < order.size(); ++q)
+      inside &= 0 <= order.data()[q] && order.data()[q] < n;
+    require(inside, "order holds sample indices");
+    const Stump s = best_stump(order.data(), cand.data(), g.data(), w.data(), n, p, S, Wt);
+    return std::make_tuple(s.score, s.feature, s.pos, s.sl, s.wl);
+  }, "The best least-squares stump over presorted columns: (score, feature, pos, S_L, W_L).");
   m.def("kmedians_losses", [](In1<double> v, In1<double> w, i64 max_clusters, double stop_gain,
                               bool use_stop) {
     const i64 n = i64(v.shape(0));

@@ -14,13 +14,12 @@ void pairs(const i64* ones, const i64* nones, const double* st, i64 U, i64 M, do
     for (int c = 0; c < 4; ++c) tot[c] += s[c];
     const i64 k = nones[u];
     const i64* on = ones + u * M;
+    const Stat4 s4(s);  // in registers: Pp and a cannot alias it
     for (i64 x = 0; x < k; ++x) {
       const i64 g = on[x];
-      for (int c = 0; c < 4; ++c) a[4 * g + c] += s[c];
-      for (i64 z = x; z < k; ++z) {
-        double* p = Pp + 4 * (g * M + on[z]);
-        for (int c = 0; c < 4; ++c) p[c] += s[c];
-      }
+      s4.add_to(a + 4 * g);
+      double* Pg = Pp + 4 * g * M;
+      for (i64 z = x; z < k; ++z) s4.add_to(Pg + 4 * on[z]);
     }
   }
 }
@@ -94,13 +93,10 @@ void depth3_splits(const i64* ones, const i64* nones, const double* st, i64 U, i
       if (x0 >= k || on[x0] != f) continue;
       ++x0;
       pos[u] = x0;
-      const double* s = st + 4 * u;
+      const Stat4 s(st + 4 * u);  // in registers: T cannot alias it
       for (i64 x = x0; x < k; ++x) {
-        const i64 g = on[x];
-        for (i64 z = x + 1; z < k; ++z) {
-          double* t = T.data() + 4 * (g * M + on[z]);
-          for (int c = 0; c < 4; ++c) t[c] += s[c];
-        }
+        double* Tg = T.data() + 4 * on[x] * M;
+        for (i64 z = x + 1; z < k; ++z) s.add_to(Tg + 4 * on[z]);
       }
     }
     for (i64 g = f + 1; g < M; ++g)
@@ -274,12 +270,25 @@ std::pair<double, i64> support_subtree(const Problem& P, const u8* mask, i64 lev
     St += P.W[idx[t]] * P.mean[idx[t]];
   }
   const double mu = centre(Wt, St);
+  // a column and its complement make the same splits (the children swap sides), so each
+  // is taken the way round with fewer ones on the support: the pair and triple sums cost
+  // C(ones of a class, 2 or 3) a class (x <= t columns: half the ones, an eighth the
+  // triples)
+  std::vector<u8> flip(k, 0);
+  {
+    std::vector<i64> ones(k, 0);
+    for (i64 t = 0; t < n; ++t) {
+      const u8* xu = P.row(idx[t]);
+      for (i64 q = 0; q < k; ++q) ones[q] += xu[keep[q]];
+    }
+    for (i64 q = 0; q < k; ++q) flip[q] = 2 * ones[q] > n ? 1 : 0;
+  }
   std::vector<u8> Xs(n * k);
   std::vector<double> st(n * 4);
   for (i64 t = 0; t < n; ++t) {
     const i64 u = idx[t];
     const u8* xu = P.row(u);
-    for (i64 q = 0; q < k; ++q) Xs[t * k + q] = xu[keep[q]];
+    for (i64 q = 0; q < k; ++q) Xs[t * k + q] = xu[keep[q]] ^ flip[q];
     st[4 * t] = P.W[u];
     recentred(P.W[u], P.mean[u], P.E[u], mu, st[4 * t + 1], st[4 * t + 2]);
     st[4 * t + 3] = P.N[u];
