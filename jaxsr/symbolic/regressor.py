@@ -6,7 +6,9 @@ Paper: ``shared/papers/deterministic-symbolic-regression.md`` (sections 2-2.8).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import contextvars
+import sys
 import threading
 import time
 import warnings
@@ -113,7 +115,11 @@ def _stop_fits_at_exit() -> None:
     for _, run in fits:
         run.stop()
     for done, _ in fits:
-        done.wait()
+        if not done.wait(1.0):  # a compilation in flight, which nothing can interrupt
+            with contextlib.suppress(Exception):
+                print("jaxsr: the process ends when the symbolic fit's compilation in "
+                      "flight ends", file=sys.stderr, flush=True)
+            done.wait()
 
 
 atexit.register(_stop_fits_at_exit)
