@@ -88,10 +88,18 @@ def main():
     p.add_argument("--kinds", nargs="+", default=["random", "tree"])
     p.add_argument("--count", type=int, default=3, help="equations per (kind, N)")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--old-max", type=float, default=1e5,
-                   help="largest N at which the exhaustive solver is timed")
-    p.add_argument("--old-count", type=int, default=1,
-                   help="equations timed with the exhaustive solver at N >= 1e5")
+    p.add_argument(
+        "--old-max",
+        type=float,
+        default=1e5,
+        help="largest N at which the exhaustive solver is timed",
+    )
+    p.add_argument(
+        "--old-count",
+        type=int,
+        default=1,
+        help="equations timed with the exhaustive solver at N >= 1e5",
+    )
     p.add_argument("--out", default=os.path.join(HERE, "results", "constant"))
     args = p.parse_args()
 
@@ -121,16 +129,21 @@ def main():
                     rep = args.repeat if n < 1e5 else 1
                     r["old_wall_s"], r["old_cpu_s"], (k_old, f_old) = timed(old, A, rep)
                     r["f_old"] = float(f_old)
-                    r["rel_diff_f"] = (abs(r["f_new"] - r["f_old"]) / r["f_old"]
-                                       if np.isfinite(r["f_old"]) and r["f_old"] > 0 else 0.0)
+                    r["rel_diff_f"] = (
+                        abs(r["f_new"] - r["f_old"]) / r["f_old"]
+                        if np.isfinite(r["f_old"]) and r["f_old"] > 0
+                        else 0.0
+                    )
                 rows.append(r)
                 print(json.dumps(r), file=sys.stderr, flush=True)
                 with open(args.out + ".json", "w") as fh:  # as it goes
                     json.dump({"rows": rows}, fh, indent=1)
     # table: medians per (kind, N)
-    lines = ["| kind | N | eqs | old CPU s | new CPU s | old / new (CPU) | new wall s | "
-             "exact evaluations new / old | max rel diff f |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| kind | N | eqs | old CPU s | new CPU s | old / new (CPU) | new wall s | "
+        "exact evaluations new / old | max rel diff f |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for kind in args.kinds:
         for n in (int(s) for s in args.sizes):
             rs = [r for r in rows if r["kind"] == kind and r["n"] == n]
@@ -140,9 +153,11 @@ def main():
             new_c = statistics.median(r["new_cpu_s"] for r in rs)
             old_c = statistics.median(olds) if olds else None
             pairs = [r["new_cpu_s"] for r in rs if "old_cpu_s" in r]
-            ratio = (statistics.median(o / max(nw, 1e-9) for o, nw in zip(olds, pairs,
-                                                                        strict=True))
-                     if olds else None)
+            ratio = (
+                statistics.median(o / max(nw, 1e-9) for o, nw in zip(olds, pairs, strict=True))
+                if olds
+                else None
+            )
             frac = statistics.median(r["points"] / max(r["admissible"], 1) for r in rs)
             diff = max((r.get("rel_diff_f", 0.0) for r in rs), default=0.0)
             lines.append(
@@ -150,12 +165,18 @@ def main():
                 f"{'-' if old_c is None else f'{old_c:.4g}'} | {new_c:.4g} | "
                 f"{'-' if ratio is None else f'{ratio:.1f}x'} | "
                 f"{statistics.median(r['new_wall_s'] for r in rs):.4g} | "
-                f"{frac:.3f} | {diff:.1e} |")
+                f"{frac:.3f} | {diff:.1e} |"
+            )
     text = "\n".join(lines)
-    meta = {"python": platform.python_version(), "jax": jax.__version__,
-            "device": str(jax.devices()[0]), "argv": sys.argv[1:],
-            "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-            "fanout": C.FANOUT, "point_budget": C.POINT_BUDGET}
+    meta = {
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "device": str(jax.devices()[0]),
+        "argv": sys.argv[1:],
+        "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "fanout": C.FANOUT,
+        "point_budget": C.POINT_BUDGET,
+    }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".json", "w") as fh:
         json.dump({"meta": meta, "rows": rows}, fh, indent=1)

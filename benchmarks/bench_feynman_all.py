@@ -76,7 +76,7 @@ GPLEARN_MAX_GENERATIONS = 1000
 
 def relative_mse(pred, y) -> float:
     with np.errstate(all="ignore"):
-        r = float(np.mean((np.asarray(pred, dtype=np.float64) - y) ** 2) / np.mean(y ** 2))
+        r = float(np.mean((np.asarray(pred, dtype=np.float64) - y) ** 2) / np.mean(y**2))
     return r if np.isfinite(r) else float("inf")
 
 
@@ -85,12 +85,23 @@ def peer_settings(tool: str, unary: list[str], max_time: float) -> dict:
     """The parameters of a peer's fit (stored in each of its records)."""
     if tool == "pyoperon":
         symbols = ",".join(["add", "sub", "mul", "div", *unary, "constant", "variable"])
-        return {"allowed_symbols": symbols, "max_length": 50, "n_threads": 1,
-                "max_time": int(max_time), "random_state": 0}
+        return {
+            "allowed_symbols": symbols,
+            "max_length": 50,
+            "n_threads": 1,
+            "max_time": int(max_time),
+            "random_state": 0,
+        }
     fs = ["add", "sub", "mul", "div", *[u for u in unary if u in GPLEARN_UNARY]]
-    return {"population_size": 1000, "function_set": fs, "parsimony_coefficient": 0.001,
-            "random_state": 0, "n_jobs": 1, "max_time": float(max_time),
-            "max_generations": GPLEARN_MAX_GENERATIONS}
+    return {
+        "population_size": 1000,
+        "function_set": fs,
+        "parsimony_coefficient": 0.001,
+        "random_state": 0,
+        "n_jobs": 1,
+        "max_time": float(max_time),
+        "max_generations": GPLEARN_MAX_GENERATIONS,
+    }
 
 
 def fit_peer(tool: str, params: dict, X, y):
@@ -118,8 +129,9 @@ def fit_peer(tool: str, params: dict, X, y):
     return est
 
 
-def run_peers(data_path: str, tools: list[str], unary: list[str], max_time: float,
-              json_out: str) -> None:
+def run_peers(
+    data_path: str, tools: list[str], unary: list[str], max_time: float, json_out: str
+) -> None:
     """``--mode peers``: every peer of ``tools`` on every equation of the ``.npz``."""
     blob = np.load(data_path, allow_pickle=False)
     names = [str(n) for n in blob["names"]]
@@ -134,8 +146,11 @@ def run_peers(data_path: str, tools: list[str], unary: list[str], max_time: floa
                 t0, c0 = time.perf_counter(), time.process_time()
                 est = fit_peer(tool, params, X, y)
                 seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-                rec = {"rel_test_mse": relative_mse(est.predict(Xt), yt), "seconds": seconds,
-                       "cpu_seconds": cpu}
+                rec = {
+                    "rel_test_mse": relative_mse(est.predict(Xt), yt),
+                    "seconds": seconds,
+                    "cpu_seconds": cpu,
+                }
                 if tool == "gplearn":
                     rec["generations"] = int(est.generations_run_)
                     rec["expression"] = str(est._program)[:500]
@@ -145,18 +160,23 @@ def run_peers(data_path: str, tools: list[str], unary: list[str], max_time: floa
                     except Exception:  # noqa: BLE001 - the string is only for reading
                         pass
             except Exception as err:  # report, keep going
-                rec = {"error": f"{type(err).__name__}: {err}"[:200], "rel_test_mse":
-                       float("inf"), "seconds": float("nan")}
+                rec = {
+                    "error": f"{type(err).__name__}: {err}"[:200],
+                    "rel_test_mse": float("inf"),
+                    "seconds": float("nan"),
+                }
             row[tool] = rec
-            print(f"[peers] {name} {tool}: rel {rec['rel_test_mse']:.2e} "
-                  f"{rec['seconds']:.1f} s", file=sys.stderr, flush=True)
+            print(
+                f"[peers] {name} {tool}: rel {rec['rel_test_mse']:.2e} {rec['seconds']:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
         results[name] = row
     Path(json_out).write_text(json.dumps(results, indent=1))
 
 
 # ------------------------------------------------------------------------------ jaxsr
-def jaxsr_configs(tools, unary, beam_width, max_nodes, max_time,
-                  strategy=None) -> dict[str, dict]:
+def jaxsr_configs(tools, unary, beam_width, max_nodes, max_time, strategy=None) -> dict[str, dict]:
     sys.path.insert(0, str(REPO))
     from jaxsr import SymbolicRegressor
 
@@ -208,8 +228,9 @@ def run_jaxsr(params: dict, X, y, Xt, yt, warm: bool = False) -> dict:
             # a rational start (greedy) runs first, and with max_iterations=1 it is the only
             # search: compile the search from the mean (its beam) too
             try:
-                SymbolicRegressor(**dict(params, max_iterations=1, max_time=None,
-                                         rational_start=False)).fit(X, y)
+                SymbolicRegressor(
+                    **dict(params, max_iterations=1, max_time=None, rational_start=False)
+                ).fit(X, y)
             except Exception:  # noqa: BLE001 - the timed fit reports it
                 pass
         if "cos" in params.get("unary_operators", ()):
@@ -218,23 +239,37 @@ def run_jaxsr(params: dict, X, y, Xt, yt, warm: bool = False) -> dict:
             # from cos(x1 + 0.5) alone the first change replaced the root, and the timed
             # fit of I.6.2 still compiled it, 24 s under load)
             try:
-                SymbolicRegressor(**dict(params, max_iterations=3, max_time=None,
-                                         initial_expression="(cos(x1 + 0.5) * x1) + 0.0")
-                                  ).fit(X, y)
+                SymbolicRegressor(
+                    **dict(
+                        params,
+                        max_iterations=3,
+                        max_time=None,
+                        initial_expression="(cos(x1 + 0.5) * x1) + 0.0",
+                    )
+                ).fit(X, y)
             except Exception:  # noqa: BLE001 - the timed fit reports it
                 pass
     try:
         t0, c0 = time.perf_counter(), time.process_time()
         sr = SymbolicRegressor(**params).fit(X, y)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-        return {"rel_test_mse": relative_mse(sr.predict(Xt), yt), "seconds": seconds,
-                "cpu_seconds": cpu, "n_nodes": int(sr.n_nodes_), "stop": sr.stop_reason_,
-                "train_rel_mse": relative_mse(sr.predict(X), y),
-                "iterations": len(sr.history_), "expression": sr.expression_,
-                **({"portfolio": sr.portfolio_} if getattr(sr, "portfolio_", None) else {})}
+        return {
+            "rel_test_mse": relative_mse(sr.predict(Xt), yt),
+            "seconds": seconds,
+            "cpu_seconds": cpu,
+            "n_nodes": int(sr.n_nodes_),
+            "stop": sr.stop_reason_,
+            "train_rel_mse": relative_mse(sr.predict(X), y),
+            "iterations": len(sr.history_),
+            "expression": sr.expression_,
+            **({"portfolio": sr.portfolio_} if getattr(sr, "portfolio_", None) else {}),
+        }
     except Exception as err:  # report, keep going
-        return {"error": f"{type(err).__name__}: {err}"[:200], "rel_test_mse": float("inf"),
-                "seconds": float("nan")}
+        return {
+            "error": f"{type(err).__name__}: {err}"[:200],
+            "rel_test_mse": float("inf"),
+            "seconds": float("nan"),
+        }
 
 
 # ------------------------------------------------------------------------------ records
@@ -242,11 +277,18 @@ def git_commit() -> str:
     """``HEAD`` of the repository this file is in (``+dirty`` with uncommitted changes to
     tracked files)."""
     try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], check=True,
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain",
-                                "--untracked-files=no"], check=True, capture_output=True,
-                               text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -287,8 +329,10 @@ def append_record(path: str, rec: dict) -> None:
 
 # ------------------------------------------------------------------------------ report
 def summary(results: dict, tools: list[str], rational: dict[str, bool]) -> str:
-    lines = [f"{'tool':<13} {'exact':>7} {'rational':>9} {'other':>7} {'median s':>9} "
-             f"{'max s':>7} {'med CPU s':>9} {'errors':>6}"]
+    lines = [
+        f"{'tool':<13} {'exact':>7} {'rational':>9} {'other':>7} {'median s':>9} "
+        f"{'max s':>7} {'med CPU s':>9} {'errors':>6}"
+    ]
     for tool in tools:
         rows = [(n, r[tool]) for n, r in results.items() if tool in r]
         if not rows:
@@ -305,7 +349,8 @@ def summary(results: dict, tools: list[str], rational: dict[str, bool]) -> str:
             f"{np.median(secs) if secs.size else float('nan'):>9.2f} "
             f"{secs.max() if secs.size else float('nan'):>7.1f} "
             f"{np.median(cpu) if cpu.size else float('nan'):>9.2f} "
-            f"{sum('error' in r for _, r in rows):>6}")
+            f"{sum('error' in r for _, r in rows):>6}"
+        )
     per = [f"\n{'equation':<10} {'rat':>3} " + " ".join(f"{t:>20}" for t in tools)]
     for name, r in results.items():
         if not any(t in r for t in tools):
@@ -313,9 +358,12 @@ def summary(results: dict, tools: list[str], rational: dict[str, bool]) -> str:
         cells = []
         for t in tools:
             c = r.get(t)
-            cells.append(f"{'':>20}" if c is None else
-                         f"{c['rel_test_mse']:>10.1e} {c['seconds']:>7.1f}s"
-                         f"{'*' if c['rel_test_mse'] < EXACT else ' '}")
+            cells.append(
+                f"{'':>20}"
+                if c is None
+                else f"{c['rel_test_mse']:>10.1e} {c['seconds']:>7.1f}s"
+                f"{'*' if c['rel_test_mse'] < EXACT else ' '}"
+            )
         per.append(f"{name:<10} {'y' if rational[name] else 'n':>3} " + " ".join(cells))
     return "\n".join(lines + per) + "\n(* = exact: relative test MSE < 1e-16)"
 
@@ -325,6 +373,7 @@ def portfolio_record(name: str, plain: dict, unary: dict) -> dict:
     the one of lower *training* MSE (nothing of the test rows is used to choose); its
     time is the sum of both fits. The training MSE is the record's, or the recorded
     expression re-evaluated on the regenerated training rows (older records)."""
+
     def train(rec):
         if "train_rel_mse" in rec:
             return rec["train_rel_mse"]
@@ -339,15 +388,19 @@ def portfolio_record(name: str, plain: dict, unary: dict) -> dict:
             return relative_mse(Expression.parse(rec["expression"]).evaluate(X), y)
 
     best = plain if train(plain) <= train(unary) else unary
-    out = dict(best, seconds=plain["seconds"] + unary["seconds"],
-               chosen="jaxsr" if best is plain else "jaxsr-unary")
+    out = dict(
+        best,
+        seconds=plain["seconds"] + unary["seconds"],
+        chosen="jaxsr" if best is plain else "jaxsr-unary",
+    )
     if "cpu_seconds" in plain and "cpu_seconds" in unary:
         out["cpu_seconds"] = plain["cpu_seconds"] + unary["cpu_seconds"]
     return out
 
 
-def records_table(records: list[dict], names: list[str],
-                  columns: list[str] | None = None) -> tuple[str, dict]:
+def records_table(
+    records: list[dict], names: list[str], columns: list[str] | None = None
+) -> tuple[str, dict]:
     """:func:`summary` of a records file: one column per (tool, settings key), over the
     equations each has run (in the order of ``names``, then any others); the settings
     and commits of each column are listed under the table. ``columns``: only the
@@ -376,12 +429,16 @@ def records_table(records: list[dict], names: list[str],
     text = summary(results, list(cols), rational)
     common = {n: r for n, r in results.items() if all(c in r for c in cols)}
     if common and len(common) < len(results):
-        text += (f"\n\nthe {len(common)} equations every column has run:\n"
-                 + summary(common, list(cols), rational).split("\n\n")[0])
+        text += (
+            f"\n\nthe {len(common)} equations every column has run:\n"
+            + summary(common, list(cols), rational).split("\n\n")[0]
+        )
     legend = ["\ncolumns (tool@settings key: settings; commits):"]
     for col, info in cols.items():
-        legend.append(f"  {col}: {json.dumps(info['settings'], sort_keys=True)}; "
-                      f"{', '.join(sorted(map(_short, info['commits'])))}")
+        legend.append(
+            f"  {col}: {json.dumps(info['settings'], sort_keys=True)}; "
+            f"{', '.join(sorted(map(_short, info['commits'])))}"
+        )
     return text + "\n".join(legend), {"rational": rational, "results": results}
 
 
@@ -392,9 +449,13 @@ def main(argv=None) -> None:
     p.add_argument("--json-out", default="")
     p.add_argument("--equations", default="", help="comma-separated ids (default: all 100)")
     p.add_argument("--every", type=int, default=1, help="take every k-th equation")
-    p.add_argument("--stride-order", type=int, default=0,
-                   help="k > 0: run the equations in the order i %% k, then i (every k-th "
-                        "first, so that a partial run is spread over the list)")
+    p.add_argument(
+        "--stride-order",
+        type=int,
+        default=0,
+        help="k > 0: run the equations in the order i %% k, then i (every k-th "
+        "first, so that a partial run is spread over the list)",
+    )
     p.add_argument("--n", type=int, default=1000)
     p.add_argument("--n-test", type=int, default=1000)
     p.add_argument("--max-time", type=float, default=60.0)
@@ -404,21 +465,36 @@ def main(argv=None) -> None:
     p.add_argument("--strategy", type=int, default=None, help="jaxsr's (default: its own)")
     p.add_argument("--tools", default="jaxsr,jaxsr-unary,jaxsr-beam,pyoperon,gplearn")
     p.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
-    p.add_argument("--parallel-peers", action="store_true",
-                   help="run the peers' process while jaxsr runs (give each its own core)")
-    p.add_argument("--warm", action="store_true",
-                   help="jaxsr: one untimed one-iteration fit per tool and equation first "
-                        "(with cos among the unary operators, also a 3-iteration one from "
-                        "(cos(x1 + 0.5) * x1) + 0.0)")
-    p.add_argument("--records", default="",
-                   help="resumable run: a JSON-lines file, one record per (tool, equation) "
-                        "with its settings and commit; (tool, equation, settings) already "
-                        "there are skipped, new ones appended as they finish")
-    p.add_argument("--summary-only", action="store_true",
-                   help="with --records: only print (and --out) the table of the records")
-    p.add_argument("--columns", default="",
-                   help="with --summary-only: only the columns (tool@key) starting with "
-                        "one of these comma-separated prefixes")
+    p.add_argument(
+        "--parallel-peers",
+        action="store_true",
+        help="run the peers' process while jaxsr runs (give each its own core)",
+    )
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="jaxsr: one untimed one-iteration fit per tool and equation first "
+        "(with cos among the unary operators, also a 3-iteration one from "
+        "(cos(x1 + 0.5) * x1) + 0.0)",
+    )
+    p.add_argument(
+        "--records",
+        default="",
+        help="resumable run: a JSON-lines file, one record per (tool, equation) "
+        "with its settings and commit; (tool, equation, settings) already "
+        "there are skipped, new ones appended as they finish",
+    )
+    p.add_argument(
+        "--summary-only",
+        action="store_true",
+        help="with --records: only print (and --out) the table of the records",
+    )
+    p.add_argument(
+        "--columns",
+        default="",
+        help="with --summary-only: only the columns (tool@key) starting with "
+        "one of these comma-separated prefixes",
+    )
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
     tools = [t for t in a.tools.split(",") if t]
@@ -432,17 +508,19 @@ def main(argv=None) -> None:
 
     all_names = feynman_equation_names(include_csv=True, rational_only=False)
     if not a.equations and len(all_names) < 100:
-        p.error(f"FeynmanEquations.csv not found (only the {len(all_names)} built-in "
-                "equations): run from a checkout next to shared/, or set JAXSR_SHARED_DATA")
+        p.error(
+            f"FeynmanEquations.csv not found (only the {len(all_names)} built-in "
+            "equations): run from a checkout next to shared/, or set JAXSR_SHARED_DATA"
+        )
     names = a.equations.split(",") if a.equations else all_names[:: a.every]
     if a.stride_order > 0:
-        names = sorted(names, key=lambda n: (names.index(n) % a.stride_order,
-                                             names.index(n)))
+        names = sorted(names, key=lambda n: (names.index(n) % a.stride_order, names.index(n)))
     if a.summary_only:
         if not a.records:
             p.error("--summary-only needs --records")
-        text, _ = records_table(load_records(a.records), names,
-                                   [c for c in a.columns.split(",") if c])
+        text, _ = records_table(
+            load_records(a.records), names, [c for c in a.columns.split(",") if c]
+        )
         print(text)
         if a.out:  # the numbers are the records file's: the table is the only other file
             Path(a.out).write_text(text + "\n")
@@ -469,10 +547,24 @@ def main(argv=None) -> None:
             blob.update({f"{n}__X": X, f"{n}__y": y, f"{n}__Xt": Xt, f"{n}__yt": yt})
         np.savez(path, **blob)
         out_json = os.path.join(tmp.name, "peers.json")
-        proc = subprocess.Popen([a.peers_python, str(Path(__file__).resolve()), "--mode",
-                                 "peers", "--data", path, "--json-out", out_json, "--tools",
-                                 ",".join(peers), "--unary", ",".join(unary), "--max-time",
-                                 str(a.max_time)])
+        proc = subprocess.Popen(
+            [
+                a.peers_python,
+                str(Path(__file__).resolve()),
+                "--mode",
+                "peers",
+                "--data",
+                path,
+                "--json-out",
+                out_json,
+                "--tools",
+                ",".join(peers),
+                "--unary",
+                ",".join(unary),
+                "--max-time",
+                str(a.max_time),
+            ]
+        )
         if not a.parallel_peers:
             proc.wait()
     configs = jaxsr_configs(tools, unary, a.beam_width, a.max_nodes, a.max_time, a.strategy)
@@ -480,9 +572,12 @@ def main(argv=None) -> None:
         for tool, params in configs.items():
             rec = run_jaxsr(params, X, y, Xt, yt, a.warm)
             results[name][tool] = rec
-            print(f"{name} {tool}: rel {rec['rel_test_mse']:.2e} {rec['seconds']:.1f} s "
-                  f"{rec.get('expression', rec.get('error', ''))[:80]}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"{name} {tool}: rel {rec['rel_test_mse']:.2e} {rec['seconds']:.1f} s "
+                f"{rec.get('expression', rec.get('error', ''))[:80]}",
+                file=sys.stderr,
+                flush=True,
+            )
     if proc is not None:
         proc.wait()
         try:
@@ -496,12 +591,14 @@ def main(argv=None) -> None:
         f"\nN = {a.n} training rows (seed 0), {a.n_test} test rows (seed 1); max_time "
         f"{a.max_time} s; jaxsr strategy {a.strategy or 'default'}, max_nodes "
         f"{a.max_nodes}; unary {','.join(unary)}; beam "
-        f"{a.beam_width}; {len(names)} equations")
+        f"{a.beam_width}; {len(names)} equations"
+    )
     print(text)
     if a.out:
         Path(a.out).write_text(text + "\n")
-        Path(a.out).with_suffix(".json").write_text(json.dumps(
-            {"rational": rational, "results": results}, indent=1))
+        Path(a.out).with_suffix(".json").write_text(
+            json.dumps({"rational": rational, "results": results}, indent=1)
+        )
 
 
 def run_resumable(a, names: list[str], tools: list[str], unary: list[str]) -> None:
@@ -515,9 +612,14 @@ def run_resumable(a, names: list[str], tools: list[str], unary: list[str]) -> No
     done = {(r["equation"], r["tool"], r["settings_key"]) for r in load_records(a.records)}
     data_settings = {"n": a.n, "n_test": a.n_test, "train_seed": 0, "test_seed": 1}
     configs = jaxsr_configs(tools, unary, a.beam_width, a.max_nodes, a.max_time, a.strategy)
-    settings = {t: dict(data_settings, warm=a.warm, **{k: (list(v) if isinstance(v, tuple)
-                                                           else v) for k, v in c.items()})
-                for t, c in configs.items()}
+    settings = {
+        t: dict(
+            data_settings,
+            warm=a.warm,
+            **{k: (list(v) if isinstance(v, tuple) else v) for k, v in c.items()},
+        )
+        for t, c in configs.items()
+    }
     for t, c in configs.items():  # the second warm-up fit of run_jaxsr
         if a.warm and "cos" in c.get("unary_operators", ()):
             settings[t]["warm_unary_node"] = "(cos(x1 + 0.5) * x1) + 0.0, 3 iterations"
@@ -537,13 +639,22 @@ def run_resumable(a, names: list[str], tools: list[str], unary: list[str]) -> No
         base = {"equation": name, "rational": bool(eq.rational), "commit": commit}
 
         def emit(tool, rec, base=base):
-            full = dict(base, tool=tool, settings=settings[tool], settings_key=keys[tool],
-                        utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **rec)
+            full = dict(
+                base,
+                tool=tool,
+                settings=settings[tool],
+                settings_key=keys[tool],
+                utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **rec,
+            )
             append_record(a.records, full)
-            print(f"{base['equation']} {tool}: rel {rec['rel_test_mse']:.2e} "
-                  f"{rec['seconds']:.1f} s "
-                  f"{str(rec.get('expression', rec.get('error', '')))[:80]}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{base['equation']} {tool}: rel {rec['rel_test_mse']:.2e} "
+                f"{rec['seconds']:.1f} s "
+                f"{str(rec.get('expression', rec.get('error', '')))[:80]}",
+                file=sys.stderr,
+                flush=True,
+            )
 
         for tool in [t for t in todo if t in configs]:
             emit(tool, run_jaxsr(configs[tool], X, y, Xt, yt, a.warm))
@@ -551,19 +662,34 @@ def run_resumable(a, names: list[str], tools: list[str], unary: list[str]) -> No
         if todo_peers:  # their own python, one process per equation
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "data.npz")
-                np.savez(path, names=np.array([name]), **{f"{name}__X": X, f"{name}__y": y,
-                                                         f"{name}__Xt": Xt,
-                                                         f"{name}__yt": yt})
+                np.savez(
+                    path,
+                    names=np.array([name]),
+                    **{f"{name}__X": X, f"{name}__y": y, f"{name}__Xt": Xt, f"{name}__yt": yt},
+                )
                 out_json = os.path.join(tmp, "peers.json")
-                proc = subprocess.run([a.peers_python, str(Path(__file__).resolve()),
-                                       "--mode", "peers", "--data", path, "--json-out",
-                                       out_json, "--tools", ",".join(todo_peers), "--unary",
-                                       ",".join(unary), "--max-time", str(a.max_time)])
+                proc = subprocess.run(
+                    [
+                        a.peers_python,
+                        str(Path(__file__).resolve()),
+                        "--mode",
+                        "peers",
+                        "--data",
+                        path,
+                        "--json-out",
+                        out_json,
+                        "--tools",
+                        ",".join(todo_peers),
+                        "--unary",
+                        ",".join(unary),
+                        "--max-time",
+                        str(a.max_time),
+                    ]
+                )
                 try:
                     row = json.loads(Path(out_json).read_text())[name]
                 except (OSError, ValueError, KeyError) as err:
-                    print(f"peers failed on {name} (rc {proc.returncode}): {err}",
-                          file=sys.stderr)
+                    print(f"peers failed on {name} (rc {proc.returncode}): {err}", file=sys.stderr)
                     row = {}
                 for tool in todo_peers:
                     if tool in row:

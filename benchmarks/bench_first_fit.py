@@ -36,8 +36,18 @@ HERE = Path(__file__).resolve().parent
 RESULT = HERE / "results" / "first_fit.txt"
 
 # (rows, columns, max_nodes or None for the default)
-SHAPES = [(50, 1, None), (100, 2, None), (200, 3, 25), (442, 10, None), (500, 5, None),
-          (1000, 8, 25), (1500, 12, None), (2000, 15, None), (3000, 20, None), (5000, 4, None)]
+SHAPES = [
+    (50, 1, None),
+    (100, 2, None),
+    (200, 3, 25),
+    (442, 10, None),
+    (500, 5, None),
+    (1000, 8, 25),
+    (1500, 12, None),
+    (2000, 15, None),
+    (3000, 20, None),
+    (5000, 4, None),
+]
 
 CHILD = r"""
 import json, sys, time
@@ -88,8 +98,11 @@ print(json.dumps(out))
 
 
 def _child(mode: str, home: str, cpu: int | None, *extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("JAXSR_", "JAX_COMPILATION", "XDG_CACHE"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("JAXSR_", "JAX_COMPILATION", "XDG_CACHE"))
+    }
     env["HOME"] = home
     cmd = [sys.executable, "-c", CHILD, mode, *extra]
     if cpu is not None:
@@ -114,13 +127,21 @@ def main(argv=None) -> int:
     rows = shapes["shapes"]
     later = rows[1:]
     share = sum(r["compile_cpu"] for r in later) / sum(r["fit_cpu"] for r in later)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE,
-                            capture_output=True, text=True, check=False).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=HERE,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     lines = [
-        " ".join(["$ python benchmarks/bench_first_fit.py",
-                  *(sys.argv[1:] if argv is None else argv)]) + f"   (commit {commit or '?'})",
+        " ".join(
+            ["$ python benchmarks/bench_first_fit.py", *(sys.argv[1:] if argv is None else argv)]
+        )
+        + f"   (commit {commit or '?'})",
         "bench_first_fit: the cost of a first symbolic fit (CPU seconds, "
-        + (f"pinned to core {args.cpu}" if args.cpu is not None else "unpinned") + ")",
+        + (f"pinned to core {args.cpu}" if args.cpu is not None else "unpinned")
+        + ")",
         f"date {datetime.date.today()}, {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs, python {platform.python_version()}",
         "compile CPU = fit CPU - refit CPU of the same data in the same process",
@@ -134,9 +155,11 @@ def main(argv=None) -> int:
         "       N    M max_nodes   fit  refit compile compilations",
     ]
     for r in rows:
-        lines.append(f"    {r['n']:5d} {r['m']:4d} {str(r['max_nodes'] or 50):>9s} "
-                     f"{r['fit_cpu']:6.2f} {r['refit_cpu']:6.2f} {r['compile_cpu']:6.2f} "
-                     f"{r['compilations']:5d}")
+        lines.append(
+            f"    {r['n']:5d} {r['m']:4d} {str(r['max_nodes'] or 50):>9s} "
+            f"{r['fit_cpu']:6.2f} {r['refit_cpu']:6.2f} {r['compile_cpu']:6.2f} "
+            f"{r['compilations']:5d}"
+        )
     lines += [
         f"    fits 2-10: compile {sum(r['compile_cpu'] for r in later):.2f} of "
         f"{sum(r['fit_cpu'] for r in later):.2f} fit CPU s = {share:.0%} (target <= 25%)",

@@ -33,17 +33,36 @@ def fit_one(name, strategy, width, n, max_nodes, max_time):
     row = {"equation": name, "strategy": strategy, "beam_width": width}
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        sr = SymbolicRegressor(strategy=strategy, max_nodes=max_nodes, beam_width=width,
-                               max_time=max_time or None, progress=False).fit(X, y)
+        sr = SymbolicRegressor(
+            strategy=strategy,
+            max_nodes=max_nodes,
+            beam_width=width,
+            max_time=max_time or None,
+            progress=False,
+        ).fit(X, y)
         with np.errstate(all="ignore"):
             rel = float(np.mean((sr.predict(Xt) - yt) ** 2) / np.mean(yt**2))
-        row.update(rel_test_mse=rel if np.isfinite(rel) else float("inf"),
-                   exact=bool(rel < 1e-16), n_nodes=int(sr.n_nodes_), stop=sr.stop_reason_,
-                   iterations=int(sr.n_iterations_), expression=sr.expression_,
-                   readable=str(sr), error="")
+        row.update(
+            rel_test_mse=rel if np.isfinite(rel) else float("inf"),
+            exact=bool(rel < 1e-16),
+            n_nodes=int(sr.n_nodes_),
+            stop=sr.stop_reason_,
+            iterations=int(sr.n_iterations_),
+            expression=sr.expression_,
+            readable=str(sr),
+            error="",
+        )
     except Exception as e:  # noqa: BLE001 - counted, reported
-        row.update(rel_test_mse=float("inf"), exact=False, n_nodes=-1, stop="error",
-                   iterations=0, expression="", readable="", error=f"{type(e).__name__}: {e}"[:200])
+        row.update(
+            rel_test_mse=float("inf"),
+            exact=False,
+            n_nodes=-1,
+            stop="error",
+            iterations=0,
+            expression="",
+            readable="",
+            error=f"{type(e).__name__}: {e}"[:200],
+        )
     row["seconds"] = time.perf_counter() - t0
     row["cpu_seconds"] = time.process_time() - c0
     return row
@@ -56,8 +75,13 @@ def warm(name, strategy, widths, n, max_nodes):
     X, y = feynman_equation(name, n, seed=0)
     for w in sorted({1, min([w for w in widths if w > 1], default=1)}):
         try:
-            SymbolicRegressor(strategy=strategy, max_nodes=max_nodes, beam_width=w,
-                              max_iterations=2, progress=False).fit(X, y)
+            SymbolicRegressor(
+                strategy=strategy,
+                max_nodes=max_nodes,
+                beam_width=w,
+                max_iterations=2,
+                progress=False,
+            ).fit(X, y)
         except Exception:  # noqa: BLE001 - the timed fit reports it
             pass
 
@@ -90,10 +114,14 @@ def main(argv=None):
             for w in widths:
                 row = fit_one(name, s, w, a.n, a.max_nodes, a.max_time)
                 rows.append(row)
-                print(f"s{s} B={w:<3d} {name:9s} exact={row['exact']!s:5s} "
-                      f"rel={row['rel_test_mse']:.1e} nodes={row['n_nodes']:3d} "
-                      f"it={row['iterations']:3d} {row['stop']:15s} {row['seconds']:6.1f}s "
-                      f"{row['readable'][:60]} {row['error']}", file=sys.stderr, flush=True)
+                print(
+                    f"s{s} B={w:<3d} {name:9s} exact={row['exact']!s:5s} "
+                    f"rel={row['rel_test_mse']:.1e} nodes={row['n_nodes']:3d} "
+                    f"it={row['iterations']:3d} {row['stop']:15s} {row['seconds']:6.1f}s "
+                    f"{row['readable'][:60]} {row['error']}",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 if a.out:  # partial results survive an interrupted run
                     _save(a, rows, widths, strategies, t_start)
     summary = _save(a, rows, widths, strategies, t_start)
@@ -111,7 +139,9 @@ def _summary(rows, widths, strategies):
             med = float(np.median([r["seconds"] for r in rs]))
             base = med if w == 1 else base
             out[f"s{s}_B{w}"] = {
-                "strategy": s, "beam_width": w, "of": len(rs),
+                "strategy": s,
+                "beam_width": w,
+                "of": len(rs),
                 "exact": sum(r["exact"] for r in rs),
                 "errors": sum(r["stop"] == "error" for r in rs),
                 "max_time_stops": sum(r["stop"] == "max_time" for r in rs),
@@ -125,13 +155,18 @@ def _summary(rows, widths, strategies):
 
 
 def _table(summary):
-    lines = ["| strategy | B | exact | median fit s (wall) | median CPU s | ratio to B=1 | "
-             "total s | max_time stops |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| strategy | B | exact | median fit s (wall) | median CPU s | ratio to B=1 | "
+        "total s | max_time stops |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for v in summary.values():
         ratio = "-" if v["median_ratio_to_B1"] is None else f"{v['median_ratio_to_B1']:.2f}"
-        lines.append(f"| {v['strategy']} | {v['beam_width']} | {v['exact']}/{v['of']} | "
-                     f"{v['median_seconds']:.2f} | {v['median_cpu_seconds']:.2f} | {ratio} | "
-                     f"{v['total_seconds']:.0f} | {v['max_time_stops']} |")
+        lines.append(
+            f"| {v['strategy']} | {v['beam_width']} | {v['exact']}/{v['of']} | "
+            f"{v['median_seconds']:.2f} | {v['median_cpu_seconds']:.2f} | {ratio} | "
+            f"{v['total_seconds']:.0f} | {v['max_time_stops']} |"
+        )
     return "\n".join(lines)
 
 
@@ -139,10 +174,20 @@ def _save(a, rows, widths, strategies, t_start):
     summary = _summary(rows, widths, strategies)
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"n": a.n, "max_nodes": a.max_nodes, "max_time": a.max_time,
-                       "widths": widths, "strategies": strategies,
-                       "elapsed_seconds": time.perf_counter() - t_start,
-                       "summary": summary, "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "n": a.n,
+                    "max_nodes": a.max_nodes,
+                    "max_time": a.max_time,
+                    "widths": widths,
+                    "strategies": strategies,
+                    "elapsed_seconds": time.perf_counter() - t_start,
+                    "summary": summary,
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
         with open(a.out.rsplit(".", 1)[0] + ".txt", "w") as f:
             f.write(_table(summary) + "\n")
     return summary

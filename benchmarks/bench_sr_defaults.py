@@ -104,9 +104,16 @@ from bench_feynman_all import (  # noqa: E402 - the benchmarks folder is not a p
 #: max_time=...)``; ``default`` is the estimator's own defaults.
 CONFIGS: dict[str, dict] = {
     "default": {},
-    "paper": {"strategy": 3, "beam_width": 1, "bic_patience": None,
-              "backward_elimination": False, "model_selection": "best",
-              "extrapolation_limit": None, "domain": "rows", "rational_start": False},
+    "paper": {
+        "strategy": 3,
+        "beam_width": 1,
+        "bic_patience": None,
+        "backward_elimination": False,
+        "model_selection": "best",
+        "extrapolation_limit": None,
+        "domain": "rows",
+        "rational_start": False,
+    },
     # the defaults without the rational start (the defaults before it)
     "no-rational": {"rational_start": False},
     "paper-s3": {"strategy": 3, "beam_width": 1},
@@ -117,8 +124,12 @@ CONFIGS: dict[str, dict] = {
     "s2-b4-val": {"strategy": 2, "beam_width": 4, "validation_fraction": 0.25},
     "s3-b4": {"strategy": 3, "beam_width": 4},
     # the defaults part by part: each adds one to the one before
-    "s2-b4-bic": {"beam_width": 4, "bic_patience": None, "backward_elimination": False,
-                  "extrapolation_limit": None},
+    "s2-b4-bic": {
+        "beam_width": 4,
+        "bic_patience": None,
+        "backward_elimination": False,
+        "extrapolation_limit": None,
+    },
     "guard": {"beam_width": 4, "bic_patience": None, "backward_elimination": False},
     "bp10": {"beam_width": 4, "backward_elimination": False},
     "bp10be": {"beam_width": 4},
@@ -129,12 +140,19 @@ CONFIGS: dict[str, dict] = {
 #: ``(file under osrt/raw, jaxsr.cli._read_csv options, target column, columns to drop)``.
 REAL_DATASETS: dict[str, tuple[str, dict, str, tuple[str, ...]]] = {
     "airfoil": ("airfoil/airfoil_self_noise.dat", {"header": False}, "x6", ()),
-    "garment": ("garment/garments_worker_productivity.csv", {}, "actual_productivity",
-                ("date", "wip")),  # wip: missing values
-    "optical": ("optical/optical.csv", {"sep": ";", "decimal": ","}, "Channel Utilization",
-                ()),
-    "real_estate": ("real_estate/real_estate.csv", {}, "Y house price of unit area",
-                    ("No",)),  # a row number
+    "garment": (
+        "garment/garments_worker_productivity.csv",
+        {},
+        "actual_productivity",
+        ("date", "wip"),
+    ),  # wip: missing values
+    "optical": ("optical/optical.csv", {"sep": ";", "decimal": ","}, "Channel Utilization", ()),
+    "real_estate": (
+        "real_estate/real_estate.csv",
+        {},
+        "Y house price of unit area",
+        ("No",),
+    ),  # a row number
     "seoul_bike": ("seoul_bike/seoul_bike.csv", {}, "Rented Bike Count", ()),
     "servo": ("servo/servo.data", {}, "class", ()),
     "sync": ("sync/synchronous_machine.csv", {"sep": ";", "decimal": ","}, "If", ()),
@@ -143,13 +161,19 @@ REAL_DATASETS: dict[str, tuple[str, dict, str, tuple[str, ...]]] = {
 
 #: How the data of every fit are made (part of every tool's settings key).
 PROTOCOL = {
-    "feynman": {"train_seed": 0, "test_seed": 1,
-                "noise": "y_train + N(0, (level * rms(y_train))^2), seed crc32('law:level')"},
-    "real": {"test_fraction": 0.25, "split": "jaxsr.cli._split(n, 0.25, seed)",
-             # the key's text since the first run (changing it would change every key):
-            # the features are now REAL_FEATURES, recorded in each real record
-            "features": "numeric columns only",
-             "subsample": "rng(seed).permutation(n_train)[:max_train], sorted"},
+    "feynman": {
+        "train_seed": 0,
+        "test_seed": 1,
+        "noise": "y_train + N(0, (level * rms(y_train))^2), seed crc32('law:level')",
+    },
+    "real": {
+        "test_fraction": 0.25,
+        "split": "jaxsr.cli._split(n, 0.25, seed)",
+        # the key's text since the first run (changing it would change every key):
+        # the features are now REAL_FEATURES, recorded in each real record
+        "features": "numeric columns only",
+        "subsample": "rng(seed).permutation(n_train)[:max_train], sorted",
+    },
 }
 NOISE_R2, NOISE_NODES = 0.999, 15  # the criterion at noise 0.01
 #: A looser recovery level, at float32's rounding (pyoperon computes in float32: its exact
@@ -170,9 +194,8 @@ def feynman_item(name: str, level: float, n_train: int, n_test: int) -> dict:
     X, y = eq.sample(n_train, seed=PROTOCOL["feynman"]["train_seed"])
     Xt, yt = eq.sample(n_test, seed=PROTOCOL["feynman"]["test_seed"])
     if level > 0:
-        rms = float(np.sqrt(np.mean(y ** 2)))
-        y = y + np.random.default_rng(noise_seed(name, level)).normal(0.0, level * rms,
-                                                                       y.shape)
+        rms = float(np.sqrt(np.mean(y**2)))
+        y = y + np.random.default_rng(noise_seed(name, level)).normal(0.0, level * rms, y.shape)
     return {"X": X, "y": y, "Xt": Xt, "yt": yt}
 
 
@@ -182,8 +205,9 @@ _REAL_CACHE: dict[tuple, tuple] = {}
 REAL_FEATURES = "numeric columns, text columns one-hot (jaxsr.cli._one_hot)"
 
 
-def real_table(name: str, one_hot: bool = True
-               ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+def real_table(
+    name: str, one_hot: bool = True
+) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
     """``(X, y, feature names, text columns)`` of one raw OSRT dataset: the text columns
     one-hot encoded as ``jaxsr symbolic`` does (``one_hot``), else left out."""
     if (name, one_hot) not in _REAL_CACHE:
@@ -203,8 +227,12 @@ def real_table(name: str, one_hot: bool = True
                 X = _one_hot(X, str(path))
         else:
             X = X.drop(columns=text)
-        _REAL_CACHE[(name, one_hot)] = (X.to_numpy(np.float64), y.to_numpy(np.float64),
-                                        [str(c) for c in X.columns], [str(c) for c in text])
+        _REAL_CACHE[(name, one_hot)] = (
+            X.to_numpy(np.float64),
+            y.to_numpy(np.float64),
+            [str(c) for c in X.columns],
+            [str(c) for c in text],
+        )
     return _REAL_CACHE[(name, one_hot)]
 
 
@@ -224,7 +252,7 @@ def r2_score(rel_mse: float, yt: np.ndarray) -> float:
     """Test R^2 from the relative test MSE (``MSE / mean(y^2)``): ``1 - MSE / Var(y)``."""
     if not np.isfinite(rel_mse):
         return float("-inf")
-    return float(1.0 - rel_mse * np.mean(yt ** 2) / np.var(yt))
+    return float(1.0 - rel_mse * np.mean(yt**2) / np.var(yt))
 
 
 def operon_nodes(model_string: str) -> int:
@@ -242,8 +270,12 @@ def run_linear(X, y, Xt, yt) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     lin = LinearRegression().fit(X, y)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"rel_test_mse": relative_mse(lin.predict(Xt), yt), "seconds": seconds,
-            "cpu_seconds": cpu, "n_nodes": 4 * X.shape[1] + 1}
+    return {
+        "rel_test_mse": relative_mse(lin.predict(Xt), yt),
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "n_nodes": 4 * X.shape[1] + 1,
+    }
 
 
 def run_jaxsr_fit(params: dict, item: dict, warm: bool) -> dict:
@@ -265,14 +297,20 @@ PEERS = ("pyoperon", "pyoperon-srbench")
 def operon_settings(peer: str, max_time: float) -> dict:
     params = peer_settings("pyoperon", [], max_time)
     if peer == "pyoperon-srbench":
-        params.update(optimizer="lm", optimizer_iterations=5, population_size=500,
-                      pool_size=500, tournament_size=5, reinserter="keep-best",
-                      offspring_generator="basic", max_evaluations=500_000)
+        params.update(
+            optimizer="lm",
+            optimizer_iterations=5,
+            population_size=500,
+            pool_size=500,
+            tournament_size=5,
+            reinserter="keep-best",
+            offspring_generator="basic",
+            max_evaluations=500_000,
+        )
     return params
 
 
-def run_peers_mode(data_path: str, max_time: float, json_out: str,
-                   peer: str = "pyoperon") -> None:
+def run_peers_mode(data_path: str, max_time: float, json_out: str, peer: str = "pyoperon") -> None:
     """``--mode peers`` (under the peers' python): pyoperon (settings ``peer``) on every
     dataset of the ``.npz``; its measures by dataset id in ``json_out``."""
     blob = np.load(data_path, allow_pickle=False)
@@ -285,39 +323,60 @@ def run_peers_mode(data_path: str, max_time: float, json_out: str,
             est = fit_peer("pyoperon", params, X, y)
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
             text = str(est.get_model_string(est.model_, 6))
-            rec = {"rel_test_mse": relative_mse(est.predict(Xt), yt), "seconds": seconds,
-                   "cpu_seconds": cpu, "n_nodes": operon_nodes(text),
-                   "operon_length": int(est.model_.Length), "expression": text[:500]}
+            rec = {
+                "rel_test_mse": relative_mse(est.predict(Xt), yt),
+                "seconds": seconds,
+                "cpu_seconds": cpu,
+                "n_nodes": operon_nodes(text),
+                "operon_length": int(est.model_.Length),
+                "expression": text[:500],
+            }
         except Exception as err:  # noqa: BLE001 - reported in the record, the run goes on
-            rec = {"error": f"{type(err).__name__}: {err}"[:200],
-                   "rel_test_mse": float("inf"), "seconds": float("nan")}
+            rec = {
+                "error": f"{type(err).__name__}: {err}"[:200],
+                "rel_test_mse": float("inf"),
+                "seconds": float("nan"),
+            }
         out[key] = rec
     Path(json_out).write_text(json.dumps(out))
 
 
-def run_peer(python: str, key: str, item: dict, max_time: float,
-             peer: str = "pyoperon") -> dict | None:
+def run_peer(
+    python: str, key: str, item: dict, max_time: float, peer: str = "pyoperon"
+) -> dict | None:
     """pyoperon (settings ``peer``) on one dataset in a subprocess of ``python``; ``None``
     when it failed."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "data.npz")
-        np.savez(path, ids=np.array([key]),
-                 **{f"{key}__{s}": item[s] for s in ("X", "y", "Xt", "yt")})
+        np.savez(
+            path, ids=np.array([key]), **{f"{key}__{s}": item[s] for s in ("X", "y", "Xt", "yt")}
+        )
         out_json = os.path.join(tmp, "peers.json")
-        proc = subprocess.run([python, str(Path(__file__).resolve()), "--mode", "peers",
-                               "--data", path, "--json-out", out_json,
-                               "--max-time", str(max_time), "--peers", peer])
+        proc = subprocess.run(
+            [
+                python,
+                str(Path(__file__).resolve()),
+                "--mode",
+                "peers",
+                "--data",
+                path,
+                "--json-out",
+                out_json,
+                "--max-time",
+                str(max_time),
+                "--peers",
+                peer,
+            ]
+        )
         try:
             return json.loads(Path(out_json).read_text())[key]
         except (OSError, ValueError, KeyError) as err:
-            print(f"pyoperon failed on {key} (rc {proc.returncode}): {err}",
-                  file=sys.stderr)
+            print(f"pyoperon failed on {key} (rc {proc.returncode}): {err}", file=sys.stderr)
             return None
 
 
 # ------------------------------------------------------------------------------ settings
-def jaxsr_configs(names: list[str], extra: dict[str, dict], max_time: float
-                  ) -> dict[str, dict]:
+def jaxsr_configs(names: list[str], extra: dict[str, dict], max_time: float) -> dict[str, dict]:
     """``{name: constructor parameters}`` of the configurations asked for."""
     from jaxsr import SymbolicRegressor
 
@@ -326,12 +385,15 @@ def jaxsr_configs(names: list[str], extra: dict[str, dict], max_time: float
     out = {}
     for name in names:
         if name not in table:
-            raise SystemExit(f"unknown configuration {name!r}; known: {', '.join(table)} "
-                             "(or give it with --config-json NAME='{...}')")
+            raise SystemExit(
+                f"unknown configuration {name!r}; known: {', '.join(table)} "
+                "(or give it with --config-json NAME='{...}')"
+            )
         unknown = set(table[name]) - accepted
         if unknown:
-            raise SystemExit(f"{name}: SymbolicRegressor has no parameter(s) "
-                             f"{', '.join(sorted(unknown))}")
+            raise SystemExit(
+                f"{name}: SymbolicRegressor has no parameter(s) {', '.join(sorted(unknown))}"
+            )
         out[name] = dict(table[name], progress=False, max_time=max_time)
     return out
 
@@ -346,8 +408,12 @@ def jaxsr_settings(params: dict, a) -> dict:
 
 
 def data_settings(a) -> dict:
-    return {"protocol": PROTOCOL, "n_train": a.n_train, "n_test": a.n_test,
-            "max_train": a.max_train}
+    return {
+        "protocol": PROTOCOL,
+        "n_train": a.n_train,
+        "n_test": a.n_test,
+        "max_train": a.max_train,
+    }
 
 
 # ------------------------------------------------------------------------------ run
@@ -360,8 +426,9 @@ def item_ids(a) -> list[tuple[str, str, float | None, int | None]]:
     if "feynman" in a.panels:
         laws = feynman_equation_names(include_csv=a.feynman == "all")
         if a.feynman == "all" and len(laws) < 58:
-            raise SystemExit(f"FeynmanEquations.csv not found (only {len(laws)} laws); set "
-                             "JAXSR_SHARED_DATA")
+            raise SystemExit(
+                f"FeynmanEquations.csv not found (only {len(laws)} laws); set JAXSR_SHARED_DATA"
+            )
         if a.laws:
             laws = a.laws.split(",")
         if a.limit_laws:
@@ -378,8 +445,11 @@ def item_ids(a) -> list[tuple[str, str, float | None, int | None]]:
 
 
 def item_key(panel: str, dataset: str, noise, split) -> str:
-    return (f"{panel}/{dataset}/noise={noise:g}" if panel == "feynman"
-            else f"{panel}/{dataset}/split={split}/onehot")
+    return (
+        f"{panel}/{dataset}/noise={noise:g}"
+        if panel == "feynman"
+        else f"{panel}/{dataset}/split={split}/onehot"
+    )
 
 
 def run(a, configs: dict[str, dict], peers: list[str]) -> None:
@@ -400,8 +470,9 @@ def run(a, configs: dict[str, dict], peers: list[str]) -> None:
     settings = {c: dict(tool="jaxsr", **jaxsr_settings(p, a)) for c, p in configs.items()}
     settings["linear"] = dict(tool="linear", **data_settings(a))
     for peer in peers:
-        settings[peer] = dict(tool="pyoperon", params=operon_settings(peer, a.max_time),
-                              **data_settings(a))
+        settings[peer] = dict(
+            tool="pyoperon", params=operon_settings(peer, a.max_time), **data_settings(a)
+        )
     keys = {c: settings_key(s) for c, s in settings.items()}
     records = load_records(a.records)
     done = {(r["config"], r["settings_key"], r["item"]) for r in records}
@@ -424,14 +495,23 @@ def run(a, configs: dict[str, dict], peers: list[str]) -> None:
             _, _, features, text = real_table(dataset)
             if dataset not in noted:
                 noted.add(dataset)
-                print(f"{dataset}: {len(features)} numeric features"
-                      + (f" after one-hot encoding text columns {', '.join(text)}"
-                         if text else ""),
-                      file=sys.stderr, flush=True)
-        base = {"item": key, "panel": panel, "dataset": dataset, "noise": noise,
-                "split": split, "builtin": panel == "feynman" and dataset in builtin,
-                "n_train": len(item["y"]), "n_test": len(item["yt"]),
-                "n_features": int(item["X"].shape[1])}
+                print(
+                    f"{dataset}: {len(features)} numeric features"
+                    + (f" after one-hot encoding text columns {', '.join(text)}" if text else ""),
+                    file=sys.stderr,
+                    flush=True,
+                )
+        base = {
+            "item": key,
+            "panel": panel,
+            "dataset": dataset,
+            "noise": noise,
+            "split": split,
+            "builtin": panel == "feynman" and dataset in builtin,
+            "n_train": len(item["y"]),
+            "n_test": len(item["yt"]),
+            "n_features": int(item["X"].shape[1]),
+        }
         if panel == "real":
             base["features"] = REAL_FEATURES
         for c in todo:
@@ -440,9 +520,26 @@ def run(a, configs: dict[str, dict], peers: list[str]) -> None:
                 rec = run_linear(item["X"], item["y"], item["Xt"], item["yt"])
             elif (keys[c], key) in same:
                 first = same[(keys[c], key)]
-                rec = {k: v for k, v in first.items() if k not in base and k not in (
-                    "tool", "config", "settings", "settings_key", "commit", "env",
-                    "fit_index", "load1_before", "utc", "r2", "exact", "copied_from")}
+                rec = {
+                    k: v
+                    for k, v in first.items()
+                    if k not in base
+                    and k
+                    not in (
+                        "tool",
+                        "config",
+                        "settings",
+                        "settings_key",
+                        "commit",
+                        "env",
+                        "fit_index",
+                        "load1_before",
+                        "utc",
+                        "r2",
+                        "exact",
+                        "copied_from",
+                    )
+                }
                 rec["copied_from"] = first.get("copied_from", first["config"])
             elif c in PEERS:
                 rec = run_peer(a.peers_python, key, item, a.max_time, c)
@@ -454,18 +551,30 @@ def run(a, configs: dict[str, dict], peers: list[str]) -> None:
                 warmed.add(shape)
             rec["r2"] = r2_score(rec["rel_test_mse"], item["yt"])
             rec["exact"] = bool(rec["rel_test_mse"] < EXACT)
-            full = dict(base, tool=settings[c]["tool"], config=c, settings=settings[c],
-                        settings_key=keys[c], commit=commit, env=env, fit_index=fits[c],
-                        load1_before=round(load1, 2),
-                        utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **rec)
+            full = dict(
+                base,
+                tool=settings[c]["tool"],
+                config=c,
+                settings=settings[c],
+                settings_key=keys[c],
+                commit=commit,
+                env=env,
+                fit_index=fits[c],
+                load1_before=round(load1, 2),
+                utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                **rec,
+            )
             fits[c] += 1
             append_record(a.records, full)
             same.setdefault((keys[c], key), full)
-            print(f"{key} {c}: R2 {rec['r2']:.6g} rel {rec['rel_test_mse']:.2e} "
-                  f"nodes {rec.get('n_nodes', '-')} {rec['seconds']:.1f} s "
-                  f"(cpu {rec.get('cpu_seconds', float('nan')):.1f}) {rec.get('stop', '')} "
-                  f"{str(rec.get('expression', rec.get('error', '')))[:70]}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{key} {c}: R2 {rec['r2']:.6g} rel {rec['rel_test_mse']:.2e} "
+                f"nodes {rec.get('n_nodes', '-')} {rec['seconds']:.1f} s "
+                f"(cpu {rec.get('cpu_seconds', float('nan')):.1f}) {rec.get('stop', '')} "
+                f"{str(rec.get('expression', rec.get('error', '')))[:70]}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 # ------------------------------------------------------------------------------ report
@@ -482,12 +591,12 @@ def summarize(records: list[dict]) -> dict:
     for r in records:
         latest[(r["config"], r["settings_key"], r["item"])] = r
     linear = {r["item"]: r["r2"] for (c, _, _), r in latest.items() if c == "linear"}
-    srbench = {r["item"]: r["r2"] for (c, _, _), r in latest.items()
-               if c == "pyoperon-srbench"}
+    srbench = {r["item"]: r["r2"] for (c, _, _), r in latest.items() if c == "pyoperon-srbench"}
     rows: dict[str, dict] = {}
     for (c, k, _), r in latest.items():
-        rows.setdefault(f"{c}@{k[:4]}", {"records": [], "settings": r["settings"],
-                                         "commits": set()})
+        rows.setdefault(
+            f"{c}@{k[:4]}", {"records": [], "settings": r["settings"], "commits": set()}
+        )
         rows[f"{c}@{k[:4]}"]["records"].append(r)
         rows[f"{c}@{k[:4]}"]["commits"].add(r.get("commit", "unknown"))
     out = {}
@@ -498,43 +607,56 @@ def summarize(records: list[dict]) -> dict:
         f2 = [r for r in recs if r["panel"] == "feynman" and r["noise"] == 0.1]
         # the real panel as it is run now (text columns one-hot): items ending "/onehot"
         real = [r for r in recs if r["panel"] == "real" and r["item"].endswith("/onehot")]
-        by_ds = {d: _median(r["r2"] for r in real if r["dataset"] == d)
-                 for d in dict.fromkeys(r["dataset"] for r in real)}
-        lin_ds = {d: _median(linear.get(r["item"]) for r in real if r["dataset"] == d)
-                  for d in by_ds}
+        by_ds = {
+            d: _median(r["r2"] for r in real if r["dataset"] == d)
+            for d in dict.fromkeys(r["dataset"] for r in real)
+        }
+        lin_ds = {
+            d: _median(linear.get(r["item"]) for r in real if r["dataset"] == d) for d in by_ds
+        }
         b0 = [r for r in f0 if r["builtin"]]
         out[name] = {
-            "exact_builtin": sum(r["exact"] for r in b0), "laws_builtin": len(b0),
-            "exact_all": sum(r["exact"] for r in f0), "laws_all": len(f0),
+            "exact_builtin": sum(r["exact"] for r in b0),
+            "laws_builtin": len(b0),
+            "exact_all": sum(r["exact"] for r in f0),
+            "laws_all": len(f0),
             "near_exact_all": sum(r["rel_test_mse"] < NEAR_EXACT for r in f0),
-            "noise01_good": sum(r["r2"] > NOISE_R2 and (r.get("n_nodes") or 1e9) <= NOISE_NODES
-                                for r in f1), "noise01_laws": len(f1),
+            "noise01_good": sum(
+                r["r2"] > NOISE_R2 and (r.get("n_nodes") or 1e9) <= NOISE_NODES for r in f1
+            ),
+            "noise01_laws": len(f1),
             "noise10_median_r2": _median(r["r2"] for r in f2),
             "noise10_median_nodes": _median(r.get("n_nodes") for r in f2),
             "noise10_laws": len(f2),
             "real_median_r2": _median(r["r2"] for r in real),
-            "real_worse_than_zero": sum(r["r2"] < 0 and linear.get(r["item"], -1.0) > 0
-                                        for r in real),
+            "real_worse_than_zero": sum(
+                r["r2"] < 0 and linear.get(r["item"], -1.0) > 0 for r in real
+            ),
             "real_median_nodes": _median(r.get("n_nodes") for r in real),
             "real_splits": len(real),
             "real_r2_by_dataset": by_ds,
             "real_median_of_medians": _median(by_ds.values()),
-            "real_mean_of_medians": (float(np.mean(list(by_ds.values()))) if by_ds
-                                     else float("nan")),
+            "real_mean_of_medians": (
+                float(np.mean(list(by_ds.values()))) if by_ds else float("nan")
+            ),
             "real_datasets_above_linear": sum(v > lin_ds[d] for d, v in by_ds.items()),
             "real_datasets": len(by_ds),
             "real_won_vs_linear": sum(r["r2"] > linear.get(r["item"], np.inf) for r in real),
-            "real_won_vs_srbench": sum(r["r2"] > srbench.get(r["item"], np.inf)
-                                       for r in real),
+            "real_won_vs_srbench": sum(r["r2"] > srbench.get(r["item"], np.inf) for r in real),
             "real_median_cpu": _median(r.get("cpu_seconds") for r in real),
             "median_seconds": _median(r["seconds"] for r in recs),
             "median_cpu_seconds": _median(r.get("cpu_seconds") for r in recs),
-            "max_seconds": max((r["seconds"] for r in recs if np.isfinite(r["seconds"])),
-                               default=float("nan")),
-            "fits": len(recs), "errors": sum("error" in r for r in recs),
-            "stops": {s: sum(r.get("stop") == s for r in recs)
-                      for s in sorted({r["stop"] for r in recs if r.get("stop")})},
-            "settings": info["settings"], "commits": sorted(info["commits"]),
+            "max_seconds": max(
+                (r["seconds"] for r in recs if np.isfinite(r["seconds"])), default=float("nan")
+            ),
+            "fits": len(recs),
+            "errors": sum("error" in r for r in recs),
+            "stops": {
+                s: sum(r.get("stop") == s for r in recs)
+                for s in sorted({r["stop"] for r in recs if r.get("stop")})
+            },
+            "settings": info["settings"],
+            "commits": sorted(info["commits"]),
         }
     return out
 
@@ -549,12 +671,14 @@ def header(records: list[dict]) -> str:
     loads = [r["load1_before"] for r in records if "load1_before" in r]
     commits = sorted({r.get("commit", "unknown") for r in records})
     jaxes = sorted({r.get("env", {}).get("jax", "?") for r in records})
-    return (f"# {_dt.datetime.now().isoformat(timespec='seconds')}; {platform.platform()}, "
-            f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs "
-            f"({cores} usable here); load {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
-            f"now, median {_median(loads):.2f} before the fits; jax {jax.__version__} "
-            f"(records: {', '.join(jaxes)}); git {git_commit()[:12]} (records: "
-            f"{', '.join(c[:12] + ('+dirty' if c.endswith('+dirty') else '') for c in commits)})")
+    return (
+        f"# {_dt.datetime.now().isoformat(timespec='seconds')}; {platform.platform()}, "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs "
+        f"({cores} usable here); load {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        f"now, median {_median(loads):.2f} before the fits; jax {jax.__version__} "
+        f"(records: {', '.join(jaxes)}); git {git_commit()[:12]} (records: "
+        f"{', '.join(c[:12] + ('+dirty' if c.endswith('+dirty') else '') for c in commits)})"
+    )
 
 
 def table(rows: dict) -> str:
@@ -564,10 +688,12 @@ def table(rows: dict) -> str:
     def num(x, fmt):
         return "-" if x is None or not np.isfinite(x) else format(x, fmt)
 
-    lines = [f"{'tool@key':<18} {'exact17':>7} {'exact':>7} {'~exact':>7} {'n.01 ok':>7} "
-             f"{'n.1 R2':>8} "
-             f"{'n.1 nod':>7} {'real R2':>8} {'R2<0<lin':>8} {'real nod':>8} {'med s':>6} "
-             f"{'med cpu':>7} {'max s':>6} {'fits':>5} {'err':>4}"]
+    lines = [
+        f"{'tool@key':<18} {'exact17':>7} {'exact':>7} {'~exact':>7} {'n.01 ok':>7} "
+        f"{'n.1 R2':>8} "
+        f"{'n.1 nod':>7} {'real R2':>8} {'R2<0<lin':>8} {'real nod':>8} {'med s':>6} "
+        f"{'med cpu':>7} {'max s':>6} {'fits':>5} {'err':>4}"
+    ]
     for name, r in rows.items():
         lines.append(
             f"{name:<18} {cnt(r['exact_builtin'], r['laws_builtin']):>7} "
@@ -579,12 +705,15 @@ def table(rows: dict) -> str:
             f"{cnt(r['real_worse_than_zero'], r['real_splits']):>8} "
             f"{num(r['real_median_nodes'], 'g'):>8} {num(r['median_seconds'], '.1f'):>6} "
             f"{num(r['median_cpu_seconds'], '.1f'):>7} {num(r['max_seconds'], '.1f'):>6} "
-            f"{r['fits']:>5} {r['errors']:>4}")
+            f"{r['fits']:>5} {r['errors']:>4}"
+        )
     datasets = list(dict.fromkeys(d for r in rows.values() for d in r["real_r2_by_dataset"]))
     if datasets:
-        lines.append(f"\nreal data (text columns one-hot), per tool over its datasets:\n"
-                     f"{'tool@key':<18} {'med-med':>8} {'mean':>8} {'>lin ds':>7} "
-                     f"{'won/lin':>8} {'won/opLM':>8} {'splits':>6} {'med cpu':>7}")
+        lines.append(
+            f"\nreal data (text columns one-hot), per tool over its datasets:\n"
+            f"{'tool@key':<18} {'med-med':>8} {'mean':>8} {'>lin ds':>7} "
+            f"{'won/lin':>8} {'won/opLM':>8} {'splits':>6} {'med cpu':>7}"
+        )
         for name, r in rows.items():
             if not r["real_splits"]:
                 continue
@@ -594,12 +723,17 @@ def table(rows: dict) -> str:
                 f"{cnt(r['real_datasets_above_linear'], r['real_datasets']):>7} "
                 f"{cnt(r['real_won_vs_linear'], r['real_splits']):>8} "
                 f"{cnt(r['real_won_vs_srbench'], r['real_splits']):>8} "
-                f"{r['real_splits']:>6} {num(r['real_median_cpu'], '.1f'):>7}")
-        lines.append(f"\nreal data, median test R^2 over the splits:\n{'tool@key':<18} "
-                     + " ".join(f"{d[:11]:>11}" for d in datasets))
+                f"{r['real_splits']:>6} {num(r['real_median_cpu'], '.1f'):>7}"
+            )
+        lines.append(
+            f"\nreal data, median test R^2 over the splits:\n{'tool@key':<18} "
+            + " ".join(f"{d[:11]:>11}" for d in datasets)
+        )
         for name, r in rows.items():
-            lines.append(f"{name:<18} " + " ".join(
-                f"{num(r['real_r2_by_dataset'].get(d), '.4f'):>11}" for d in datasets))
+            lines.append(
+                f"{name:<18} "
+                + " ".join(f"{num(r['real_r2_by_dataset'].get(d), '.4f'):>11}" for d in datasets)
+            )
     lines.append(
         "\nexact17 / exact: noise 0, relative test MSE < 1e-16, of the built-in laws / of all "
         f"laws run; ~exact: the same below {NEAR_EXACT:g}; n.01 ok: noise 0.01, test R^2 > "
@@ -609,14 +743,16 @@ def table(rows: dict) -> str:
         "wall and CPU seconds per fit, over all its fits; med-med / mean: the median / mean "
         "over the datasets of each dataset's median test R^2; >lin ds: datasets whose median "
         "is above linear's; won/lin, won/opLM: splits of higher test R^2 than linear's / "
-        "pyoperon-srbench's; med cpu: median CPU seconds of its real-data fits")
+        "pyoperon-srbench's; med cpu: median CPU seconds of its real-data fits"
+    )
     lines.append("\nrows (config@settings key: settings; stop reasons; commits):")
     for name, r in rows.items():
         s = r["settings"]
-        lines.append(f"  {name}: {s['tool']} {json.dumps(s.get('params', {}), sort_keys=True)}"
-                     f"; {json.dumps(r['stops'])}; "
-                     + ", ".join(c[:12] + ("+dirty" if c.endswith("+dirty") else "")
-                                 for c in r["commits"]))
+        lines.append(
+            f"  {name}: {s['tool']} {json.dumps(s.get('params', {}), sort_keys=True)}"
+            f"; {json.dumps(r['stops'])}; "
+            + ", ".join(c[:12] + ("+dirty" if c.endswith("+dirty") else "") for c in r["commits"])
+        )
     return "\n".join(lines)
 
 
@@ -634,13 +770,20 @@ def main(argv=None) -> None:
     p.add_argument("--mode", default="all", choices=("all", "peers"), help=argparse.SUPPRESS)
     p.add_argument("--data", default="", help=argparse.SUPPRESS)
     p.add_argument("--json-out", default="", help=argparse.SUPPRESS)
-    p.add_argument("--configs", default="default",
-                   help=f"comma list of jaxsr configurations: {', '.join(CONFIGS)}")
-    p.add_argument("--config-json", action="append", default=[], metavar="NAME=JSON",
-                   help="an ad-hoc configuration, e.g. s2b8='{\"strategy\": 2, "
-                        "\"beam_width\": 8}' (repeatable; run without naming it in --configs)")
-    p.add_argument("--peers", default="",
-                   help=f"comma list of {', '.join(PEERS)}, or empty")
+    p.add_argument(
+        "--configs",
+        default="default",
+        help=f"comma list of jaxsr configurations: {', '.join(CONFIGS)}",
+    )
+    p.add_argument(
+        "--config-json",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help='an ad-hoc configuration, e.g. s2b8=\'{"strategy": 2, '
+        '"beam_width": 8}\' (repeatable; run without naming it in --configs)',
+    )
+    p.add_argument("--peers", default="", help=f"comma list of {', '.join(PEERS)}, or empty")
     p.add_argument("--peers-python", default=DEFAULT_PEERS_PYTHON)
     p.add_argument("--max-time", type=float, default=30.0, help="seconds per fit, every tool")
     p.add_argument("--panels", default="feynman,real")
@@ -653,10 +796,13 @@ def main(argv=None) -> None:
     p.add_argument("--datasets", default="all", help=f"all or of {', '.join(REAL_DATASETS)}")
     p.add_argument("--splits", type=int, default=3, help="random splits, seeds 0..K-1")
     p.add_argument("--max-train", type=int, default=10_000)
-    p.add_argument("--warm", action="store_true",
-                   help="jaxsr: an untimed one-iteration fit before the first timed fit of "
-                        "each configuration on each data shape (rows, features), so that "
-                        "compiling its programs is not charged to max_time")
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="jaxsr: an untimed one-iteration fit before the first timed fit of "
+        "each configuration on each data shape (rows, features), so that "
+        "compiling its programs is not charged to max_time",
+    )
     p.add_argument("--records", default=str(HERE / "results" / "sr_defaults.jsonl"))
     p.add_argument("--summary-only", action="store_true")
     p.add_argument("--out", default="", help="the table (.txt) and its numbers (.json)")

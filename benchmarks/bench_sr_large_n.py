@@ -75,8 +75,13 @@ def one_fit(tool: str, n: int, max_time: float, law: str = LAW) -> dict:
     if tool == "pyoperon":
         from pyoperon.sklearn import SymbolicRegressor as Operon
 
-        est = Operon(allowed_symbols="add,sub,mul,div,constant,variable", max_length=50,
-                     n_threads=1, max_time=int(max_time), random_state=0).fit(X, y)
+        est = Operon(
+            allowed_symbols="add,sub,mul,div,constant,variable",
+            max_length=50,
+            n_threads=1,
+            max_time=int(max_time),
+            random_state=0,
+        ).fit(X, y)
         pred = est.predict(Xt)
         extra = {"nodes": operon_nodes(est.get_model_string(est.model_, 16))}
     else:
@@ -89,19 +94,41 @@ def one_fit(tool: str, n: int, max_time: float, law: str = LAW) -> dict:
             params["search_sample"] = int(tool.split("=")[1])
         est = SymbolicRegressor(**params).fit(X, y)
         pred = est.predict(Xt)
-        extra = {"nodes": int(est.n_nodes_), "stop_reason": est.stop_reason_,
-                 "sample_rows": (None if est.search_rows_ is None
-                                 else int(est.search_rows_.shape[0])),
-                 "expression": est.expression_}
+        extra = {
+            "nodes": int(est.n_nodes_),
+            "stop_reason": est.stop_reason_,
+            "sample_rows": (None if est.search_rows_ is None else int(est.search_rows_.shape[0])),
+            "expression": est.expression_,
+        }
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     r2 = 1.0 - float(np.mean((pred - yt) ** 2) / np.var(yt))
-    return {"tool": tool, "law": law, "n": n, "wall_s": wall, "cpu_s": cpu, "r2": r2,
-            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **extra}
+    return {
+        "tool": tool,
+        "law": law,
+        "n": n,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "r2": r2,
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        **extra,
+    }
 
 
 def run_case(python: str, tool: str, n: int, max_time: float, law: str = LAW) -> dict:
-    cmd = [python, str(Path(__file__).resolve()), "--mode", "fit", "--tool", tool,
-           "--n", str(n), "--max-time", str(max_time), "--law", law]
+    cmd = [
+        python,
+        str(Path(__file__).resolve()),
+        "--mode",
+        "fit",
+        "--tool",
+        tool,
+        "--n",
+        str(n),
+        "--max-time",
+        str(max_time),
+        "--law",
+        law,
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
@@ -111,28 +138,35 @@ def run_case(python: str, tool: str, n: int, max_time: float, law: str = LAW) ->
 
 
 def table(records: list[dict]) -> str:
-    head = (f"{'law':<22} {'tool':<12} {'N':>8} | {'CPU s':>7} {'wall s':>7} {'MiB':>6} | "
-            f"{'test R^2':>12} {'nodes':>5} | stop / sample rows")
+    head = (
+        f"{'law':<22} {'tool':<12} {'N':>8} | {'CPU s':>7} {'wall s':>7} {'MiB':>6} | "
+        f"{'test R^2':>12} {'nodes':>5} | stop / sample rows"
+    )
     out = [head, "-" * len(head)]
     for r in records:
         if "error" in r:
-            out.append(f"{r['law']:<22} {r['tool']:<12} {r['n']:>8.0e} | failed: "
-                       f"{r['error'][-120:]!r}")
+            out.append(
+                f"{r['law']:<22} {r['tool']:<12} {r['n']:>8.0e} | failed: {r['error'][-120:]!r}"
+            )
             continue
         law = " law" if r["r2"] > EXACT_R2 else ""
-        tail = (f"{r.get('stop_reason', '')} / {r.get('sample_rows')}"
-                if r["tool"] != "pyoperon" else "")
-        out.append(f"{r['law']:<22} {r['tool']:<12} {r['n']:>8.0e} | {r['cpu_s']:7.1f} "
-                   f"{r['wall_s']:7.1f} {r['peak_mib']:6.0f} | {r['r2']:12.9f} "
-                   f"{r['nodes']:5d}{law:>4} | {tail}")
+        tail = (
+            f"{r.get('stop_reason', '')} / {r.get('sample_rows')}"
+            if r["tool"] != "pyoperon"
+            else ""
+        )
+        out.append(
+            f"{r['law']:<22} {r['tool']:<12} {r['n']:>8.0e} | {r['cpu_s']:7.1f} "
+            f"{r['wall_s']:7.1f} {r['peak_mib']:6.0f} | {r['r2']:12.9f} "
+            f"{r['nodes']:5d}{law:>4} | {tail}"
+        )
     return "\n".join(out)
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--mode", choices=("run", "fit"), default="run")
-    p.add_argument("--tool", default="default",
-                   help="default, exact, pyoperon or sample=K")
+    p.add_argument("--tool", default="default", help="default, exact, pyoperon or sample=K")
     p.add_argument("--law", choices=list(LAWS), default=LAW)
     p.add_argument("--laws", nargs="+", choices=list(LAWS), default=[LAW])
     p.add_argument("--n", type=int, default=10_000)
@@ -152,22 +186,23 @@ def main(argv=None) -> None:
                 python = a.peers_python if tool == "pyoperon" else sys.executable
                 records.append(run_case(python, tool, n, a.max_time, law))
                 print(table(records[-1:]).splitlines()[-1], flush=True)
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
-    text = (f"# produced by: benchmarks/bench_sr_large_n.py --sizes "
-            f"{' '.join(f'{s:g}' for s in a.sizes)} --tools {' '.join(a.tools)} "
-            f"--max-time {a.max_time:g} (commit "
-            f"{commit}, one process per fit), "
-            f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC, "
-            f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores\n"
-            f"# x uniform in [1, 2]^5, noise 0; test: 10,000 other rows; 'law': test R^2 > "
-            f"1 - 1e-12; sample=K: the defaults with search_sample=K\n"
-            + table(records) + "\n")
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    text = (
+        f"# produced by: benchmarks/bench_sr_large_n.py --sizes "
+        f"{' '.join(f'{s:g}' for s in a.sizes)} --tools {' '.join(a.tools)} "
+        f"--max-time {a.max_time:g} (commit "
+        f"{commit}, one process per fit), "
+        f"{_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores\n"
+        f"# x uniform in [1, 2]^5, noise 0; test: 10,000 other rows; 'law': test R^2 > "
+        f"1 - 1e-12; sample=K: the defaults with search_sample=K\n" + table(records) + "\n"
+    )
     print(text)
     if a.out:
         Path(a.out).write_text(text)
-        Path(a.out).with_suffix(".jsonl").write_text(
-            "".join(json.dumps(r) + "\n" for r in records))
+        Path(a.out).with_suffix(".jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ def data(law, n, seed, noise=0.0):
     y = f(X)
     if noise:
         y = y + noise * np.sqrt(np.mean(y**2)) * np.random.default_rng(
-            [seed, int(noise * 1e6)]).standard_normal(n)
+            [seed, int(noise * 1e6)]
+        ).standard_normal(n)
     return X, y
 
 
@@ -76,10 +77,20 @@ def fit_one(law, config, noise, max_time):
         rel = float(np.mean((p - yt) ** 2) / np.mean(yt**2))
         r2 = float(1 - np.mean((p - yt) ** 2) / np.var(yt))
     ok = sr.n_nodes_ <= 15 and (rel < 1e-10 if noise == 0 else r2 > 0.999)
-    return {"law": law, "set": "development" if law in DEVELOPMENT else "held-out",
-            "config": config, "noise": noise, "nodes": int(sr.n_nodes_), "rel_test_mse": rel,
-            "test_r2": r2, "recovered": bool(ok), "cpu_seconds": cpu, "seconds": wall,
-            "stop": sr.stop_reason_, "expression": sr.expression_}
+    return {
+        "law": law,
+        "set": "development" if law in DEVELOPMENT else "held-out",
+        "config": config,
+        "noise": noise,
+        "nodes": int(sr.n_nodes_),
+        "rel_test_mse": rel,
+        "test_r2": r2,
+        "recovered": bool(ok),
+        "cpu_seconds": cpu,
+        "seconds": wall,
+        "stop": sr.stop_reason_,
+        "expression": sr.expression_,
+    }
 
 
 def main(argv=None):
@@ -104,35 +115,50 @@ def main(argv=None):
             for c in configs:
                 r = fit_one(law, c, noise, a.max_time)
                 rows.append(r)
-                print(f"{r['set']:11s} {law:24s} {c:12s} noise={noise:<5g} nodes={r['nodes']:3d} "
-                      f"rel={r['rel_test_mse']:.2e} r2={r['test_r2']:.6f} "
-                      f"cpu={r['cpu_seconds']:6.1f} {'ok' if r['recovered'] else '--'} "
-                      f"{r['expression'][:70]}", file=sys.stderr, flush=True)
+                print(
+                    f"{r['set']:11s} {law:24s} {c:12s} noise={noise:<5g} nodes={r['nodes']:3d} "
+                    f"rel={r['rel_test_mse']:.2e} r2={r['test_r2']:.6f} "
+                    f"cpu={r['cpu_seconds']:6.1f} {'ok' if r['recovered'] else '--'} "
+                    f"{r['expression'][:70]}",
+                    file=sys.stderr,
+                    flush=True,
+                )
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=HERE,
-                                capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=HERE, capture_output=True, text=True
+        ).stdout.strip()
     except OSError:
         commit = "unknown"
-    head = (f"# {time.strftime('%Y-%m-%dT%H:%M:%S')}; {platform.platform()}; git {commit}; "
-            f"command: {' '.join(sys.argv)}")
-    lines = [head, f"{'set':11s} {'law':24s} {'config':12s} {'noise':>5s} {'nodes':>5s} "
-             f"{'rel MSE':>9s} {'test R2':>10s} {'cpu s':>6s} rec  expression"]
+    head = (
+        f"# {time.strftime('%Y-%m-%dT%H:%M:%S')}; {platform.platform()}; git {commit}; "
+        f"command: {' '.join(sys.argv)}"
+    )
+    lines = [
+        head,
+        f"{'set':11s} {'law':24s} {'config':12s} {'noise':>5s} {'nodes':>5s} "
+        f"{'rel MSE':>9s} {'test R2':>10s} {'cpu s':>6s} rec  expression",
+    ]
     for r in rows:
-        lines.append(f"{r['set']:11s} {r['law']:24s} {r['config']:12s} {r['noise']:5g} "
-                     f"{r['nodes']:5d} {r['rel_test_mse']:9.2e} {r['test_r2']:10.6f} "
-                     f"{r['cpu_seconds']:6.1f} {'yes' if r['recovered'] else 'no ':3s}  "
-                     f"{r['expression']}")
+        lines.append(
+            f"{r['set']:11s} {r['law']:24s} {r['config']:12s} {r['noise']:5g} "
+            f"{r['nodes']:5d} {r['rel_test_mse']:9.2e} {r['test_r2']:10.6f} "
+            f"{r['cpu_seconds']:6.1f} {'yes' if r['recovered'] else 'no ':3s}  "
+            f"{r['expression']}"
+        )
     lines.append("")
     lines.append("recovered (<= 15 nodes; noise 0: rel. test MSE < 1e-10, else test R^2 > 0.999):")
     for s in ("development", "held-out"):
         for c in configs:
             for noise in noises:
-                sel = [r for r in rows if r["set"] == s and r["config"] == c
-                       and r["noise"] == noise]
+                sel = [
+                    r for r in rows if r["set"] == s and r["config"] == c and r["noise"] == noise
+                ]
                 if sel:
-                    lines.append(f"  {s:11s} {c:12s} noise {noise:<5g} "
-                                 f"{sum(r['recovered'] for r in sel)}/{len(sel)}, median cpu "
-                                 f"{np.median([r['cpu_seconds'] for r in sel]):.1f} s")
+                    lines.append(
+                        f"  {s:11s} {c:12s} noise {noise:<5g} "
+                        f"{sum(r['recovered'] for r in sel)}/{len(sel)}, median cpu "
+                        f"{np.median([r['cpu_seconds'] for r in sel]):.1f} s"
+                    )
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

@@ -43,34 +43,64 @@ def main(argv=None):
             t0 = time.perf_counter()
             row = {"strategy": s, "equation": name}
             try:
-                sr = SymbolicRegressor(strategy=s, max_nodes=a.max_nodes,
-                                       max_time=a.max_time or None,
-                                       max_iterations=a.max_iterations or None).fit(X, y)
+                sr = SymbolicRegressor(
+                    strategy=s,
+                    max_nodes=a.max_nodes,
+                    max_time=a.max_time or None,
+                    max_iterations=a.max_iterations or None,
+                ).fit(X, y)
                 with np.errstate(all="ignore"):
                     rel = float(np.mean((sr.predict(Xt) - yt) ** 2) / np.mean(yt**2))
-                row.update(rel_test_mse=rel if np.isfinite(rel) else float("inf"),
-                           exact=bool(rel < 1e-16), n_nodes=int(sr.expression_tree_.n_nodes),
-                           stop=sr.stop_reason_, expression=sr.expression_, error="")
+                row.update(
+                    rel_test_mse=rel if np.isfinite(rel) else float("inf"),
+                    exact=bool(rel < 1e-16),
+                    n_nodes=int(sr.expression_tree_.n_nodes),
+                    stop=sr.stop_reason_,
+                    expression=sr.expression_,
+                    error="",
+                )
             except Exception as e:  # noqa: BLE001 - counted, reported
-                row.update(rel_test_mse=float("inf"), exact=False, n_nodes=-1, stop="error",
-                           expression="", error=f"{type(e).__name__}: {e}"[:200])
+                row.update(
+                    rel_test_mse=float("inf"),
+                    exact=False,
+                    n_nodes=-1,
+                    stop="error",
+                    expression="",
+                    error=f"{type(e).__name__}: {e}"[:200],
+                )
             row["seconds"] = time.perf_counter() - t0
             rows.append(row)
-            print(f"s{s} {name:9s} exact={row['exact']!s:5s} rel={row['rel_test_mse']:.2e} "
-                  f"nodes={row['n_nodes']:3d} {row['stop']:15s} {row['seconds']:6.1f}s "
-                  f"{row['error']}", file=sys.stderr, flush=True)
+            print(
+                f"s{s} {name:9s} exact={row['exact']!s:5s} rel={row['rel_test_mse']:.2e} "
+                f"nodes={row['n_nodes']:3d} {row['stop']:15s} {row['seconds']:6.1f}s "
+                f"{row['error']}",
+                file=sys.stderr,
+                flush=True,
+            )
     summary = {}
     for s in sorted({r["strategy"] for r in rows}):
         rs = [r for r in rows if r["strategy"] == s]
-        summary[s] = {"exact": sum(r["exact"] for r in rs), "errors":
-                      sum(r["stop"] == "error" for r in rs), "of": len(rs)}
-        print(f"strategy {s}: exact {summary[s]['exact']}/{len(rs)}, "
-              f"errors {summary[s]['errors']}")
+        summary[s] = {
+            "exact": sum(r["exact"] for r in rs),
+            "errors": sum(r["stop"] == "error" for r in rs),
+            "of": len(rs),
+        }
+        print(f"strategy {s}: exact {summary[s]['exact']}/{len(rs)}, errors {summary[s]['errors']}")
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"label": a.label, "n": a.n, "max_nodes": a.max_nodes,
-                       "max_time": a.max_time, "max_iterations": a.max_iterations,
-                       "summary": summary, "rows": rows}, f, indent=1)
+            json.dump(
+                {
+                    "label": a.label,
+                    "n": a.n,
+                    "max_nodes": a.max_nodes,
+                    "max_time": a.max_time,
+                    "max_iterations": a.max_iterations,
+                    "summary": summary,
+                    "rows": rows,
+                },
+                f,
+                indent=1,
+            )
 
 
 if __name__ == "__main__":

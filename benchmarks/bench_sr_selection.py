@@ -112,14 +112,26 @@ def fit_record(panel, name, split, X, y, Xt, yt, max_time) -> dict:
         with np.errstate(all="ignore"):
             p = e.evaluate(Xt)
         test.append(float(np.mean((p - yt) ** 2)) if np.all(np.isfinite(p)) else float("inf"))
-    return dict(panel=panel, name=name, split=split, n=len(y), var_test=float(np.var(yt)),
-                fit_cpu=fit_cpu, cv_cpu=cv_cpu, selected=int(r.selected_index_),
-                complexity=[int(c) for c in tab["complexity"]],
-                loss=[float(v) for v in tab["loss"]],
-                excursion=[float(v) for v in tab["edge_excursion"]], test=test,
-                cv=[float(v) for v in cv.loss], se=[float(v) for v in cv.standard_error],
-                stop=r.stop_reason_, max_time=max_time,
-                load1_before=os.getloadavg()[0], jax=__import__("jax").__version__)
+    return dict(
+        panel=panel,
+        name=name,
+        split=split,
+        n=len(y),
+        var_test=float(np.var(yt)),
+        fit_cpu=fit_cpu,
+        cv_cpu=cv_cpu,
+        selected=int(r.selected_index_),
+        complexity=[int(c) for c in tab["complexity"]],
+        loss=[float(v) for v in tab["loss"]],
+        excursion=[float(v) for v in tab["edge_excursion"]],
+        test=test,
+        cv=[float(v) for v in cv.loss],
+        se=[float(v) for v in cv.standard_error],
+        stop=r.stop_reason_,
+        max_time=max_time,
+        load1_before=os.getloadavg()[0],
+        jax=__import__("jax").__version__,
+    )
 
 
 def rules(r: dict) -> dict[str, int]:
@@ -131,11 +143,14 @@ def rules(r: dict) -> dict[str, int]:
     cvt = np.where(tame & np.isfinite(cv), cv, np.inf)
     i = int(np.argmin(cvt))
     test = np.array(r["test"])
-    return {"bic": r["selected"], "cv": i,
-            "cv-1se": int(np.flatnonzero(cvt <= cvt[i] + se[i])[0]),
-            "cv-half-se": int(np.flatnonzero(cvt <= cvt[i] + 0.5 * se[i])[0]),
-            "last": int(np.flatnonzero(tame)[-1]),
-            "oracle": int(np.argmin(np.where(tame, test, np.inf)))}
+    return {
+        "bic": r["selected"],
+        "cv": i,
+        "cv-1se": int(np.flatnonzero(cvt <= cvt[i] + se[i])[0]),
+        "cv-half-se": int(np.flatnonzero(cvt <= cvt[i] + 0.5 * se[i])[0]),
+        "last": int(np.flatnonzero(tame)[-1]),
+        "oracle": int(np.argmin(np.where(tame, test, np.inf))),
+    }
 
 
 def _loads(records: list[dict]) -> str:
@@ -144,10 +159,12 @@ def _loads(records: list[dict]) -> str:
 
 
 def report(records: list[dict]) -> str:
-    lines = [f"# {_dt.datetime.now().isoformat(timespec='seconds')}; {platform.platform()}, "
-             f"{os.cpu_count()} CPUs; load {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
-             f"now, {_loads(records)} before the fits; {len(records)} fits, max_time "
-             f"{sorted({r['max_time'] for r in records})} s"]
+    lines = [
+        f"# {_dt.datetime.now().isoformat(timespec='seconds')}; {platform.platform()}, "
+        f"{os.cpu_count()} CPUs; load {', '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        f"now, {_loads(records)} before the fits; {len(records)} fits, max_time "
+        f"{sorted({r['max_time'] for r in records})} s"
+    ]
     for panel in ("real", "heldout"):
         recs = [r for r in records if r["panel"] == panel]
         if not recs:
@@ -162,20 +179,32 @@ def report(records: list[dict]) -> str:
                 r2.setdefault(rule, {}).setdefault(r["name"], []).append(v)
                 nodes.setdefault(rule, []).append(r["complexity"][i])
                 neg[rule] = neg.get(rule, 0) + (v < 0)
-        lines += ["", f"{panel} panel: median test R^2 over the splits, per dataset",
-                  f"{'rule':11s}" + "".join(f"{n[:10]:>11s}" for n in names)
-                  + "    med-med     mean  nodes  R2<0"]
+        lines += [
+            "",
+            f"{panel} panel: median test R^2 over the splits, per dataset",
+            f"{'rule':11s}"
+            + "".join(f"{n[:10]:>11s}" for n in names)
+            + "    med-med     mean  nodes  R2<0",
+        ]
         for rule in r2:
             meds = [float(np.median(r2[rule][n])) for n in names]
-            lines.append(f"{rule:11s}" + "".join(f"{m:11.3f}" for m in meds)
-                         + f"  {np.median(meds):9.4f} {np.mean(meds):8.4f} "
-                         f"{np.median(nodes[rule]):6.0f} {neg[rule]:5d}")
+            lines.append(
+                f"{rule:11s}"
+                + "".join(f"{m:11.3f}" for m in meds)
+                + f"  {np.median(meds):9.4f} {np.mean(meds):8.4f} "
+                f"{np.median(nodes[rule]):6.0f} {neg[rule]:5d}"
+            )
         cpu = [r["cv_cpu"] for r in recs]
         fit = [r["fit_cpu"] for r in recs]
-        lines.append(f"cross-validation CPU s: median {np.median(cpu):.2f}, max "
-                     f"{max(cpu):.2f} (the fits: median {np.median(fit):.1f})")
-    lines += ["", "med-med / mean: the median / mean over the datasets of each dataset's "
-              "median test R^2; nodes: median over the fits; R2<0: splits below 0."]
+        lines.append(
+            f"cross-validation CPU s: median {np.median(cpu):.2f}, max "
+            f"{max(cpu):.2f} (the fits: median {np.median(fit):.1f})"
+        )
+    lines += [
+        "",
+        "med-med / mean: the median / mean over the datasets of each dataset's "
+        "median test R^2; nodes: median over the fits; R2<0: splits below 0.",
+    ]
     return "\n".join(lines) + "\n"
 
 

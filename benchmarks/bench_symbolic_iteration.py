@@ -66,8 +66,11 @@ def valid_tree(rng, n_nodes, X):
 
     for _ in range(1000):
         e = random_tree(rng, (n_nodes - 1) // 2, X.shape[1])
-        if all(np.min(np.abs(e.subtree(int(e.right[i])).evaluate(X))) > 1e-3
-               for i in range(e.n_nodes) if e.op[i] == DIV):
+        if all(
+            np.min(np.abs(e.subtree(int(e.right[i])).evaluate(X))) > 1e-3
+            for i in range(e.n_nodes)
+            if e.op[i] == DIV
+        ):
             return e
     raise RuntimeError("no valid tree found")
 
@@ -92,8 +95,9 @@ def _device_peak_bytes():
     return stats.get("peak_bytes_in_use")
 
 
-def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10,
-        lean: str = "auto") -> dict:
+def one(
+    n_samples: int, n_nodes: int, repeat: int, n_features: int = 10, lean: str = "auto"
+) -> dict:
     """One (N, nodes) configuration in this process; returns the measurements. ``lean``:
     ``"auto"`` (the engine's choice, :data:`~jaxsr.symbolic.strategies.LEAN_BYTES`),
     ``"1"`` (always from the semantics alone, ``search_lean``) or ``"0"`` (never)."""
@@ -111,9 +115,14 @@ def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10,
     X = rng.uniform(1.0, 2.0, size=(n_samples, n_features))
     e = valid_tree(rng, n_nodes, X[:1000])
     y = e.evaluate(X) + rng.normal(size=n_samples)
-    out = {"n_samples": n_samples, "n_nodes": int(e.n_nodes), "n_features": n_features,
-           "general_nodes": int(np.sum(e.forbidden_slot_counts() > 0)),
-           "platform": jax.devices()[0].platform, "device": str(jax.devices()[0])}
+    out = {
+        "n_samples": n_samples,
+        "n_nodes": int(e.n_nodes),
+        "n_features": n_features,
+        "general_nodes": int(np.sum(e.forbidden_slot_counts() > 0)),
+        "platform": jax.devices()[0].platform,
+        "device": str(jax.devices()[0]),
+    }
     with precision("float64"):
         XT, yj = jnp.asarray(X.T), jnp.asarray(y)
         # the reference: a [101, N] x [N, 40] float64 matrix product
@@ -122,10 +131,18 @@ def one(n_samples: int, n_nodes: int, repeat: int, n_features: int = 10,
         mm = jax.jit(lambda a, b: a @ b)
         jax.block_until_ready(mm(A, B))
         out["matmul_s"], out["matmul_cpu_s"] = _median_time(
-            lambda a=A, b=B: jax.block_until_ready(mm(a, b)), 5)
+            lambda a=A, b=B: jax.block_until_ready(mm(a, b)), 5
+        )
         del A, B
-        eng = DomeSearch(XT, yj, np.ones(n_features, bool), max_nodes=None, max_height=None,
-                         min_improvement=1e-6, feature_names=None)
+        eng = DomeSearch(
+            XT,
+            yj,
+            np.ones(n_features, bool),
+            max_nodes=None,
+            max_height=None,
+            min_improvement=1e-6,
+            feature_names=None,
+        )
 
         out["lean"] = None
 
@@ -174,16 +191,27 @@ def memory(n_samples: int, n_nodes: int, lean: bool, n_features: int = 10) -> di
     with precision("float64"):
         XT, yj = jnp.asarray(X.T), jnp.asarray(y)
         del X
-        eng = DomeSearch(XT, yj, np.ones(n_features, bool), max_nodes=None, max_height=None,
-                         min_improvement=1e-6, feature_names=None)
+        eng = DomeSearch(
+            XT,
+            yj,
+            np.ones(n_features, bool),
+            max_nodes=None,
+            max_height=None,
+            min_improvement=1e-6,
+            feature_names=None,
+        )
         eng.expr, eng._cache = e, None
         eng.mse = eng._true_mse(e)[0]
-        specs = [("constant", "all"), ("variable", "all"), ("constant-variable", "all"),
-                 ("constant-expression", "nonterminal")]
+        specs = [
+            ("constant", "all"),
+            ("variable", "all"),
+            ("constant-variable", "all"),
+            ("constant-expression", "nonterminal"),
+        ]
         cap = capacity_bucket(e.n_nodes + 2)
         closed = np.zeros(cap, bool)
         # no division's second child above: c == 0 and no forbidden set (closed form)
-        closed[:e.n_nodes] = e.forbidden_slot_counts() == 0
+        closed[: e.n_nodes] = e.forbidden_slot_counts() == 0
         masked = [(name, np.asarray(eng.masks(cap)[m]) & closed) for name, m in specs]
         t0, c0 = time.perf_counter(), time.process_time()
         found = eng.candidates(masked)
@@ -193,15 +221,23 @@ def memory(n_samples: int, n_nodes: int, lean: bool, n_features: int = 10) -> di
         t0, c0 = time.perf_counter(), time.process_time()
         found = eng.candidates(masked)
         warm = (time.perf_counter() - t0, time.process_time() - c0)
-    return {"n_samples": n_samples, "n_nodes": int(e.n_nodes), "lean": lean,
-            "closed_nodes": int(closed.sum()), "capacity": int(cap), "n_slots": eng.n_slots,
-            "candidates": len(found),
-            "best": None if not found else [found[0].search, found[0].node,
-                                            found[0].variable, found[0].op,
-                                            found[0].reduction],
-            "first_s": first[0], "first_cpu_s": first[1], "warm_s": warm[0],
-            "warm_cpu_s": warm[1],
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+    return {
+        "n_samples": n_samples,
+        "n_nodes": int(e.n_nodes),
+        "lean": lean,
+        "closed_nodes": int(closed.sum()),
+        "capacity": int(cap),
+        "n_slots": eng.n_slots,
+        "candidates": len(found),
+        "best": None
+        if not found
+        else [found[0].search, found[0].node, found[0].variable, found[0].op, found[0].reduction],
+        "first_s": first[0],
+        "first_cpu_s": first[1],
+        "warm_s": warm[0],
+        "warm_cpu_s": warm[1],
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
 
 
 def feynman(n_samples=1000, max_nodes=30, strategies=(3, 1)) -> dict:
@@ -219,15 +255,28 @@ def feynman(n_samples=1000, max_nodes=30, strategies=(3, 1)) -> dict:
             SymbolicRegressor(**params).fit(X, y)  # compile these shapes
             t0, c0 = time.perf_counter(), time.process_time()
             sr = SymbolicRegressor(**params).fit(X, y)
-            rows.append({"equation": name, "wall_s": time.perf_counter() - t0,
-                         "cpu_s": time.process_time() - c0, "iterations": sr.n_iterations_,
-                         "n_nodes": sr.n_nodes_, "mse": sr.mse_, "stop": sr.stop_reason_})
-            print(f"  feynman s{strategy} {name}: {rows[-1]['wall_s']:.3f} s "
-                  f"({rows[-1]['cpu_s']:.3f} CPU-s), {sr.n_iterations_} iterations",
-                  file=sys.stderr, flush=True)
+            rows.append(
+                {
+                    "equation": name,
+                    "wall_s": time.perf_counter() - t0,
+                    "cpu_s": time.process_time() - c0,
+                    "iterations": sr.n_iterations_,
+                    "n_nodes": sr.n_nodes_,
+                    "mse": sr.mse_,
+                    "stop": sr.stop_reason_,
+                }
+            )
+            print(
+                f"  feynman s{strategy} {name}: {rows[-1]['wall_s']:.3f} s "
+                f"({rows[-1]['cpu_s']:.3f} CPU-s), {sr.n_iterations_} iterations",
+                file=sys.stderr,
+                flush=True,
+            )
         out[f"strategy{strategy}"] = {
             "median_wall_s": statistics.median(r["wall_s"] for r in rows),
-            "median_cpu_s": statistics.median(r["cpu_s"] for r in rows), "fits": rows}
+            "median_cpu_s": statistics.median(r["cpu_s"] for r in rows),
+            "fits": rows,
+        }
     return out
 
 
@@ -254,18 +303,28 @@ print(f"{t2 - t1:.3f} {t2 - t0:.3f} {sr.n_iterations_} {c2 - c1:.3f} {len(compil
 
 
 def _cold_run(cache_dir=None, fast=False) -> dict:
-    env = {**os.environ, "JAXSR_COMPILATION_CACHE": "0", "PYTHONPATH": ROOT,
-           "JAXSR_FAST_COMPILE": "1" if fast else "0"}
+    env = {
+        **os.environ,
+        "JAXSR_COMPILATION_CACHE": "0",
+        "PYTHONPATH": ROOT,
+        "JAXSR_FAST_COMPILE": "1" if fast else "0",
+    }
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     if cache_dir is not None:
         env.update(JAXSR_COMPILATION_CACHE="1", JAXSR_CACHE_DIR=str(cache_dir))
-    res = subprocess.run([sys.executable, "-c", _COLD], capture_output=True, text=True,
-                         env=env, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", _COLD], capture_output=True, text=True, env=env, check=True
+    )
     fit_s, total_s, iters, cpu_s, n_comp, comp_s, big = res.stdout.split()
-    return {"first_fit_s": float(fit_s), "with_imports_s": float(total_s),
-            "iterations": int(iters), "fit_cpu_s": float(cpu_s),
-            "xla_compilations": int(n_comp), "xla_compile_wall_s": float(comp_s),
-            "largest_compiles_s": [] if big == "-" else [float(v) for v in big.split(",")]}
+    return {
+        "first_fit_s": float(fit_s),
+        "with_imports_s": float(total_s),
+        "iterations": int(iters),
+        "fit_cpu_s": float(cpu_s),
+        "xla_compilations": int(n_comp),
+        "xla_compile_wall_s": float(comp_s),
+        "largest_compiles_s": [] if big == "-" else [float(v) for v in big.split(",")],
+    }
 
 
 def cold() -> dict:
@@ -289,25 +348,38 @@ def _fmt_bytes(b):
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--table", action="store_true")
     p.add_argument("--sizes", default="10000,100000", help="comma-separated N")
     p.add_argument("--nodes", default="11,51,101", help="comma-separated tree sizes (odd)")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--row-timeout", type=float, default=None,
-                   help="--table: seconds per (N, nodes) row; a row past it is reported as "
-                        "not measured (the table is saved after every row)")
+    p.add_argument(
+        "--row-timeout",
+        type=float,
+        default=None,
+        help="--table: seconds per (N, nodes) row; a row past it is reported as "
+        "not measured (the table is saved after every row)",
+    )
     p.add_argument("--feynman", action="store_true")
     p.add_argument("--strategies", default="3,1", help="strategies of --feynman")
     p.add_argument("--cold", action="store_true")
     p.add_argument("--out", default="", help="write OUT.json and OUT.txt")
     p.add_argument("--one", nargs=2, type=int, metavar=("N", "NODES"), help=argparse.SUPPRESS)
-    p.add_argument("--lean", default="auto", choices=("auto", "0", "1"),
-                   help="--table: searches from the semantics alone (1), never (0), or the "
-                        "engine's choice by size (auto)")
-    p.add_argument("--memory", default="", metavar="N:NODES,...",
-                   help="peak memory of the analysis + closed-form searches, full vs lean")
+    p.add_argument(
+        "--lean",
+        default="auto",
+        choices=("auto", "0", "1"),
+        help="--table: searches from the semantics alone (1), never (0), or the "
+        "engine's choice by size (auto)",
+    )
+    p.add_argument(
+        "--memory",
+        default="",
+        metavar="N:NODES,...",
+        help="peak memory of the analysis + closed-form searches, full vs lean",
+    )
     p.add_argument("--memory-one", nargs=3, type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.one:
@@ -321,55 +393,99 @@ def main(argv=None) -> None:
         for item in a.memory.split(","):
             n, nodes = (int(float(v)) for v in item.split(":"))
             for lean in (0, 1):
-                res = subprocess.run([sys.executable, __file__, "--memory-one", str(n),
-                                      str(nodes), str(lean)], capture_output=True, text=True,
-                                     env={**os.environ, "PYTHONPATH": ROOT})
+                res = subprocess.run(
+                    [sys.executable, __file__, "--memory-one", str(n), str(nodes), str(lean)],
+                    capture_output=True,
+                    text=True,
+                    env={**os.environ, "PYTHONPATH": ROOT},
+                )
                 if res.returncode != 0:
                     print(res.stderr[-2000:], file=sys.stderr)
-                    rows.append({"n_samples": n, "n_nodes": nodes, "lean": bool(lean),
-                                 "error": res.stderr[-300:]})
+                    rows.append(
+                        {
+                            "n_samples": n,
+                            "n_nodes": nodes,
+                            "lean": bool(lean),
+                            "error": res.stderr[-300:],
+                        }
+                    )
                     continue
                 rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
                 print(f"  {rows[-1]}", file=sys.stderr, flush=True)
-        lines = [f"load average: {', '.join(f'{v:.2f}' for v in os.getloadavg())}", "",
-                 "analysis + closed-form searches of one strategy-1 iteration (general-case "
-                 "rows masked off), 10 variables:", "",
-                 "| N | nodes (closed) | analysis | peak RSS | first wall s | first CPU s | "
-                 "warm wall s | warm CPU s | candidates | best |",
-                 "|---|---|---|---|---|---|---|---|---|---|"]
+        lines = [
+            f"load average: {', '.join(f'{v:.2f}' for v in os.getloadavg())}",
+            "",
+            "analysis + closed-form searches of one strategy-1 iteration (general-case "
+            "rows masked off), 10 variables:",
+            "",
+            "| N | nodes (closed) | analysis | peak RSS | first wall s | first CPU s | "
+            "warm wall s | warm CPU s | candidates | best |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in rows:
             if "error" in r:
-                lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} | "
-                             f"{'lean' if r['lean'] else 'full'} | error |" + " |" * 6)
+                lines.append(
+                    f"| {r['n_samples']:.0e} | {r['n_nodes']} | "
+                    f"{'lean' if r['lean'] else 'full'} | error |" + " |" * 6
+                )
                 continue
-            lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} ({r['closed_nodes']}) | "
-                         f"{'lean' if r['lean'] else 'full'} | {_fmt_bytes(r['peak_rss_bytes'])} | "
-                         f"{r['first_s']:.2f} | {r['first_cpu_s']:.2f} | {r['warm_s']:.2f} | "
-                         f"{r['warm_cpu_s']:.2f} | {r['candidates']} | {r['best']} |")
+            lines.append(
+                f"| {r['n_samples']:.0e} | {r['n_nodes']} ({r['closed_nodes']}) | "
+                f"{'lean' if r['lean'] else 'full'} | {_fmt_bytes(r['peak_rss_bytes'])} | "
+                f"{r['first_s']:.2f} | {r['first_cpu_s']:.2f} | {r['warm_s']:.2f} | "
+                f"{r['warm_cpu_s']:.2f} | {r['candidates']} | {r['best']} |"
+            )
         print("\n".join(lines))
         _save(a.out, {"memory": rows}, lines)
         return
     if not (a.table or a.feynman or a.cold):
         a.table = True
-    lines = [f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}",
-             f"python {platform.python_version()}, {platform.platform()}"]
-    result = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                          "loadavg_before": os.getloadavg()}}
+    lines = [
+        f"load average before: {', '.join(f'{v:.2f}' for v in os.getloadavg())}",
+        f"python {platform.python_version()}, {platform.platform()}",
+    ]
+    result = {
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "loadavg_before": os.getloadavg(),
+        }
+    }
     if a.table:
         rows = []
         for n in [int(float(v)) for v in a.sizes.split(",")]:
             for nodes in [int(v) for v in a.nodes.split(",")]:
                 try:
-                    res = subprocess.run([sys.executable, __file__, "--one", str(n), str(nodes),
-                                          "--repeat", str(a.repeat), "--lean", a.lean],
-                                         capture_output=True, text=True,
-                                         env={**os.environ, "PYTHONPATH": ROOT},
-                                         timeout=a.row_timeout)
+                    res = subprocess.run(
+                        [
+                            sys.executable,
+                            __file__,
+                            "--one",
+                            str(n),
+                            str(nodes),
+                            "--repeat",
+                            str(a.repeat),
+                            "--lean",
+                            a.lean,
+                        ],
+                        capture_output=True,
+                        text=True,
+                        env={**os.environ, "PYTHONPATH": ROOT},
+                        timeout=a.row_timeout,
+                    )
                 except subprocess.TimeoutExpired:
-                    print(f"  N={n} nodes={nodes}: not measured in {a.row_timeout:.0f} s",
-                          file=sys.stderr, flush=True)
-                    rows.append({"n_samples": n, "n_nodes": nodes, "error":
-                                 f"not measured: over --row-timeout {a.row_timeout:.0f} s"})
+                    print(
+                        f"  N={n} nodes={nodes}: not measured in {a.row_timeout:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    rows.append(
+                        {
+                            "n_samples": n,
+                            "n_nodes": nodes,
+                            "error": f"not measured: over --row-timeout {a.row_timeout:.0f} s",
+                        }
+                    )
                     result["table"] = rows
                     _save(a.out, result, lines)
                     continue
@@ -381,20 +497,27 @@ def main(argv=None) -> None:
                 rows.append(r)
                 result["table"] = rows
                 _save(a.out, result, lines)
-                print(f"  N={n} nodes={nodes}: {r['iteration_s']:.3f} s "
-                      f"({r['iteration_cpu_s']:.3f} CPU-s), {r['ratio_to_matmul_cpu']:.0f}x matmul "
-                      f"(CPU-s), "
-                      f"peak {_fmt_bytes(r['peak_rss_bytes'])}", file=sys.stderr, flush=True)
+                print(
+                    f"  N={n} nodes={nodes}: {r['iteration_s']:.3f} s "
+                    f"({r['iteration_cpu_s']:.3f} CPU-s), {r['ratio_to_matmul_cpu']:.0f}x matmul "
+                    f"(CPU-s), "
+                    f"peak {_fmt_bytes(r['peak_rss_bytes'])}",
+                    file=sys.stderr,
+                    flush=True,
+                )
         result["table"] = rows
         lines.append("")
-        lines.append("| N | nodes (general) | warm iteration wall s | CPU s | matmul wall s | "
-                     "CPU s | ratio wall | ratio CPU | peak RSS | device peak | "
-                     "compile + first s |")
+        lines.append(
+            "| N | nodes (general) | warm iteration wall s | CPU s | matmul wall s | "
+            "CPU s | ratio wall | ratio CPU | peak RSS | device peak | "
+            "compile + first s |"
+        )
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if "error" in r:
-                lines.append(f"| {r['n_samples']:.0e} | {r['n_nodes']} | {r['error'][:60]} |"
-                             + " |" * 8)
+                lines.append(
+                    f"| {r['n_samples']:.0e} | {r['n_nodes']} | {r['error'][:60]} |" + " |" * 8
+                )
                 continue
             lines.append(
                 f"| {r['n_samples']:.0e} | {r['n_nodes']} ({r['general_nodes']})"
@@ -402,51 +525,67 @@ def main(argv=None) -> None:
                 f"{r['iteration_cpu_s']:.3f} | {r['matmul_s']:.4f} | "
                 f"{r['matmul_cpu_s']:.4f} | {r['ratio_to_matmul']:.0f}x | "
                 f"{r['ratio_to_matmul_cpu']:.0f}x | {_fmt_bytes(r['peak_rss_bytes'])} | "
-                f"{_fmt_bytes(r['device_peak_bytes'])} | {r['first_s']:.1f} |")
+                f"{_fmt_bytes(r['device_peak_bytes'])} | {r['first_s']:.1f} |"
+            )
         if rows and "platform" in rows[0]:
-            lines.append(f"\nplatform: {rows[0]['platform']} ({rows[0]['device']}); "
-                         "general = nodes below a division's denominator (c != 0); lean = "
-                         "searches from the semantics alone (search_lean)")
+            lines.append(
+                f"\nplatform: {rows[0]['platform']} ({rows[0]['device']}); "
+                "general = nodes below a division's denominator (c != 0); lean = "
+                "searches from the semantics alone (search_lean)"
+            )
     _save(a.out, result, lines)  # after each part: a timeout keeps what was measured
     if a.feynman:
         f = feynman(strategies=tuple(int(v) for v in a.strategies.split(",")))
         result["feynman"] = f
         for key, v in f.items():
-            lines.append(f"\nFeynman (17 built-in, N=1000, 30 nodes), {key}, warm fit: median "
-                         f"{v['median_wall_s']:.3f} s wall, {v['median_cpu_s']:.3f} CPU-s")
+            lines.append(
+                f"\nFeynman (17 built-in, N=1000, 30 nodes), {key}, warm fit: median "
+                f"{v['median_wall_s']:.3f} s wall, {v['median_cpu_s']:.3f} CPU-s"
+            )
         if "strategy3" in f and "strategy1" in f:
             pairs = list(zip(f["strategy3"]["fits"], f["strategy1"]["fits"], strict=True))
             faster = sum(a3["cpu_s"] <= a1["cpu_s"] for a3, a1 in pairs)
-            lines.append(f"strategy 3 at most strategy 1's CPU time on {faster}/{len(pairs)} "
-                         "equations")
-            lines.append("\n| equation | s3 CPU s | s3 iterations | s3 MSE | s1 CPU s | "
-                         "s1 iterations | s1 MSE |")
+            lines.append(
+                f"strategy 3 at most strategy 1's CPU time on {faster}/{len(pairs)} equations"
+            )
+            lines.append(
+                "\n| equation | s3 CPU s | s3 iterations | s3 MSE | s1 CPU s | "
+                "s1 iterations | s1 MSE |"
+            )
             lines.append("|---|---|---|---|---|---|---|")
             for a3, a1 in pairs:
-                lines.append(f"| {a3['equation']} | {a3['cpu_s']:.3f} | {a3['iterations']} | "
-                             f"{a3['mse']:.3g} | {a1['cpu_s']:.3f} | {a1['iterations']} | "
-                             f"{a1['mse']:.3g} |")
+                lines.append(
+                    f"| {a3['equation']} | {a3['cpu_s']:.3f} | {a3['iterations']} | "
+                    f"{a3['mse']:.3g} | {a1['cpu_s']:.3f} | {a1['iterations']} | "
+                    f"{a1['mse']:.3g} |"
+                )
         _save(a.out, result, lines)
     if a.cold:
         c = cold()
         result["cold_first_fit"] = c
-        lines.append(f"\ncold first fit (fresh process, no compilation cache; N=1000, 5 vars, "
-                     f"max 20 nodes, strategy 3): {c['first_fit_s']:.2f} s "
-                     f"({c['with_imports_s']:.2f} s with imports, {c['iterations']} iterations, "
-                     f"{c['fit_cpu_s']:.2f} CPU-s of the fit); {c['xla_compilations']} XLA "
-                     f"compilations, {c['xla_compile_wall_s']:.2f} s wall in all, largest "
-                     f"{c['largest_compiles_s']} s")
+        lines.append(
+            f"\ncold first fit (fresh process, no compilation cache; N=1000, 5 vars, "
+            f"max 20 nodes, strategy 3): {c['first_fit_s']:.2f} s "
+            f"({c['with_imports_s']:.2f} s with imports, {c['iterations']} iterations, "
+            f"{c['fit_cpu_s']:.2f} CPU-s of the fit); {c['xla_compilations']} XLA "
+            f"compilations, {c['xla_compile_wall_s']:.2f} s wall in all, largest "
+            f"{c['largest_compiles_s']} s"
+        )
         w = c["with_cache"]
-        lines.append(f"same first fit in a fresh process with the persistent compilation cache "
-                     f"filled by an earlier process: {w['first_fit_s']:.2f} s "
-                     f"({w['fit_cpu_s']:.2f} CPU-s of the fit, {w['with_imports_s']:.2f} s with "
-                     f"imports); {w['xla_compilations']} XLA compilations")
+        lines.append(
+            f"same first fit in a fresh process with the persistent compilation cache "
+            f"filled by an earlier process: {w['first_fit_s']:.2f} s "
+            f"({w['fit_cpu_s']:.2f} CPU-s of the fit, {w['with_imports_s']:.2f} s with "
+            f"imports); {w['xla_compilations']} XLA compilations"
+        )
         fc = c["fast_compile"]
-        lines.append(f"same first fit, no cache, JAXSR_FAST_COMPILE=1 (jaxsr.fast_compilation): "
-                     f"{fc['first_fit_s']:.2f} s ({fc['fit_cpu_s']:.2f} CPU-s of the fit, "
-                     f"{fc['with_imports_s']:.2f} s with imports); {fc['xla_compilations']} XLA "
-                     f"compilations, {fc['xla_compile_wall_s']:.2f} s wall in all, largest "
-                     f"{fc['largest_compiles_s']} s")
+        lines.append(
+            f"same first fit, no cache, JAXSR_FAST_COMPILE=1 (jaxsr.fast_compilation): "
+            f"{fc['first_fit_s']:.2f} s ({fc['fit_cpu_s']:.2f} CPU-s of the fit, "
+            f"{fc['with_imports_s']:.2f} s with imports); {fc['xla_compilations']} XLA "
+            f"compilations, {fc['xla_compile_wall_s']:.2f} s wall in all, largest "
+            f"{fc['largest_compiles_s']} s"
+        )
     lines.append(f"load average after: {', '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print("\n".join(lines))
     _save(a.out, result, lines)

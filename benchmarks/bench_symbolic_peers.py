@@ -70,12 +70,20 @@ def make_datasets(names) -> dict[str, dict]:
     for name in names:
         if name == "newton":
             X, y = ds.make_newton_gravitation(1000, seed=SEED)
-            out[name] = {"X": X, "y": y, "names": ["m1", "m2", "r"],
-                         "note": "F = G*m1*m2/(r*r), G = 6.67392e-11"}
+            out[name] = {
+                "X": X,
+                "y": y,
+                "names": ["m1", "m2", "r"],
+                "note": "F = G*m1*m2/(r*r), G = 6.67392e-11",
+            }
         elif name == "diabetes":
             X, y = ds.load_diabetes(as_frame=False)
-            out[name] = {"X": X, "y": y, "names": [f"x{j + 1}" for j in range(X.shape[1])],
-                         "note": "scikit-learn diabetes (442 x 10)"}
+            out[name] = {
+                "X": X,
+                "y": y,
+                "names": [f"x{j + 1}" for j in range(X.shape[1])],
+                "note": "scikit-learn diabetes (442 x 10)",
+            }
         else:
             eq = ds.get_feynman_equation(name, source="csv")
             X, y = eq.sample(1000, SEED)
@@ -96,8 +104,11 @@ def metrics(y_tr, p_tr, y_te, p_te) -> dict:
             return float("nan")
         return float(1.0 - np.sum((y - p) ** 2) / np.sum((y - y.mean()) ** 2))
 
-    return {"r2_train": r2(y_tr, p_tr), "r2_test": r2(y_te, p_te),
-            "nmse_test": 1.0 - r2(y_te, p_te)}
+    return {
+        "r2_train": r2(y_tr, p_tr),
+        "r2_test": r2(y_te, p_te),
+        "nmse_test": 1.0 - r2(y_te, p_te),
+    }
 
 
 def _count_linear_nodes(n_features: int) -> int:
@@ -120,11 +131,20 @@ def run_peers(data_path: str, max_time: float, json_out: str) -> None:
         row = {}
         tools = {
             "pyoperon": lambda: Operon(
-                allowed_symbols="add,sub,mul,div,constant,variable", max_length=50,
-                n_threads=os.cpu_count() or 1, max_time=int(max_time), random_state=SEED),
+                allowed_symbols="add,sub,mul,div,constant,variable",
+                max_length=50,
+                n_threads=os.cpu_count() or 1,
+                max_time=int(max_time),
+                random_state=SEED,
+            ),
             "gplearn": lambda: GPLearn(
-                population_size=1000, generations=20, function_set=("add", "sub", "mul", "div"),
-                parsimony_coefficient=0.001, random_state=SEED, n_jobs=1),
+                population_size=1000,
+                generations=20,
+                function_set=("add", "sub", "mul", "div"),
+                parsimony_coefficient=0.001,
+                random_state=SEED,
+                n_jobs=1,
+            ),
             "linear": LinearRegression,
         }
         for tool, make in tools.items():
@@ -144,19 +164,25 @@ def run_peers(data_path: str, max_time: float, json_out: str) -> None:
                     rec["size"] = _count_linear_nodes(X.shape[1])
                     rec["expression"] = " + ".join(
                         [f"{est.intercept_:.6g}"]
-                        + [f"{c:.6g}*x{j + 1}" for j, c in enumerate(est.coef_)])
+                        + [f"{c:.6g}*x{j + 1}" for j, c in enumerate(est.coef_)]
+                    )
                 rec["seconds"] = seconds
             except Exception as err:  # report, keep going
                 rec = {"error": f"{type(err).__name__}: {err}"}
             row[tool] = rec
-            print(f"[peers] {name} {tool}: R2 test {rec.get('r2_test', float('nan')):.6g} "
-                  f"size {rec.get('size')} in {rec.get('seconds', float('nan')):.2f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[peers] {name} {tool}: R2 test {rec.get('r2_test', float('nan')):.6g} "
+                f"size {rec.get('size')} in {rec.get('seconds', float('nan')):.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
         results[name] = row
     from importlib.metadata import version
 
-    payload = {"versions": {p: version(p) for p in ("pyoperon", "gplearn", "scikit-learn")},
-               "results": results}
+    payload = {
+        "versions": {p: version(p) for p in ("pyoperon", "gplearn", "scikit-learn")},
+        "results": results,
+    }
     Path(json_out).write_text(json.dumps(payload, indent=1))
 
 
@@ -201,9 +227,11 @@ TOOLS = ["jaxsr", "pyoperon", "gplearn", "linear"]
 
 
 def table(rows: dict, datasets: dict) -> str:
-    head = (f"{'dataset':<9} {'rows':>4} {'vars':>4} {'tool':<9} {'R2 train':>12} "
-            f"{'R2 test':>12} {'NMSE test':>10} {'size':>5} {'seconds':>8} {'t/t_jaxsr':>9} "
-            f"{'1st fit s':>9} {'':>5}")
+    head = (
+        f"{'dataset':<9} {'rows':>4} {'vars':>4} {'tool':<9} {'R2 train':>12} "
+        f"{'R2 test':>12} {'NMSE test':>10} {'size':>5} {'seconds':>8} {'t/t_jaxsr':>9} "
+        f"{'1st fit s':>9} {'':>5}"
+    )
     lines = [head, "-" * len(head)]
     for name, row in rows.items():
         n, m = datasets[name]["X"].shape
@@ -211,21 +239,26 @@ def table(rows: dict, datasets: dict) -> str:
         for tool in TOOLS:
             r = row.get(tool) or {}
             if "r2_test" not in r:
-                lines.append(f"{name:<9} {n:>4} {m:>4} {tool:<9} {'n/a':>12}"
-                             + (f"  ({r['error'][:60]})" if "error" in r else ""))
+                lines.append(
+                    f"{name:<9} {n:>4} {m:>4} {tool:<9} {'n/a':>12}"
+                    + (f"  ({r['error'][:60]})" if "error" in r else "")
+                )
                 continue
             ratio = "" if tool == "jaxsr" or not tj else f"{r['seconds'] / tj:.2f}"
             first = f"{r['seconds_cold']:.2f}" if "seconds_cold" in r else ""
             lines.append(
                 f"{name:<9} {n:>4} {m:>4} {tool:<9} {r['r2_train']:>12.9f} {r['r2_test']:>12.9f}"
                 f" {r['nmse_test']:>10.3g} {r['size']:>5} {r['seconds']:>8.2f} {ratio:>9} "
-                f"{first:>9} {'exact' if r['r2_train'] > 1 - 1e-12 else '':>5}")
+                f"{first:>9} {'exact' if r['r2_train'] > 1 - 1e-12 else '':>5}"
+            )
         lines.append("")
-    lines.append("seconds: wall clock of fit on the training rows (jaxsr: second fit, after JIT "
-                 "compilation; 1st fit s: jaxsr's first fit, with compilation); "
-                 "t/t_jaxsr: peer time / jaxsr time; exact: train R^2 > 1 - 1e-12; "
-                 "size: nodes of the expression (pyoperon: model_length, with its linear "
-                 "scaling; gplearn: program length; linear: 1 + 4 * n_features).")
+    lines.append(
+        "seconds: wall clock of fit on the training rows (jaxsr: second fit, after JIT "
+        "compilation; 1st fit s: jaxsr's first fit, with compilation); "
+        "t/t_jaxsr: peer time / jaxsr time; exact: train R^2 > 1 - 1e-12; "
+        "size: nodes of the expression (pyoperon: model_length, with its linear "
+        "scaling; gplearn: program length; linear: 1 + 4 * n_features)."
+    )
     lines.append("")
     for name, row in rows.items():
         lines.append(f"{name} ({datasets[name]['note']}):")
@@ -241,8 +274,9 @@ def main(argv=None) -> int:
     ap.add_argument("--mode", choices=["all", "peers"], default="all")
     ap.add_argument("--datasets", default=",".join(ALL_DATASETS))
     ap.add_argument("--max-time", type=float, default=300.0)
-    ap.add_argument("--peers-python",
-                    default=os.environ.get("JAXSR_PEERS_PYTHON", DEFAULT_PEERS_PYTHON))
+    ap.add_argument(
+        "--peers-python", default=os.environ.get("JAXSR_PEERS_PYTHON", DEFAULT_PEERS_PYTHON)
+    )
     ap.add_argument("--data", help="peers mode: the .npz written by the main mode")
     ap.add_argument("--json-out", help="peers mode: where to write the JSON")
     ap.add_argument("--no-peers", action="store_true")
@@ -256,8 +290,10 @@ def main(argv=None) -> int:
         return 0
     if args.from_json:  # re-render a saved run
         saved = json.loads(Path(args.from_json).read_text())
-        shapes = {n: {"X": np.empty((d["rows"], d["features"])), "note": d["note"]}
-                  for n, d in saved["datasets"].items()}
+        shapes = {
+            n: {"X": np.empty((d["rows"], d["features"])), "note": d["note"]}
+            for n, d in saved["datasets"].items()
+        }
         print(table(saved["results"], shapes))
         return 0
 
@@ -277,9 +313,21 @@ def main(argv=None) -> int:
                 arrays[f"{n}__y"] = data[n]["y"]
             np.savez(npz, **arrays)
             out = Path(tmp) / "peers.json"
-            subprocess.run([args.peers_python, str(Path(__file__).resolve()), "--mode", "peers",
-                            "--data", str(npz), "--json-out", str(out),
-                            "--max-time", str(args.max_time)], check=True)
+            subprocess.run(
+                [
+                    args.peers_python,
+                    str(Path(__file__).resolve()),
+                    "--mode",
+                    "peers",
+                    "--data",
+                    str(npz),
+                    "--json-out",
+                    str(out),
+                    "--max-time",
+                    str(args.max_time),
+                ],
+                check=True,
+            )
             peers = json.loads(out.read_text())
         peers_versions = peers["versions"]
         for n in names:
@@ -293,14 +341,18 @@ def main(argv=None) -> int:
     for n in names:
         if reason is None:
             try:
-                rows[n]["jaxsr"] = run_jaxsr(n, data[n]["X"], data[n]["y"], args.max_time,
-                                             warm=not args.no_warm)
+                rows[n]["jaxsr"] = run_jaxsr(
+                    n, data[n]["X"], data[n]["y"], args.max_time, warm=not args.no_warm
+                )
             except Exception as err:
                 rows[n]["jaxsr"] = {"error": f"{type(err).__name__}: {err}"}
             r = rows[n]["jaxsr"]
-            print(f"[jaxsr] {n}: R2 test {r.get('r2_test', float('nan')):.6g} size "
-                  f"{r.get('size')} in {r.get('seconds', float('nan')):.2f} s", file=sys.stderr,
-                  flush=True)
+            print(
+                f"[jaxsr] {n}: R2 test {r.get('r2_test', float('nan')):.6g} size "
+                f"{r.get('size')} in {r.get('seconds', float('nan')):.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     text = table(rows, data)
     print(text)
@@ -309,9 +361,15 @@ def main(argv=None) -> int:
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "peers_versions": peers_versions,
         "split": {"test_fraction": TEST_FRACTION, "seed": SEED},
-        "datasets": {n: {"rows": int(data[n]["X"].shape[0]),
-                         "features": int(data[n]["X"].shape[1]),
-                         "names": data[n]["names"], "note": data[n]["note"]} for n in names},
+        "datasets": {
+            n: {
+                "rows": int(data[n]["X"].shape[0]),
+                "features": int(data[n]["X"].shape[1]),
+                "names": data[n]["names"],
+                "note": data[n]["note"],
+            }
+            for n in names
+        },
         "results": rows,
     }
     out = Path(args.out)

@@ -75,17 +75,29 @@ print(json.dumps({"wall": wall, "cpu": cpu, "stop": stop, "returned": time.time(
 def run_case(name: str, limit: float) -> dict:
     kind, n, m, extra = CASES[name]
     env = {**os.environ, "JAXSR_CACHE_DIR": "none"}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([kind, n, m, limit, extra])],
-                          capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps([kind, n, m, limit, extra])],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=600,
+    )
     ended = time.time()
     if proc.returncode != 0:
         raise RuntimeError(f"{name} {limit}: {proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     bound = 1.1 * limit + 1.0
-    return {"case": name, "limit": limit, "wall": round(out["wall"], 3),
-            "cpu": round(out["cpu"], 3), "bound": round(bound, 3),
-            "within": out["wall"] <= bound, "stop": out["stop"],
-            "exit": round(ended - out["returned"], 3)}
+    return {
+        "case": name,
+        "limit": limit,
+        "wall": round(out["wall"], 3),
+        "cpu": round(out["cpu"], 3),
+        "bound": round(bound, 3),
+        "within": out["wall"] <= bound,
+        "stop": out["stop"],
+        "exit": round(ended - out["returned"], 3),
+    }
 
 
 def main() -> None:
@@ -101,23 +113,34 @@ def main() -> None:
             row = run_case(name, limit)
             rows.append(row)
             print(row, flush=True)
-    meta = {"date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "load_before": load0, "load_after": os.getloadavg()}
+    meta = {
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_before": load0,
+        "load_after": os.getloadavg(),
+    }
     Path(args.out + ".json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    lines = [f"# {meta['date']}, {meta['cpus']} CPUs, load average before "
-             f"{load0[0]:.2f}, after {meta['load_after'][0]:.2f} (1 min)",
-             "# wall = seconds around fit in a fresh process (JAX loaded inside it, nothing "
-             "compiled); bound = 1.1 * limit + 1; exit = fit's return to the process's end",
-             f"{'case':14} {'limit':>6} {'wall':>7} {'cpu':>7} {'bound':>6} {'within':>6} "
-             f"{'exit':>6}  stop"]
+    lines = [
+        f"# {meta['date']}, {meta['cpus']} CPUs, load average before "
+        f"{load0[0]:.2f}, after {meta['load_after'][0]:.2f} (1 min)",
+        "# wall = seconds around fit in a fresh process (JAX loaded inside it, nothing "
+        "compiled); bound = 1.1 * limit + 1; exit = fit's return to the process's end",
+        f"{'case':14} {'limit':>6} {'wall':>7} {'cpu':>7} {'bound':>6} {'within':>6} "
+        f"{'exit':>6}  stop",
+    ]
     for r in rows:
-        lines.append(f"{r['case']:14} {r['limit']:6.1f} {r['wall']:7.2f} {r['cpu']:7.2f} "
-                     f"{r['bound']:6.2f} {str(r['within']):>6} {r['exit']:6.2f}  {r['stop']}")
+        lines.append(
+            f"{r['case']:14} {r['limit']:6.1f} {r['wall']:7.2f} {r['cpu']:7.2f} "
+            f"{r['bound']:6.2f} {str(r['within']):>6} {r['exit']:6.2f}  {r['stop']}"
+        )
     worst = max(rows, key=lambda r: r["wall"] - r["bound"])
-    lines.append(f"worst wall - bound {worst['wall'] - worst['bound']:+.2f} s "
-                 f"({worst['case']}, limit {worst['limit']:g}); "
-                 f"{sum(r['within'] for r in rows)} of {len(rows)} within the bound")
+    lines.append(
+        f"worst wall - bound {worst['wall'] - worst['bound']:+.2f} s "
+        f"({worst['case']}, limit {worst['limit']:g}); "
+        f"{sum(r['within'] for r in rows)} of {len(rows)} within the bound"
+    )
     Path(args.out + ".txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -48,8 +48,13 @@ CASES = {
     "diabetes-q16-l1": ("diabetes", {"n_thresholds": 16}, 0.001, None, "absolute_error"),
     "example": ("example", None, 0.001, None, "squared_error"),
     "enb-heat": ("osrt:enb-heat", None, 0.001, None, "squared_error"),
-    "garments": ("osrt:garments_worker_productivity_binary_threshold_4", None, 0.001, None,
-                 "squared_error"),
+    "garments": (
+        "osrt:garments_worker_productivity_binary_threshold_4",
+        None,
+        0.001,
+        None,
+        "squared_error",
+    ),
     "seoul-bike": ("osrt:seoul-bike", None, 0.001, 7, "squared_error"),
     "yacht-d7": ("osrt:yacht", None, 0.001, 7, "squared_error"),
 }
@@ -68,8 +73,9 @@ def load(data):
     if data == "example":  # examples/optimal_tree_certificate.py's data
         rng = np.random.default_rng(0)
         X = rng.integers(0, 2, size=(400, 8)).astype(np.float64)
-        y = np.where(X[:, 0] == 1, np.where(X[:, 3] == 1, 10.0, 6.0),
-                     np.where(X[:, 5] == 1, 2.0, 0.0))
+        y = np.where(
+            X[:, 0] == 1, np.where(X[:, 3] == 1, 10.0, 6.0), np.where(X[:, 5] == 1, 2.0, 0.0)
+        )
         return X, y + rng.normal(0.0, 1.0, 400)
     if data.startswith("osrt:"):
         sys.path.insert(0, str(HERE))
@@ -117,8 +123,9 @@ def greedy_cart_objective(X, y, w, lam, depth, min_samples_leaf=1, absolute=Fals
             t = X[idx, j]
             if t.sum() < min_samples_leaf or (~t).sum() < min_samples_leaf:
                 continue
-            c[j] = (_leaf_loss(y[idx[t]], w[idx[t]], absolute)
-                    + _leaf_loss(y[idx[~t]], w[idx[~t]], absolute))
+            c[j] = _leaf_loss(y[idx[t]], w[idx[t]], absolute) + _leaf_loss(
+                y[idx[~t]], w[idx[~t]], absolute
+            )
         if not np.isfinite(c.min()):
             return leaf
         # the least children's loss; near-ties (1e-12 of the node's loss) to the lowest
@@ -143,9 +150,14 @@ def one_run(case, limit, backend):
     sys.path.insert(0, str(REPO))
     from jaxsr.trees import Binarizer, OptimalTreeRegressor
 
-    m = OptimalTreeRegressor(regularization=lam, depth_budget=depth, loss=loss,
-                             time_limit=limit, backend=backend,
-                             binarizer=None if bkw is None else Binarizer(**bkw))
+    m = OptimalTreeRegressor(
+        regularization=lam,
+        depth_budget=depth,
+        loss=loss,
+        time_limit=limit,
+        backend=backend,
+        binarizer=None if bkw is None else Binarizer(**bkw),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
@@ -153,11 +165,21 @@ def one_run(case, limit, backend):
         m.fit(X, y)
         wall = time.perf_counter() - t0
         cpu = time.process_time() - c0
-    return {"case": case, "limit": limit, "backend": backend, "wall": wall, "cpu": cpu,
-            "fit_seconds": m.fit_seconds_, "objective": m.objective_,
-            "lower_bound": m.lower_bound_, "gap": m.gap_, "leaves": int(m.n_leaves_),
-            "depth": int(m.depth_), "status": m.status_,
-            "binary_features": len(m.binary_feature_names_)}
+    return {
+        "case": case,
+        "limit": limit,
+        "backend": backend,
+        "wall": wall,
+        "cpu": cpu,
+        "fit_seconds": m.fit_seconds_,
+        "objective": m.objective_,
+        "lower_bound": m.lower_bound_,
+        "gap": m.gap_,
+        "leaves": int(m.n_leaves_),
+        "depth": int(m.depth_),
+        "status": m.status_,
+        "binary_features": len(m.binary_feature_names_),
+    }
 
 
 def case_reference(case, optimum_seconds):
@@ -171,20 +193,33 @@ def case_reference(case, optimum_seconds):
 
     Xb = X if bkw is None else Binarizer(**bkw).fit_transform(X)
     Xb = np.asarray(Xb) > 0.5
-    out = {"case": case, "lambda": lam, "depth_budget": depth, "loss": loss,
-           "binarizer": bkw, "n": int(y.size), "binary_features": int(Xb.shape[1])}
+    out = {
+        "case": case,
+        "lambda": lam,
+        "depth_budget": depth,
+        "loss": loss,
+        "binarizer": bkw,
+        "n": int(y.size),
+        "binary_features": int(Xb.shape[1]),
+    }
     t0 = time.perf_counter()
-    out["greedy"] = greedy_cart_objective(Xb, y, np.ones(y.size), lam, depth,
-                                          absolute=loss == "absolute_error")
+    out["greedy"] = greedy_cart_objective(
+        Xb, y, np.ones(y.size), lam, depth, absolute=loss == "absolute_error"
+    )
     out["greedy_oracle_seconds"] = time.perf_counter() - t0
     out["optimum"] = None
     if optimum_seconds:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = OptimalTreeRegressor(regularization=lam, depth_budget=depth, loss=loss,
-                                     time_limit=optimum_seconds).fit(Xb, y)
-        out["optimum_run"] = {"seconds": m.fit_seconds_, "objective": m.objective_,
-                              "lower_bound": m.lower_bound_, "status": m.status_}
+            m = OptimalTreeRegressor(
+                regularization=lam, depth_budget=depth, loss=loss, time_limit=optimum_seconds
+            ).fit(Xb, y)
+        out["optimum_run"] = {
+            "seconds": m.fit_seconds_,
+            "objective": m.objective_,
+            "lower_bound": m.lower_bound_,
+            "status": m.status_,
+        }
         if m.optimal_:
             out["optimum"] = m.objective_
     return out
@@ -201,9 +236,11 @@ def _subprocess(args):
 def table(refs, runs) -> str:
     lines = []
     ref = {r["case"]: r for r in refs}
-    hdr = (f"{'case':16s} {'backend':7s} {'limit':>6s} {'wall':>7s} {'wall/lim':>8s} "
-           f"{'objective':>10s} {'greedy':>10s} {'obj-greedy':>11s} {'optimum':>10s} "
-           f"{'lower bd':>10s} {'gap':>9s} {'leaves':>6s} {'status':>10s}")
+    hdr = (
+        f"{'case':16s} {'backend':7s} {'limit':>6s} {'wall':>7s} {'wall/lim':>8s} "
+        f"{'objective':>10s} {'greedy':>10s} {'obj-greedy':>11s} {'optimum':>10s} "
+        f"{'lower bd':>10s} {'gap':>9s} {'leaves':>6s} {'status':>10s}"
+    )
     lines.append(hdr)
     for r in runs:
         g = ref[r["case"]]
@@ -213,18 +250,25 @@ def table(refs, runs) -> str:
             f"{r['wall'] / r['limit']:8.3f} {r['objective']:10.6f} {g['greedy']:10.6f} "
             f"{r['objective'] - g['greedy']:11.2e} "
             f"{'-' if opt is None else f'{opt:.6f}':>10s} {r['lower_bound']:10.6f} "
-            f"{r['gap']:9.2e} {r['leaves']:6d} {r['status']:>10s}")
+            f"{r['gap']:9.2e} {r['leaves']:6d} {r['status']:>10s}"
+        )
     worst = max(runs, key=lambda r: r["wall"] / r["limit"])
     over = max(runs, key=lambda r: r["wall"] - r["limit"])
-    lines.append(f"worst wall/limit {worst['wall'] / worst['limit']:.3f} ({worst['case']}, "
-                 f"{worst['backend']}, limit {worst['limit']}); largest overrun "
-                 f"{over['wall'] - over['limit']:+.3f} s ({over['case']}, {over['backend']}, "
-                 f"limit {over['limit']})")
+    lines.append(
+        f"worst wall/limit {worst['wall'] / worst['limit']:.3f} ({worst['case']}, "
+        f"{worst['backend']}, limit {worst['limit']}); largest overrun "
+        f"{over['wall'] - over['limit']:+.3f} s ({over['case']}, {over['backend']}, "
+        f"limit {over['limit']})"
+    )
     bad = [r for r in runs if r["objective"] > ref[r["case"]]["greedy"] * (1 + 1e-9)]
-    lines.append(f"runs worse than greedy CART: {len(bad)} of {len(runs)}"
-                 + "".join(f"\n  {r['case']} {r['backend']} {r['limit']}: "
-                           f"{r['objective']:.6f} > {ref[r['case']]['greedy']:.6f}"
-                           for r in bad))
+    lines.append(
+        f"runs worse than greedy CART: {len(bad)} of {len(runs)}"
+        + "".join(
+            f"\n  {r['case']} {r['backend']} {r['limit']}: "
+            f"{r['objective']:.6f} > {ref[r['case']]['greedy']:.6f}"
+            for r in bad
+        )
+    )
     return "\n".join(lines)
 
 
@@ -233,8 +277,12 @@ def main(argv=None):
     ap.add_argument("--cases", default=",".join(DEFAULT_CASES))
     ap.add_argument("--limits", default=",".join(str(x) for x in DEFAULT_LIMITS))
     ap.add_argument("--backends", default="numpy")
-    ap.add_argument("--optimum", type=float, default=60.0,
-                    help="seconds for the run that certifies the optimum (0: none)")
+    ap.add_argument(
+        "--optimum",
+        type=float,
+        default=60.0,
+        help="seconds for the run that certifies the optimum (0: none)",
+    )
     ap.add_argument("--out", default=str(HERE / "results" / "trees_anytime"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -251,25 +299,30 @@ def main(argv=None):
     backends = [b for b in args.backends.split(",") if b]
     refs, runs = [], []
     for c in cases:
-        refs.append(_subprocess(["--worker", "ref:" + json.dumps(
-            {"case": c, "optimum": args.optimum})]))
+        refs.append(
+            _subprocess(["--worker", "ref:" + json.dumps({"case": c, "optimum": args.optimum})])
+        )
         print(json.dumps(refs[-1]), file=sys.stderr, flush=True)
         for b in backends:
             for lim in limits:
-                runs.append(_subprocess(["--worker", "run:" + json.dumps(
-                    {"case": c, "limit": lim, "backend": b})]))
+                runs.append(
+                    _subprocess(
+                        ["--worker", "run:" + json.dumps({"case": c, "limit": lim, "backend": b})]
+                    )
+                )
                 print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
     text = table(refs, runs)
     print(text)
     now = _dt.datetime.now(_dt.UTC)
-    head = (f"# bench_trees_anytime, {now:%Y-%m-%d %H:%M} UTC, "
-            f"{platform.machine()}, python {platform.python_version()}, "
-            f"affinity {sorted(os.sched_getaffinity(0))}\n"
-            "# wall = seconds around fit (binarization included), first fit of a fresh "
-            "process; greedy = numpy greedy CART oracle pruned at lambda\n")
+    head = (
+        f"# bench_trees_anytime, {now:%Y-%m-%d %H:%M} UTC, "
+        f"{platform.machine()}, python {platform.python_version()}, "
+        f"affinity {sorted(os.sched_getaffinity(0))}\n"
+        "# wall = seconds around fit (binarization included), first fit of a fresh "
+        "process; greedy = numpy greedy CART oracle pruned at lambda\n"
+    )
     Path(args.out + ".txt").write_text(head + text + "\n")
-    Path(args.out + ".json").write_text(json.dumps({"refs": refs, "runs": runs}, indent=1)
-                                        + "\n")
+    Path(args.out + ".json").write_text(json.dumps({"refs": refs, "runs": runs}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

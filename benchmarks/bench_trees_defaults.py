@@ -76,8 +76,7 @@ BINARIZERS = {
 DEPTHS = (4, 5, 6)
 LAMBDAS = (0.0025, 0.005, 0.01, 0.02)
 #: CART tuned by 5-fold CV: max_depth x ccp_alpha (ccp_alpha in units of Var(y_train))
-CART_GRID = {"max_depth": (3, 4, 6, 8, None),
-             "ccp_alpha_over_var": (0.0, 1e-4, 1e-3, 1e-2)}
+CART_GRID = {"max_depth": (3, 4, 6, 8, None), "ccp_alpha_over_var": (0.0, 1e-4, 1e-3, 1e-2)}
 PREVIOUS_DEFAULTS = {"regularization": 0.01, "depth_budget": 5, "binarizer": "q4"}
 
 
@@ -145,8 +144,11 @@ def same_size_cart(Araw, ytr, Atest, yte, leaves, depth_budget) -> dict:
 
     if leaves < 2:
         return {"r2": r2(yte, np.full(len(yte), ytr.mean())), "leaves": 1}
-    m = DecisionTreeRegressor(max_leaf_nodes=int(leaves), random_state=0,
-                              max_depth=None if depth_budget is None else depth_budget - 1)
+    m = DecisionTreeRegressor(
+        max_leaf_nodes=int(leaves),
+        random_state=0,
+        max_depth=None if depth_budget is None else depth_budget - 1,
+    )
     m.fit(Araw, ytr)
     return {"r2": r2(yte, m.predict(Atest)), "leaves": int(m.get_n_leaves())}
 
@@ -156,17 +158,26 @@ def cart_cv(Araw, ytr, Atest, yte) -> dict:
     from sklearn.tree import DecisionTreeRegressor
 
     var = float(np.var(ytr))
-    grid = {"max_depth": list(CART_GRID["max_depth"]),
-            "ccp_alpha": [a * var for a in CART_GRID["ccp_alpha_over_var"]]}
+    grid = {
+        "max_depth": list(CART_GRID["max_depth"]),
+        "ccp_alpha": [a * var for a in CART_GRID["ccp_alpha_over_var"]],
+    }
     c0 = time.process_time()
-    gs = GridSearchCV(DecisionTreeRegressor(random_state=0), grid,
-                      cv=KFold(5, shuffle=True, random_state=0), n_jobs=1)
+    gs = GridSearchCV(
+        DecisionTreeRegressor(random_state=0),
+        grid,
+        cv=KFold(5, shuffle=True, random_state=0),
+        n_jobs=1,
+    )
     gs.fit(Araw, ytr)
     cpu = time.process_time() - c0
     m = gs.best_estimator_
-    return {"r2": r2(yte, m.predict(Atest)), "leaves": int(m.get_n_leaves()), "cpu": cpu,
-            "params": {k: (None if v is None else float(v)) for k, v in
-                       gs.best_params_.items()}}
+    return {
+        "r2": r2(yte, m.predict(Atest)),
+        "leaves": int(m.get_n_leaves()),
+        "cpu": cpu,
+        "params": {k: (None if v is None else float(v)) for k, v in gs.best_params_.items()},
+    }
 
 
 def jaxsr_fit(est, Xtr, ytr, Xte, yte) -> dict:
@@ -175,9 +186,13 @@ def jaxsr_fit(est, Xtr, ytr, Xte, yte) -> dict:
         warnings.simplefilter("ignore")
         est.fit(Xtr, ytr)
     cpu = time.process_time() - c0
-    out = {"r2": r2(yte, est.predict(Xte)), "leaves": int(est.n_leaves_),
-           "depth": int(est.depth_), "cpu": cpu,
-           "optimal": bool(getattr(est, "optimal_", True))}
+    out = {
+        "r2": r2(yte, est.predict(Xte)),
+        "leaves": int(est.n_leaves_),
+        "depth": int(est.depth_),
+        "cpu": cpu,
+        "optimal": bool(getattr(est, "optimal_", True)),
+    }
     for a in ("regularization_", "depth_budget_"):
         if hasattr(est, a):
             out[a.rstrip("_")] = None if getattr(est, a) is None else float(getattr(est, a))
@@ -187,24 +202,41 @@ def jaxsr_fit(est, Xtr, ytr, Xte, yte) -> dict:
 def pystreed_fit(Xb, ytr, Xbt, yte, lam, depth_budget, time_limit) -> dict:
     from pystreed import STreeDRegressor
 
-    m = STreeDRegressor(optimization_task="cost-complex-regression", max_depth=depth_budget - 1,
-                        cost_complexity=lam, time_limit=time_limit)
+    m = STreeDRegressor(
+        optimization_task="cost-complex-regression",
+        max_depth=depth_budget - 1,
+        cost_complexity=lam,
+        time_limit=time_limit,
+    )
     c0 = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m.fit(Xb.astype(np.intc), ytr)
     cpu = time.process_time() - c0
-    return {"r2": r2(yte, m.predict(Xbt.astype(np.intc))), "leaves": int(m.get_n_leaves()),
-            "cpu": cpu, "optimal": bool(m.fit_result.is_optimal())}
+    return {
+        "r2": r2(yte, m.predict(Xbt.astype(np.intc))),
+        "leaves": int(m.get_n_leaves()),
+        "cpu": cpu,
+        "optimal": bool(m.fit_result.is_optimal()),
+    }
 
 
 # ------------------------------------------------------------------------------ records
 def git_commit() -> str:
     try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=REPO,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "jaxsr"], cwd=REPO,
-                               capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "jaxsr"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         return head + ("+dirty" if dirty else "")
     except Exception:  # noqa: BLE001
         return "unknown"
@@ -224,8 +256,11 @@ class Writer:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, rec: dict):
-        rec = {**rec, "commit": self.commit,
-               "when": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
+        rec = {
+            **rec,
+            "commit": self.commit,
+            "when": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
         with self.path.open("a") as f:
             f.write(json.dumps(rec) + "\n")
         self.done.add(rec["key"])
@@ -258,19 +293,37 @@ def run_sweep(datasets, time_limit, write: Writer):
                     key = f"sweep|{name}|{seed}|{cfg}"
                     if key in write.done:
                         continue
-                    est = OptimalTreeRegressor(regularization=lam, depth_budget=d,
-                                               binarizer=None, progress=False,
-                                               time_limit=time_limit)
+                    est = OptimalTreeRegressor(
+                        regularization=lam,
+                        depth_budget=d,
+                        binarizer=None,
+                        progress=False,
+                        time_limit=time_limit,
+                    )
                     res = jaxsr_fit(est, Xb, ytr, Xbt, yte)
                     res["cpu"] += bcpu
                     same = same_size_cart(Araw, ytr, Atest, yte, res["leaves"], d)
-                    write({"key": key, "phase": "sweep", "dataset": name, "split": seed,
-                           "part": part(seed), "tool": "jaxsr", "config": cfg,
-                           "binarizer": bname, "depth_budget": d, "regularization": lam,
-                           "n_binary": int(Xb.shape[1]), **res,
-                           "cart_same_size_r2": same["r2"]})
-                    print(f"{key}: r2 {res['r2']:.3f} leaves {res['leaves']} "
-                          f"cpu {res['cpu']:.2f}", flush=True)
+                    write(
+                        {
+                            "key": key,
+                            "phase": "sweep",
+                            "dataset": name,
+                            "split": seed,
+                            "part": part(seed),
+                            "tool": "jaxsr",
+                            "config": cfg,
+                            "binarizer": bname,
+                            "depth_budget": d,
+                            "regularization": lam,
+                            "n_binary": int(Xb.shape[1]),
+                            **res,
+                            "cart_same_size_r2": same["r2"],
+                        }
+                    )
+                    print(
+                        f"{key}: r2 {res['r2']:.3f} leaves {res['leaves']} cpu {res['cpu']:.2f}",
+                        flush=True,
+                    )
 
 
 def panel_tools(time_limit):
@@ -278,10 +331,13 @@ def panel_tools(time_limit):
     from jaxsr.trees import Binarizer, OptimalTreeRegressor
 
     def prev():
-        return OptimalTreeRegressor(regularization=PREVIOUS_DEFAULTS["regularization"],
-                                    depth_budget=PREVIOUS_DEFAULTS["depth_budget"],
-                                    binarizer=Binarizer(**BINARIZERS["q4"]),
-                                    progress=False, time_limit=time_limit)
+        return OptimalTreeRegressor(
+            regularization=PREVIOUS_DEFAULTS["regularization"],
+            depth_budget=PREVIOUS_DEFAULTS["depth_budget"],
+            binarizer=Binarizer(**BINARIZERS["q4"]),
+            progress=False,
+            time_limit=time_limit,
+        )
 
     tools = {
         "jaxsr-default": lambda: OptimalTreeRegressor(progress=False, time_limit=time_limit),
@@ -289,12 +345,12 @@ def panel_tools(time_limit):
     }
     if hasattr(OptimalTreeRegressor, "paper"):
         tools["jaxsr-paper"] = lambda: OptimalTreeRegressor.paper().set_params(
-            progress=False, time_limit=time_limit)
+            progress=False, time_limit=time_limit
+        )
     try:
         from jaxsr.trees import OptimalTreeRegressorCV
 
-        tools["jaxsr-cv"] = lambda: OptimalTreeRegressorCV(progress=False,
-                                                           time_limit=time_limit)
+        tools["jaxsr-cv"] = lambda: OptimalTreeRegressorCV(progress=False, time_limit=time_limit)
     except ImportError:
         pass
     return tools
@@ -340,20 +396,34 @@ def run_panel(datasets, time_limit, write: Writer, tools_wanted=None, splits=Non
                 fitted = getattr(est, "best_estimator_", est)
                 d = getattr(est, "depth_budget_", None) or fitted.depth_budget
                 same = same_size_cart(Araw, ytr, Atest, yte, res["leaves"], d)
-                rec = {"key": key, **base, "tool": tname, **res,
-                       "params": {k: (v if isinstance(v, int | float | str | None) else
-                                      repr(v)) for k, v in
-                                  fitted.get_params(deep=False).items()},
-                       "cart_same_size_r2": same["r2"]}
+                rec = {
+                    "key": key,
+                    **base,
+                    "tool": tname,
+                    **res,
+                    "params": {
+                        k: (v if isinstance(v, int | float | str | None) else repr(v))
+                        for k, v in fitted.get_params(deep=False).items()
+                    },
+                    "cart_same_size_r2": same["r2"],
+                }
                 write(rec)
-                print(f"{key}: r2 {res['r2']:.3f} leaves {res['leaves']} "
-                      f"cpu {res['cpu']:.2f}", flush=True)
+                print(
+                    f"{key}: r2 {res['r2']:.3f} leaves {res['leaves']} cpu {res['cpu']:.2f}",
+                    flush=True,
+                )
                 if tname == "jaxsr-cv":
                     # the one-standard-error choice from the same folds' paths, refitted
                     skey = f"panel|{name}|{seed}|jaxsr-cv-1se"
                     if skey not in write.done:
-                        write({"key": skey, **base, "tool": "jaxsr-cv-1se",
-                               **one_se(est, Xtr, ytr, Xte, yte, res["cpu"], Araw, Atest)})
+                        write(
+                            {
+                                "key": skey,
+                                **base,
+                                "tool": "jaxsr-cv-1se",
+                                **one_se(est, Xtr, ytr, Xte, yte, res["cpu"], Araw, Atest),
+                            }
+                        )
                 if tname == "jaxsr-default":
                     skey = f"panel|{name}|{seed}|pystreed"
                     if skey in write.done:
@@ -361,8 +431,9 @@ def run_panel(datasets, time_limit, write: Writer, tools_wanted=None, splits=Non
                     b = fitted.binarizer_
                     Xb = np.asarray(b.transform(Xtr)) if b is not None else Xtr.to_numpy()
                     Xbt = np.asarray(b.transform(Xte)) if b is not None else Xte.to_numpy()
-                    res = pystreed_fit(Xb, ytr, Xbt, yte, fitted.regularization,
-                                       fitted.depth_budget, time_limit)
+                    res = pystreed_fit(
+                        Xb, ytr, Xbt, yte, fitted.regularization, fitted.depth_budget, time_limit
+                    )
                     write({"key": skey, **base, "tool": "pystreed", **res})
                     print(f"{skey}: r2 {res['r2']:.3f} leaves {res['leaves']}", flush=True)
 
@@ -377,11 +448,14 @@ def _summ(rows, parts):
     for r in rows:
         by.setdefault(r["dataset"], []).append(r)
     med = [float(np.median([r["r2"] for r in v])) for v in by.values()]
-    out = {"n": len(rows), "mean_r2": float(np.mean([r["r2"] for r in rows])),
-           "med_r2": float(np.median(med)),
-           "leaves": float(np.median([r["leaves"] for r in rows])),
-           "cpu": float(np.mean([r.get("cpu", np.nan) for r in rows])),
-           "certified": sum(bool(r.get("optimal", True)) for r in rows)}
+    out = {
+        "n": len(rows),
+        "mean_r2": float(np.mean([r["r2"] for r in rows])),
+        "med_r2": float(np.median(med)),
+        "leaves": float(np.median([r["leaves"] for r in rows])),
+        "cpu": float(np.mean([r.get("cpu", np.nan) for r in rows])),
+        "certified": sum(bool(r.get("optimal", True)) for r in rows),
+    }
     same = [r["cart_same_size_r2"] for r in rows if "cart_same_size_r2" in r]
     out["same_r2"] = float(np.mean(same)) if len(same) == len(rows) else None
     return out
@@ -408,33 +482,42 @@ def choose(records):
 
 
 def summary(records) -> str:
-    lines = [f"# {_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}; "
-             f"{platform.platform()}, {os.cpu_count()} CPUs; load "
-             f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}; git "
-             f"{', '.join(sorted({r.get('commit', '?') for r in records}))}",
-             f"# tuning part: splits {TUNING_SPLITS}; held-out part: splits {HELD_OUT_SPLITS} "
-             f"(75/25, jaxsr.cli._split); 8 raw OSRT datasets, text columns one-hot",
-             "# R2 = test R^2: mean over fits, and median of the dataset medians; leaves: "
-             "median over fits; cpu: mean CPU s a fit; same-CART: mean test R^2 of greedy "
-             "CART on the raw features with the row's leaves (max_depth = depth_budget - 1)",
-             ""]
+    lines = [
+        f"# {_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}; "
+        f"{platform.platform()}, {os.cpu_count()} CPUs; load "
+        f"{', '.join(f'{v:.2f}' for v in os.getloadavg())}; git "
+        f"{', '.join(sorted({r.get('commit', '?') for r in records}))}",
+        f"# tuning part: splits {TUNING_SPLITS}; held-out part: splits {HELD_OUT_SPLITS} "
+        f"(75/25, jaxsr.cli._split); 8 raw OSRT datasets, text columns one-hot",
+        "# R2 = test R^2: mean over fits, and median of the dataset medians; leaves: "
+        "median over fits; cpu: mean CPU s a fit; same-CART: mean test R^2 of greedy "
+        "CART on the raw features with the row's leaves (max_depth = depth_budget - 1)",
+        "",
+    ]
     panel = [r for r in records if r["phase"] == "panel"]
     if panel:
         lines.append("## panel (one run)")
-        hdr = (f"{'tool':16s} {'part':9s} {'fits':>4s} {'mean R2':>8s} {'med R2':>7s} "
-               f"{'leaves':>6s} {'cpu s':>7s} {'cert':>5s} {'same-CART':>9s}")
+        hdr = (
+            f"{'tool':16s} {'part':9s} {'fits':>4s} {'mean R2':>8s} {'med R2':>7s} "
+            f"{'leaves':>6s} {'cpu s':>7s} {'cert':>5s} {'same-CART':>9s}"
+        )
         lines.append(hdr)
         for tool in dict.fromkeys(r["tool"] for r in panel):
             rows = [r for r in panel if r["tool"] == tool]
-            for label, parts in (("tuning", ("tuning",)), ("held-out", ("held-out",)),
-                                 ("all", ("tuning", "held-out"))):
+            for label, parts in (
+                ("tuning", ("tuning",)),
+                ("held-out", ("held-out",)),
+                ("all", ("tuning", "held-out")),
+            ):
                 s = _summ(rows, parts)
                 if s is None:
                     continue
                 same = "-" if s["same_r2"] is None else f"{s['same_r2']:.3f}"
-                lines.append(f"{tool:16s} {label:9s} {s['n']:4d} {s['mean_r2']:8.3f} "
-                             f"{s['med_r2']:7.3f} {s['leaves']:6.1f} {s['cpu']:7.2f} "
-                             f"{s['certified']:5d} {same:>9s}")
+                lines.append(
+                    f"{tool:16s} {label:9s} {s['n']:4d} {s['mean_r2']:8.3f} "
+                    f"{s['med_r2']:7.3f} {s['leaves']:6.1f} {s['cpu']:7.2f} "
+                    f"{s['certified']:5d} {same:>9s}"
+                )
         lines.append("")
         lines.append("per dataset, median test R^2 (median leaves) over all splits:")
         names = sorted({r["dataset"] for r in panel})
@@ -452,12 +535,16 @@ def summary(records) -> str:
     if sweep:
         pick, summ = choose(records)
         lines.append(f"## sweep (tuning part only); chosen by the rule of choose(): {pick}")
-        lines.append(f"{'config':18s} {'fits':>4s} {'mean R2':>8s} {'med R2':>7s} "
-                     f"{'leaves':>6s} {'cpu s':>7s} {'cert':>5s} {'same-CART':>9s}")
+        lines.append(
+            f"{'config':18s} {'fits':>4s} {'mean R2':>8s} {'med R2':>7s} "
+            f"{'leaves':>6s} {'cpu s':>7s} {'cert':>5s} {'same-CART':>9s}"
+        )
         for c, s in sorted(summ.items(), key=lambda kv: -kv[1]["mean_r2"]):
             same = "-" if s["same_r2"] is None else f"{s['same_r2']:.3f}"
-            lines.append(f"{c:18s} {s['n']:4d} {s['mean_r2']:8.3f} {s['med_r2']:7.3f} "
-                         f"{s['leaves']:6.1f} {s['cpu']:7.2f} {s['certified']:5d} {same:>9s}")
+            lines.append(
+                f"{c:18s} {s['n']:4d} {s['mean_r2']:8.3f} {s['med_r2']:7.3f} "
+                f"{s['leaves']:6.1f} {s['cpu']:7.2f} {s['certified']:5d} {same:>9s}"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -479,9 +566,13 @@ def main(argv=None):
         if a.phase == "sweep":
             run_sweep(names, a.time_limit, write)
         else:
-            run_panel(names, a.time_limit, write,
-                      [t for t in a.tools.split(",") if t] or None,
-                      [int(v) for v in a.splits.split(",") if v] or None)
+            run_panel(
+                names,
+                a.time_limit,
+                write,
+                [t for t in a.tools.split(",") if t] or None,
+                [int(v) for v in a.splits.split(",") if v] or None,
+            )
     text = summary(load_records(a.records))
     a.out.write_text(text)
     print(text)

@@ -72,8 +72,13 @@ def household(n: int, seed: int = 0):
     levels = np.digitize(z, [-1.0, -0.35, 0.35, 1.0])
     X = (levels[:, :, None] >= np.arange(1, 5)[None, None, :]).reshape(n, 28).astype(np.uint8)
     lv = levels.astype(np.float64)
-    y = (2.0 * lv[:, 0] + 1.5 * (lv[:, 1] >= 3) * lv[:, 2] - 0.8 * lv[:, 3] * (lv[:, 4] < 2)
-         + 0.5 * lv[:, 5] + rng.normal(0.0, 1.0, n))
+    y = (
+        2.0 * lv[:, 0]
+        + 1.5 * (lv[:, 1] >= 3) * lv[:, 2]
+        - 0.8 * lv[:, 3] * (lv[:, 4] < 2)
+        + 0.5 * lv[:, 5]
+        + rng.normal(0.0, 1.0, n)
+    )
     return X, y
 
 
@@ -82,8 +87,12 @@ def distinct(n: int, features: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 2, size=(n, features)).astype(np.uint8)
     f = X.astype(np.float64)
-    y = 3.0 * f[:, 0] + 2.0 * f[:, 1] * f[:, 2] - 1.5 * f[:, 3] * (1 - f[:, 4]) \
+    y = (
+        3.0 * f[:, 0]
+        + 2.0 * f[:, 1] * f[:, 2]
+        - 1.5 * f[:, 3] * (1 - f[:, 4])
         + rng.normal(0.0, 0.5, n)
+    )
     return X, y
 
 
@@ -146,13 +155,13 @@ def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
     est = OptimalTreeRegressor(**settings)
     out = {}
     t = time.process_time()
-    b = (default_binarizer(X) if "binarizer" not in settings
-         else settings["binarizer"]).fit(X, y)
+    b = (default_binarizer(X) if "binarizer" not in settings else settings["binarizer"]).fit(X, y)
     Xb = b.transform(X) > 0.5
     out["cpu_binarize"] = time.process_time() - t
     t = time.process_time()
-    search = OptimalTreeSearch(Xb, y, np.ones(len(y)), regularization=est.regularization,
-                               depth_budget=est.depth_budget)
+    search = OptimalTreeSearch(
+        Xb, y, np.ones(len(y)), regularization=est.regularization, depth_budget=est.depth_budget
+    )
     P = search.problem
     out["cpu_classes"] = time.process_time() - t
     t = time.process_time()
@@ -165,8 +174,13 @@ def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
     out["cpu_root_bounds"] = time.process_time() - t
     if "binary_path" in case:  # pystreed's input: the same binary features
         np.savez(case["binary_path"], X=Xb.astype(np.uint8), y=y)
-    out.update(binary_features=int(P.M), classes=int(P.U), exact_levels=int(P.kl),
-               root_lower_bound=float(state.root_lb), greedy_objective=float(inc.objective))
+    out.update(
+        binary_features=int(P.M),
+        classes=int(P.U),
+        exact_levels=int(P.kl),
+        root_lower_bound=float(state.root_lb),
+        greedy_objective=float(inc.objective),
+    )
 
     # the whole fit, with the wall-clock second at which the bar first held a bound
     first = []
@@ -185,9 +199,13 @@ def setup_seconds(X, y, time_limit: float, case: dict) -> dict:
     finally:
         _progress.FitProgress.update = real
     out["bound_on_bar_s"] = first[0] - t if first else float("nan")
-    out.update(objective=float(model.objective_), lower_bound=float(model.lower_bound_),
-               optimal=bool(model.optimal_), leaves=int(model.n_leaves_),
-               steps=int(model.n_subproblems_))
+    out.update(
+        objective=float(model.objective_),
+        lower_bound=float(model.lower_bound_),
+        optimal=bool(model.optimal_),
+        leaves=int(model.n_leaves_),
+        steps=int(model.n_subproblems_),
+    )
     return out
 
 
@@ -198,16 +216,21 @@ def run_one(tool: str, case: dict, time_limit: float) -> dict:
         with np.load(case["binary_path"]) as f:
             Xi, y = f["X"].astype(np.intc), f["y"]
         lam = case["regularization"]
-        model = STreeDRegressor(optimization_task="cost-complex-regression",
-                                max_depth=case["depth_budget"] - 1, cost_complexity=lam,
-                                time_limit=time_limit)
+        model = STreeDRegressor(
+            optimization_task="cost-complex-regression",
+            max_depth=case["depth_budget"] - 1,
+            cost_complexity=lam,
+            time_limit=time_limit,
+        )
         t, c = time.perf_counter(), time.process_time()
         model.fit(Xi, y)
-        out = {"tool": tool, "seconds": time.perf_counter() - t,
-               "cpu_fit": time.process_time() - c}
+        out = {"tool": tool, "seconds": time.perf_counter() - t, "cpu_fit": time.process_time() - c}
         leaves = int(model.get_n_leaves())
-        out.update(objective=objective(y, model.predict(Xi), leaves, lam), leaves=leaves,
-                   optimal=bool(model.fit_result.is_optimal()))
+        out.update(
+            objective=objective(y, model.predict(Xi), leaves, lam),
+            leaves=leaves,
+            optimal=bool(model.fit_result.is_optimal()),
+        )
         ru = resource.getrusage(resource.RUSAGE_SELF)
         out["peak_rss_mib"] = ru.ru_maxrss / 1024.0
         return out
@@ -228,21 +251,28 @@ def run_one(tool: str, case: dict, time_limit: float) -> dict:
 
         Xf = X.astype(np.float64)
         for run in ("cold", "warm"):
-            model = OptimalTreeRegressor(regularization=lam, depth_budget=budget,
-                                         time_limit=time_limit, binarizer=None)
+            model = OptimalTreeRegressor(
+                regularization=lam, depth_budget=budget, time_limit=time_limit, binarizer=None
+            )
             t0 = time.perf_counter()
             model.fit(Xf, y)
             out[f"seconds_{run}"] = time.perf_counter() - t0
         pred, leaves = model.predict(Xf), int(model.n_leaves_)
-        out.update(optimal=bool(model.optimal_), lower_bound=float(model.lower_bound_),
-                   seconds=out["seconds_warm"])
+        out.update(
+            optimal=bool(model.optimal_),
+            lower_bound=float(model.lower_bound_),
+            seconds=out["seconds_warm"],
+        )
     else:
         from pystreed import STreeDRegressor
 
         Xi = X.astype(np.intc)
-        model = STreeDRegressor(optimization_task="cost-complex-regression",
-                                max_depth=budget - 1, cost_complexity=lam,
-                                time_limit=time_limit)
+        model = STreeDRegressor(
+            optimization_task="cost-complex-regression",
+            max_depth=budget - 1,
+            cost_complexity=lam,
+            time_limit=time_limit,
+        )
         t0 = time.perf_counter()
         model.fit(Xi, y)
         out["seconds"] = time.perf_counter() - t0
@@ -256,13 +286,24 @@ def run_one(tool: str, case: dict, time_limit: float) -> dict:
 
 
 def spawn(python: str, tool: str, case: dict, time_limit: float) -> dict:
-    cmd = [python, str(Path(__file__).resolve()), "--mode", "one", "--tool", tool,
-           "--case", json.dumps(case), "--time-limit", str(time_limit)]
+    cmd = [
+        python,
+        str(Path(__file__).resolve()),
+        "--mode",
+        "one",
+        "--tool",
+        tool,
+        "--case",
+        json.dumps(case),
+        "--time-limit",
+        str(time_limit),
+    ]
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                           timeout=4 * time_limit + 600)
+        p = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, timeout=4 * time_limit + 600
+        )
     except subprocess.TimeoutExpired:
         return {"tool": tool, "error": "subprocess timeout"}
     if p.returncode != 0:
@@ -275,16 +316,20 @@ def _cell(r: dict) -> str:
     if "error" in r:
         return f"{'error':>9} {'':>10} {'':>7} {'':>4}"
     flag = " " if r.get("optimal") else "*"
-    return (f"{r['seconds']:>9.2f} {r['objective']:>9.6f}{flag} {r['peak_rss_mib']:>7.0f} "
-            f"{r['leaves']:>4}")
+    return (
+        f"{r['seconds']:>9.2f} {r['objective']:>9.6f}{flag} {r['peak_rss_mib']:>7.0f} "
+        f"{r['leaves']:>4}"
+    )
 
 
 def report_defaults(rows) -> str:
     """The table of the ``friedman`` cases (the defaults on continuous features)."""
-    head = (f"{'case':<26} {'classes':>7} {'M':>3} | {'binarize':>8} {'classes':>7} "
-            f"{'greedy':>6} {'root':>6} | {'fit CPU':>7} {'fit s':>6} {'bound@':>6} | "
-            f"{'objective':>10} {'L':>3} {'MiB':>6} | {'streed s':>8} {'CPU':>6} "
-            f"{'objective':>10} {'L':>3}")
+    head = (
+        f"{'case':<26} {'classes':>7} {'M':>3} | {'binarize':>8} {'classes':>7} "
+        f"{'greedy':>6} {'root':>6} | {'fit CPU':>7} {'fit s':>6} {'bound@':>6} | "
+        f"{'objective':>10} {'L':>3} {'MiB':>6} | {'streed s':>8} {'CPU':>6} "
+        f"{'objective':>10} {'L':>3}"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         j = r["jaxsr"]
@@ -293,38 +338,52 @@ def report_defaults(rows) -> str:
             continue
         flag = " " if j["optimal"] else "*"
         s = r.get("pystreed", {"error": "not run"})
-        peer = (f"{'error':>8}" if "error" in s else
-                f"{s['seconds']:>8.2f} {s['cpu_fit']:>6.2f} {s['objective']:>9.6f}"
-                f"{' ' if s['optimal'] else '*'} {s['leaves']:>3}")
+        peer = (
+            f"{'error':>8}"
+            if "error" in s
+            else f"{s['seconds']:>8.2f} {s['cpu_fit']:>6.2f} {s['objective']:>9.6f}"
+            f"{' ' if s['optimal'] else '*'} {s['leaves']:>3}"
+        )
         lines.append(
             f"{r['label']:<26} {j['classes']:>7} {j['binary_features']:>3} | "
             f"{j['cpu_binarize']:>8.2f} {j['cpu_classes']:>7.2f} {j['cpu_greedy']:>6.2f} "
             f"{j['cpu_root_bounds']:>6.2f} | {j['cpu_fit']:>7.2f} {j['seconds']:>6.2f} "
             f"{j['bound_on_bar_s']:>6.2f} | {j['objective']:>9.6f}{flag} {j['leaves']:>3} "
-            f"{j['peak_rss_mib']:>6.0f} | {peer}")
-    lines.append("(friedman: OptimalTreeRegressor() defaults; additive: 4 quantile thresholds, "
-                 "lambda 0.01, depth budget 5; warm process; binarize .. root: CPU s of "
-                 "the set-up before the first search step; fit CPU: CPU s of the whole fit; "
-                 "bound@: wall s until the progress bar held a lower bound; streed: "
-                 "pystreed on the same binary features, lambda and depth, wall s and CPU s "
-                 "of its fit; * = not certified)")
+            f"{j['peak_rss_mib']:>6.0f} | {peer}"
+        )
+    lines.append(
+        "(friedman: OptimalTreeRegressor() defaults; additive: 4 quantile thresholds, "
+        "lambda 0.01, depth budget 5; warm process; binarize .. root: CPU s of "
+        "the set-up before the first search step; fit CPU: CPU s of the whole fit; "
+        "bound@: wall s until the progress bar held a lower bound; streed: "
+        "pystreed on the same binary features, lambda and depth, wall s and CPU s "
+        "of its fit; * = not certified)"
+    )
     return "\n".join(lines)
 
 
 def report(rows) -> str:
-    head = (f"{'case':<26} {'distinct':>8} | {'jaxsr s':>9} {'objective':>10} {'MiB':>7} "
-            f"{'L':>4} | {'streed s':>9} {'objective':>10} {'MiB':>7} {'L':>4} | "
-            f"{'str/jx':>6} {'jx cold':>8}")
+    head = (
+        f"{'case':<26} {'distinct':>8} | {'jaxsr s':>9} {'objective':>10} {'MiB':>7} "
+        f"{'L':>4} | {'streed s':>9} {'objective':>10} {'MiB':>7} {'L':>4} | "
+        f"{'str/jx':>6} {'jx cold':>8}"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         j, s = r["jaxsr"], r["pystreed"]
-        ratio = (f"{s['seconds'] / j['seconds']:.2f}" if "seconds" in j and "seconds" in s
-                 and j["seconds"] > 0 else "n/a")
-        lines.append(f"{r['label']:<26} {j.get('distinct_rows', s.get('distinct_rows', 0)):>8}"
-                     f" | {_cell(j)} | {_cell(s)} | {ratio:>6} "
-                     f"{j.get('seconds_cold', float('nan')):>8.2f}")
-    lines.append("(* = not certified optimal; seconds: warm fit for jaxsr; MiB: peak RSS of "
-                 "the process)")
+        ratio = (
+            f"{s['seconds'] / j['seconds']:.2f}"
+            if "seconds" in j and "seconds" in s and j["seconds"] > 0
+            else "n/a"
+        )
+        lines.append(
+            f"{r['label']:<26} {j.get('distinct_rows', s.get('distinct_rows', 0)):>8}"
+            f" | {_cell(j)} | {_cell(s)} | {ratio:>6} "
+            f"{j.get('seconds_cold', float('nan')):>8.2f}"
+        )
+    lines.append(
+        "(* = not certified optimal; seconds: warm fit for jaxsr; MiB: peak RSS of the process)"
+    )
     return "\n".join(lines)
 
 
@@ -348,51 +407,86 @@ def main(argv=None) -> None:
     if a.mode == "one":
         print(json.dumps(run_one(a.tool, json.loads(a.case), a.time_limit)))
         return
-    cases = [{"data": "household", "n": int(n), "features": 28}
-             for n in a.household_n.split(",") if n]
-    cases += [{"data": "distinct", "n": int(n), "features": a.distinct_features}
-              for n in a.distinct_n.split(",") if n]
+    cases = [
+        {"data": "household", "n": int(n), "features": 28} for n in a.household_n.split(",") if n
+    ]
+    cases += [
+        {"data": "distinct", "n": int(n), "features": a.distinct_features}
+        for n in a.distinct_n.split(",")
+        if n
+    ]
     defaults = []
     sys.path.insert(0, str(REPO))
     from jaxsr.trees.regressor import DEFAULT_DEPTH_BUDGET, DEFAULT_REGULARIZATION
 
-    specs = [{"data": "friedman", "n": int(n), "features": a.friedman_features,
-              "regularization": DEFAULT_REGULARIZATION, "depth_budget": DEFAULT_DEPTH_BUDGET}
-             for n in a.friedman_n.split(",") if n]
+    specs = [
+        {
+            "data": "friedman",
+            "n": int(n),
+            "features": a.friedman_features,
+            "regularization": DEFAULT_REGULARIZATION,
+            "depth_budget": DEFAULT_DEPTH_BUDGET,
+        }
+        for n in a.friedman_n.split(",")
+        if n
+    ]
     # the issue's large-N case: 4 quantile thresholds a feature, lambda 0.01, depth budget 5
-    specs += [{"data": "additive", "n": int(n), "features": 10, "quantiles": 4,
-               "regularization": 0.01, "depth_budget": 5}
-              for n in a.additive_n.split(",") if n]
+    specs += [
+        {
+            "data": "additive",
+            "n": int(n),
+            "features": 10,
+            "quantiles": 4,
+            "regularization": 0.01,
+            "depth_budget": 5,
+        }
+        for n in a.additive_n.split(",")
+        if n
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         for c in specs:
             c["binary_path"] = str(Path(tmp) / f"{c['data']}_{c['n']}.npz")
-            label = (f"{c['data']} N={c['n']:.0e} F={c['features']}"
-                     + (f" q{c['quantiles']}" if c.get("quantiles") else ""))
-            row = {"label": label, "case": c,
-                   "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit)}
-            row["pystreed"] = (spawn(a.peers_python, "pystreed", c, a.time_limit)
-                               if Path(c["binary_path"]).exists()
-                               else {"tool": "pystreed", "error": "no binary features"})
+            label = f"{c['data']} N={c['n']:.0e} F={c['features']}" + (
+                f" q{c['quantiles']}" if c.get("quantiles") else ""
+            )
+            row = {
+                "label": label,
+                "case": c,
+                "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit),
+            }
+            row["pystreed"] = (
+                spawn(a.peers_python, "pystreed", c, a.time_limit)
+                if Path(c["binary_path"]).exists()
+                else {"tool": "pystreed", "error": "no binary features"}
+            )
             c.pop("binary_path")
             defaults.append(row)
-            print(f"{label}: jaxsr {row['jaxsr']} | pystreed {row['pystreed']}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{label}: jaxsr {row['jaxsr']} | pystreed {row['pystreed']}",
+                file=sys.stderr,
+                flush=True,
+            )
     rows = []
     for c in cases:
         c.update(regularization=a.regularization, depth_budget=a.depth_budget)
         label = f"{c['data']} N={c['n']:.0e} F={c['features']}"
-        row = {"label": label, "case": c,
-               "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit),
-               "pystreed": spawn(a.peers_python, "pystreed", c, a.time_limit)}
+        row = {
+            "label": label,
+            "case": c,
+            "jaxsr": spawn(sys.executable, "jaxsr", c, a.time_limit),
+            "pystreed": spawn(a.peers_python, "pystreed", c, a.time_limit),
+        }
         rows.append(row)
-        print(f"{label}: jaxsr {row['jaxsr']} | pystreed {row['pystreed']}", file=sys.stderr,
-              flush=True)
+        print(
+            f"{label}: jaxsr {row['jaxsr']} | pystreed {row['pystreed']}",
+            file=sys.stderr,
+            flush=True,
+        )
     parts = []
     if defaults:
         parts.append(report_defaults(defaults))
     if rows:
-        parts.append(report(rows) + f"\nlambda {a.regularization}, depth budget "
-                     f"{a.depth_budget}")
+        parts.append(report(rows) + f"\nlambda {a.regularization}, depth budget {a.depth_budget}")
     text = "\n\n".join(parts) + f"\ntime limit {a.time_limit} s per fit"
     print(text)
     if a.out:

@@ -210,21 +210,35 @@ def _versions() -> dict:
     return out
 
 
-def peers_main(cases, time_limit, json_out, tools=("osrt", "pystreed",
-                                                   "pystreed_equivalent")) -> None:
+def peers_main(
+    cases, time_limit, json_out, tools=("osrt", "pystreed", "pystreed_equivalent")
+) -> None:
     paths = dataset_paths()
     results = []
     for name, lam, budget in cases:
         X, y, names = load_binarized(paths[name])
-        row = {"dataset": name, "rows": int(X.shape[0]), "features": int(X.shape[1]),
-               "regularization": lam, "depth_budget": budget}
+        row = {
+            "dataset": name,
+            "rows": int(X.shape[0]),
+            "features": int(X.shape[1]),
+            "regularization": lam,
+            "depth_budget": budget,
+        }
         for key, fn in [
-            ("osrt", lambda X=X, y=y, n=names, l=lam, b=budget: run_osrt(X, y, n, l, b,
-                                                                         time_limit)),
-            ("pystreed", lambda X=X, y=y, l=lam, b=budget: run_pystreed(X, y, l, b, time_limit,
-                                                                        "kmeans")),
-            ("pystreed_equivalent", lambda X=X, y=y, l=lam, b=budget: run_pystreed(
-                X, y, l, b, time_limit, "equivalent")),
+            (
+                "osrt",
+                lambda X=X, y=y, n=names, l=lam, b=budget: run_osrt(X, y, n, l, b, time_limit),
+            ),
+            (
+                "pystreed",
+                lambda X=X, y=y, l=lam, b=budget: run_pystreed(X, y, l, b, time_limit, "kmeans"),
+            ),
+            (
+                "pystreed_equivalent",
+                lambda X=X, y=y, l=lam, b=budget: run_pystreed(
+                    X, y, l, b, time_limit, "equivalent"
+                ),
+            ),
         ]:
             if key not in tools:
                 continue
@@ -232,12 +246,19 @@ def peers_main(cases, time_limit, json_out, tools=("osrt", "pystreed",
                 row[key] = fn()
             except Exception as err:  # report, keep going
                 row[key] = {"error": f"{type(err).__name__}: {err}"}
-            print(f"[peers] {name} lambda={lam} budget={budget} {key}: "
-                  f"{_fmt_obj(row[key])} in {_fmt_s(row[key].get('seconds'))}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[peers] {name} lambda={lam} budget={budget} {key}: "
+                f"{_fmt_obj(row[key])} in {_fmt_s(row[key].get('seconds'))}",
+                file=sys.stderr,
+                flush=True,
+            )
         results.append(row)
-    payload = {"versions": _versions(), "python": sys.version.split()[0],
-               "time_limit": time_limit, "results": results}
+    payload = {
+        "versions": _versions(),
+        "python": sys.version.split()[0],
+        "time_limit": time_limit,
+        "results": results,
+    }
     Path(json_out).write_text(json.dumps(payload, indent=1))
 
 
@@ -246,8 +267,14 @@ def _make_jaxsr(lam, depth_budget, time_limit, backend="auto"):
     sys.path.insert(0, str(REPO))
     from jaxsr.trees import OptimalTreeRegressor  # noqa: PLC0415
 
-    wanted = {"regularization": lam, "depth_budget": depth_budget, "loss": "squared_error",
-              "time_limit": time_limit, "binarizer": None, "backend": backend}
+    wanted = {
+        "regularization": lam,
+        "depth_budget": depth_budget,
+        "loss": "squared_error",
+        "time_limit": time_limit,
+        "binarizer": None,
+        "backend": backend,
+    }
     accepted = OptimalTreeRegressor().get_params()
     return OptimalTreeRegressor(**{k: v for k, v in wanted.items() if k in accepted})
 
@@ -264,18 +291,20 @@ def run_jaxsr(X, y, lam, depth_budget, time_limit, warm=True, backend="auto") ->
     pred = np.asarray(model.predict(X.astype(np.float64)), dtype=np.float64)
     leaves = int(model.n_leaves_)
     obj, loss = objective(y, pred, leaves, lam)
-    out.update({
-        "objective": obj,
-        "loss": loss,
-        "leaves": leaves,
-        "depth": int(getattr(model, "depth_", -1)),
-        "seconds": out.get("seconds_warm", out["seconds_cold"]),
-        "cpu_seconds": out.get("cpu_seconds_warm", out["cpu_seconds_cold"]),
-        "reported_objective": float(getattr(model, "objective_", float("nan"))),
-        "lower_bound": float(getattr(model, "lower_bound_", float("nan"))),
-        "optimal": bool(getattr(model, "optimal_", False)),
-        "timed_out": bool(getattr(model, "timed_out_", False)),
-    })
+    out.update(
+        {
+            "objective": obj,
+            "loss": loss,
+            "leaves": leaves,
+            "depth": int(getattr(model, "depth_", -1)),
+            "seconds": out.get("seconds_warm", out["seconds_cold"]),
+            "cpu_seconds": out.get("cpu_seconds_warm", out["cpu_seconds_cold"]),
+            "reported_objective": float(getattr(model, "objective_", float("nan"))),
+            "lower_bound": float(getattr(model, "lower_bound_", float("nan"))),
+            "optimal": bool(getattr(model, "optimal_", False)),
+            "timed_out": bool(getattr(model, "timed_out_", False)),
+        }
+    )
     return out
 
 
@@ -307,11 +336,13 @@ def _ratio(a, b) -> str:
 
 
 def table(results) -> str:
-    head = (f"{'dataset':<30} {'rows':>5} {'feat':>4} {'lam':>5} {'D':>2} | "
-            f"{'jaxsr s':>8} {'jaxsr obj':>9} {'L':>3} | {'osrt s':>8} {'osrt obj':>9} {'L':>3} | "
-            f"{'streed s':>8} {'streed obj':>10} {'L':>3} | {'str-eq s':>8} {'str-eq obj':>10} "
-            f"{'L':>3} | {'osrt/jx':>7} {'str/jx':>7} | {'jx 1st':>7} | {'jx-jax s':>8} "
-            f"{'jx-jax obj':>10} {'1st':>6}")
+    head = (
+        f"{'dataset':<30} {'rows':>5} {'feat':>4} {'lam':>5} {'D':>2} | "
+        f"{'jaxsr s':>8} {'jaxsr obj':>9} {'L':>3} | {'osrt s':>8} {'osrt obj':>9} {'L':>3} | "
+        f"{'streed s':>8} {'streed obj':>10} {'L':>3} | {'str-eq s':>8} {'str-eq obj':>10} "
+        f"{'L':>3} | {'osrt/jx':>7} {'str/jx':>7} | {'jx 1st':>7} | {'jx-jax s':>8} "
+        f"{'jx-jax obj':>10} {'1st':>6}"
+    )
     lines = [head, "-" * len(head)]
     for r in results:
         j, o = r.get("jaxsr") or {}, r.get("osrt") or {}
@@ -334,22 +365,26 @@ def table(results) -> str:
             f"{_fmt_s(jj.get('seconds_cold')):>6}"
         )
     lines.append("")
-    lines.append("times: wall-clock seconds around fit (jaxsr: second fit of the case; "
-                 "jx 1st: jaxsr's first fit of the case; jaxsr = backend 'auto', which "
-                 "is the host engine (C++, compiled at install); jx-jax = backend 'jax', the "
-                 "batched jitted kernels); "
-                 "obj = SSE/SST + lambda*leaves recomputed in float64 from each tool's own "
-                 "predictions; L = leaves; * = osrt timed out (no certificate); "
-                 "streed = pystreed kmeans bound (default), str-eq = pystreed equivalent bound; "
-                 "osrt/jx, str/jx = peer time / jaxsr time.")
+    lines.append(
+        "times: wall-clock seconds around fit (jaxsr: second fit of the case; "
+        "jx 1st: jaxsr's first fit of the case; jaxsr = backend 'auto', which "
+        "is the host engine (C++, compiled at install); jx-jax = backend 'jax', the "
+        "batched jitted kernels); "
+        "obj = SSE/SST + lambda*leaves recomputed in float64 from each tool's own "
+        "predictions; L = leaves; * = osrt timed out (no certificate); "
+        "streed = pystreed kmeans bound (default), str-eq = pystreed equivalent bound; "
+        "osrt/jx, str/jx = peer time / jaxsr time."
+    )
     return "\n".join(lines)
 
 
 def summary(results) -> str:
     """Per depth budget: total seconds, geometric mean and worst of pystreed / jaxsr."""
-    lines = [f"{'budget':>6} {'cases':>5} | {'jaxsr total s':>13} {'streed total s':>14} "
-             f"{'total ratio':>11} | {'geo-mean str/jx':>15} {'worst str/jx':>12} "
-             f"{'worst case':<30} | {'jx worse obj':>12} {'str worse obj':>13}"]
+    lines = [
+        f"{'budget':>6} {'cases':>5} | {'jaxsr total s':>13} {'streed total s':>14} "
+        f"{'total ratio':>11} | {'geo-mean str/jx':>15} {'worst str/jx':>12} "
+        f"{'worst case':<30} | {'jx worse obj':>12} {'str worse obj':>13}"
+    ]
     budgets = sorted({r["depth_budget"] for r in results})
     for b in budgets + ["all"]:
         rows = [r for r in results if b == "all" or r["depth_budget"] == b]
@@ -366,10 +401,14 @@ def summary(results) -> str:
         tag = f"{worst['dataset']} lam={worst['regularization']:g}"
         jw = sum(j["objective"] > s["objective"] * (1 + 1e-9) + 1e-12 for _, j, s in pairs)
         sw = sum(s["objective"] > j["objective"] * (1 + 1e-9) + 1e-12 for _, j, s in pairs)
-        lines.append(f"{b!s:>6} {len(pairs):>5} | {tj:>13.3f} {ts:>14.3f} {ts / tj:>11.3f} | "
-                     f"{geo:>15.3f} {ratios[k]:>12.3f} {tag:<30} | {jw:>12} {sw:>13}")
-    lines.append("ratios = pystreed seconds / jaxsr seconds (> 1: jaxsr faster); "
-                 "worse obj = cases where that tool's objective is above the other's.")
+        lines.append(
+            f"{b!s:>6} {len(pairs):>5} | {tj:>13.3f} {ts:>14.3f} {ts / tj:>11.3f} | "
+            f"{geo:>15.3f} {ratios[k]:>12.3f} {tag:<30} | {jw:>12} {sw:>13}"
+        )
+    lines.append(
+        "ratios = pystreed seconds / jaxsr seconds (> 1: jaxsr faster); "
+        "worse obj = cases where that tool's objective is above the other's."
+    )
     return "\n".join(lines)
 
 
@@ -377,36 +416,44 @@ def cpu_table(results) -> str:
     """Process CPU seconds per case (jaxsr's second and first fit, pystreed) and, per depth
     budget, totals, the total ratio, the geometric mean and the worst case of pystreed /
     jaxsr, and how many cases each tool certified (jaxsr ``optimal_``, pystreed's claim)."""
-    lines = ["CPU seconds (process time around fit; jaxsr = second fit, 1st = first fit):",
-             f"{'dataset':<34} {'lam':>6} {'D':>2} | {'jx cpu':>8} {'jx 1st':>8} "
-             f"{'str cpu':>8} | {'str/jx':>7} | jx opt"]
+    lines = [
+        "CPU seconds (process time around fit; jaxsr = second fit, 1st = first fit):",
+        f"{'dataset':<34} {'lam':>6} {'D':>2} | {'jx cpu':>8} {'jx 1st':>8} "
+        f"{'str cpu':>8} | {'str/jx':>7} | jx opt",
+    ]
     for r in results:
         j, st = r.get("jaxsr") or {}, r.get("pystreed") or {}
         jc, sc = j.get("cpu_seconds"), st.get("cpu_seconds")
-        lines.append(f"{r['dataset'][:34]:<34} {r['regularization']:>6g} {r['depth_budget']:>2} | "
-                     f"{_fmt_s(jc):>8} {_fmt_s(j.get('cpu_seconds_cold')):>8} {_fmt_s(sc):>8} | "
-                     f"{_ratio(sc, jc):>7} | {j.get('optimal', 'n/a')}")
+        lines.append(
+            f"{r['dataset'][:34]:<34} {r['regularization']:>6g} {r['depth_budget']:>2} | "
+            f"{_fmt_s(jc):>8} {_fmt_s(j.get('cpu_seconds_cold')):>8} {_fmt_s(sc):>8} | "
+            f"{_ratio(sc, jc):>7} | {j.get('optimal', 'n/a')}"
+        )
     budgets = sorted({r["depth_budget"] for r in results})
     for b in budgets + ["all"]:
         rows = [r for r in results if b == "all" or r["depth_budget"] == b]
         pairs = [((r.get("jaxsr") or {}), (r.get("pystreed") or {}), r) for r in rows]
-        pairs = [(j, st, r) for j, st, r in pairs
-                 if j.get("cpu_seconds") is not None and st.get("cpu_seconds") is not None]
+        pairs = [
+            (j, st, r)
+            for j, st, r in pairs
+            if j.get("cpu_seconds") is not None and st.get("cpu_seconds") is not None
+        ]
         if not pairs:
             continue
         tj = sum(j["cpu_seconds"] for j, _, _ in pairs)
         ts = sum(st["cpu_seconds"] for _, st, _ in pairs)
-        ratios = [max(st["cpu_seconds"], 1e-6) / max(j["cpu_seconds"], 1e-6)
-                  for j, st, _ in pairs]
+        ratios = [max(st["cpu_seconds"], 1e-6) / max(j["cpu_seconds"], 1e-6) for j, st, _ in pairs]
         k = int(np.argmin(ratios))
         w = pairs[k][2]
         cj = sum(bool(j.get("optimal")) for j, _, _ in pairs)
         cs = sum(bool(st.get("optimal_claimed")) for _, st, _ in pairs)
-        lines.append(f"CPU totals, budget {b}: jaxsr {tj:.3f} s, pystreed {ts:.3f} s, total ratio "
-                     f"{ts / tj:.3f}, geo-mean {float(np.exp(np.mean(np.log(ratios)))):.3f}, "
-                     f"worst {ratios[k]:.3f} ({w['dataset']} {w['regularization']:g} "
-                     f"D{w['depth_budget']}); certified jaxsr {cj}/{len(pairs)}, "
-                     f"pystreed claims {cs}/{len(pairs)}")
+        lines.append(
+            f"CPU totals, budget {b}: jaxsr {tj:.3f} s, pystreed {ts:.3f} s, total ratio "
+            f"{ts / tj:.3f}, geo-mean {float(np.exp(np.mean(np.log(ratios)))):.3f}, "
+            f"worst {ratios[k]:.3f} ({w['dataset']} {w['regularization']:g} "
+            f"D{w['depth_budget']}); certified jaxsr {cj}/{len(pairs)}, "
+            f"pystreed claims {cs}/{len(pairs)}"
+        )
     return "\n".join(lines)
 
 
@@ -425,25 +472,41 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=["all", "peers", "jaxsr"], default="all")
     ap.add_argument("--datasets", default=None, help="comma-separated stems (default: all)")
-    ap.add_argument("--regularization", default="0.01",
-                    help="lambda, or a comma-separated list (every dataset x lambda x budget)")
+    ap.add_argument(
+        "--regularization",
+        default="0.01",
+        help="lambda, or a comma-separated list (every dataset x lambda x budget)",
+    )
     ap.add_argument("--depth-budget", default="5", help="an int or a comma-separated list")
-    ap.add_argument("--peers", default="osrt,pystreed,pystreed_equivalent",
-                    help="peers to run (comma-separated)")
+    ap.add_argument(
+        "--peers",
+        default="osrt,pystreed,pystreed_equivalent",
+        help="peers to run (comma-separated)",
+    )
     ap.add_argument("--no-extra", action="store_true", help="skip the extra cases (sync 0.1)")
     ap.add_argument("--time-limit", type=float, default=300.0, help="per tool and case (s)")
-    ap.add_argument("--peers-python",
-                    default=os.environ.get("JAXSR_PEERS_PYTHON", DEFAULT_PEERS_PYTHON))
-    ap.add_argument("--peers-json", default=None,
-                    help="reuse a peers JSON written earlier instead of running the peers")
+    ap.add_argument(
+        "--peers-python", default=os.environ.get("JAXSR_PEERS_PYTHON", DEFAULT_PEERS_PYTHON)
+    )
+    ap.add_argument(
+        "--peers-json",
+        default=None,
+        help="reuse a peers JSON written earlier instead of running the peers",
+    )
     ap.add_argument("--json-out", default=None, help="peers mode: where to write the JSON")
     ap.add_argument("--out", default=str(HERE / "results" / "trees_peers.json"))
     ap.add_argument("--no-warm", action="store_true", help="jaxsr: one fit only")
-    ap.add_argument("--backends", default="auto,jax",
-                    help="jaxsr backends to time (auto = the compiled host engine)")
+    ap.add_argument(
+        "--backends",
+        default="auto,jax",
+        help="jaxsr backends to time (auto = the compiled host engine)",
+    )
     ap.add_argument("--from-json", help="print the table of a saved results JSON and exit")
-    ap.add_argument("--merge", help="comma-separated saved results JSONs: write them as one "
-                    "(--out, and its .txt table) and exit")
+    ap.add_argument(
+        "--merge",
+        help="comma-separated saved results JSONs: write them as one "
+        "(--out, and its .txt table) and exit",
+    )
     ap.add_argument("--note", default=None, help="--merge: a note stored in the JSON")
     args = ap.parse_args(argv)
     if args.merge:
@@ -470,8 +533,9 @@ def main(argv=None) -> int:
         cases += [c for c in EXTRA_CASES if c[0] in names and c not in cases]
 
     if args.mode == "peers":
-        peers_main(cases, args.time_limit, args.json_out or "/dev/stdout",
-                   tuple(args.peers.split(",")))
+        peers_main(
+            cases, args.time_limit, args.json_out or "/dev/stdout", tuple(args.peers.split(","))
+        )
         return 0
     if args.from_json:  # re-render a saved run
         res = json.loads(Path(args.from_json).read_text())["results"]
@@ -483,22 +547,37 @@ def main(argv=None) -> int:
         if args.peers_json:
             peers = json.loads(Path(args.peers_json).read_text())
         elif not Path(args.peers_python).exists():
-            print(f"peers python {args.peers_python} not found: peers are n/a "
-                  "(pip install -e '.[bench]' in a venv, pass --peers-python)", file=sys.stderr)
+            print(
+                f"peers python {args.peers_python} not found: peers are n/a "
+                "(pip install -e '.[bench]' in a venv, pass --peers-python)",
+                file=sys.stderr,
+            )
         else:
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / "peers.json"
-                cmd = [args.peers_python, str(Path(__file__).resolve()), "--mode", "peers",
-                       "--json-out", str(out), "--time-limit", str(args.time_limit),
-                       "--regularization", str(args.regularization),
-                       "--depth-budget", str(args.depth_budget), "--datasets", ",".join(names),
-                       "--peers", args.peers]
+                cmd = [
+                    args.peers_python,
+                    str(Path(__file__).resolve()),
+                    "--mode",
+                    "peers",
+                    "--json-out",
+                    str(out),
+                    "--time-limit",
+                    str(args.time_limit),
+                    "--regularization",
+                    str(args.regularization),
+                    "--depth-budget",
+                    str(args.depth_budget),
+                    "--datasets",
+                    ",".join(names),
+                    "--peers",
+                    args.peers,
+                ]
                 if args.no_extra:
                     cmd.append("--no-extra")
                 subprocess.run(cmd, check=True)
                 peers = json.loads(out.read_text())
-    by_case = {(r["dataset"], r["regularization"], r["depth_budget"]): r
-               for r in peers["results"]}
+    by_case = {(r["dataset"], r["regularization"], r["depth_budget"]): r for r in peers["results"]}
 
     reason = jaxsr_available()
     if reason:
@@ -507,18 +586,30 @@ def main(argv=None) -> int:
     results = []
     for name, lam, budget in cases:
         X, y, _ = load_binarized(paths[name])
-        row = dict(by_case.get((name, lam, budget)) or {
-            "dataset": name, "rows": int(X.shape[0]), "features": int(X.shape[1]),
-            "regularization": lam, "depth_budget": budget})
-        for backend in (args.backends.split(",") if reason is None else []):
+        row = dict(
+            by_case.get((name, lam, budget))
+            or {
+                "dataset": name,
+                "rows": int(X.shape[0]),
+                "features": int(X.shape[1]),
+                "regularization": lam,
+                "depth_budget": budget,
+            }
+        )
+        for backend in args.backends.split(",") if reason is None else []:
             key = "jaxsr" if backend == "auto" else f"jaxsr_{backend}"
             try:
-                row[key] = run_jaxsr(X, y, lam, budget, args.time_limit,
-                                     warm=not args.no_warm, backend=backend)
+                row[key] = run_jaxsr(
+                    X, y, lam, budget, args.time_limit, warm=not args.no_warm, backend=backend
+                )
             except Exception as err:
                 row[key] = {"error": f"{type(err).__name__}: {err}"}
-            print(f"[{key}] {name} lambda={lam} budget={budget}: {_fmt_obj(row[key])} "
-                  f"in {_fmt_s(row[key].get('seconds'))}", file=sys.stderr, flush=True)
+            print(
+                f"[{key}] {name} lambda={lam} budget={budget}: {_fmt_obj(row[key])} "
+                f"in {_fmt_s(row[key].get('seconds'))}",
+                file=sys.stderr,
+                flush=True,
+            )
         results.append(row)
 
     text = table(results) + "\n\n" + summary(results) + "\n\n" + cpu_table(results)

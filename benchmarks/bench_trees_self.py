@@ -35,8 +35,12 @@ def _anchor_seconds(folder):
         return {}
     a = pd.read_csv(path)
     a = a[(a.minimum_captured_points == 1) & a.k_cluster & a.look_ahead]
-    return {(r.dataset, r.metric, float(r["lambda"]), int(r.depth_budget)):
-            ("t/o" if r.timed_out else f"{r.solver_seconds:.3f}") for _, r in a.iterrows()}
+    return {
+        (r.dataset, r.metric, float(r["lambda"]), int(r.depth_budget)): (
+            "t/o" if r.timed_out else f"{r.solver_seconds:.3f}"
+        )
+        for _, r in a.iterrows()
+    }
 
 
 def main(argv=None):
@@ -53,27 +57,35 @@ def main(argv=None):
     names = a.datasets or sorted(f.name for f in folder.glob("*.csv"))
     anchors = _anchor_seconds(folder)
     metric = "L1" if a.loss == "absolute_error" else "L2"
-    print(f"lambda={a.lam} depth_budget={a.depth or None} loss={a.loss} "
-          f"backend={a.backend}")
-    print(f"{'dataset':<50} {'rows':>5} {'feat':>4} {'classes':>7} {'first_s':>8} {'best_s':>7} "
-          f"{'objective':>10} {'lower_bd':>10} {'leaves':>6} optimal  osrt_s")
+    print(f"lambda={a.lam} depth_budget={a.depth or None} loss={a.loss} backend={a.backend}")
+    print(
+        f"{'dataset':<50} {'rows':>5} {'feat':>4} {'classes':>7} {'first_s':>8} {'best_s':>7} "
+        f"{'objective':>10} {'lower_bd':>10} {'leaves':>6} optimal  osrt_s"
+    )
     for name in names:
         d = pd.read_csv(folder / name)
         X, y = d.iloc[:, :-1].to_numpy(), d.iloc[:, -1].to_numpy(float)
         times = []
         for _ in range(a.repeat):
-            m = OptimalTreeRegressor(regularization=a.lam, depth_budget=a.depth or None,
-                                     loss=a.loss, time_limit=a.time_limit,
-                                     backend=a.backend)
+            m = OptimalTreeRegressor(
+                regularization=a.lam,
+                depth_budget=a.depth or None,
+                loss=a.loss,
+                time_limit=a.time_limit,
+                backend=a.backend,
+            )
             t0 = time.perf_counter()
             m.fit(X, y)
             times.append(time.perf_counter() - t0)
         first, best = times[0], min(times)
         classes = np.unique(X, axis=0).shape[0]
         osrt_s = anchors.get((name, metric, float(a.lam), int(a.depth)), "-")
-        print(f"{name:<50} {X.shape[0]:>5} {X.shape[1]:>4} {classes:>7} {first:>8.3f} "
-              f"{best:>7.3f} {m.objective_:>10.6f} {m.lower_bound_:>10.6f} {m.n_leaves_:>6} "
-              f"{str(m.optimal_):<7} {osrt_s:>7}", flush=True)
+        print(
+            f"{name:<50} {X.shape[0]:>5} {X.shape[1]:>4} {classes:>7} {first:>8.3f} "
+            f"{best:>7.3f} {m.objective_:>10.6f} {m.lower_bound_:>10.6f} {m.n_leaves_:>6} "
+            f"{str(m.optimal_):<7} {osrt_s:>7}",
+            flush=True,
+        )
     return 0
 
 

@@ -53,8 +53,15 @@ def general_rows(n_samples: int, n_nodes: int, n_features: int = 10):
     e = valid_tree(rng, n_nodes, X[:1000])
     y = e.evaluate(X) + rng.normal(size=n_samples)
     XT = jnp.asarray(X.T)
-    eng = DomeSearch(XT, jnp.asarray(y), np.ones(n_features, bool), max_nodes=None,
-                     max_height=None, min_improvement=1e-6, feature_names=None)
+    eng = DomeSearch(
+        XT,
+        jnp.asarray(y),
+        np.ones(n_features, bool),
+        max_nodes=None,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=None,
+    )
     eng.expr, eng._cache = e, None
     tree, sem, eqs, S = eng.analyse()
     n_slots = np.asarray(tree.n_slots)
@@ -62,28 +69,34 @@ def general_rows(n_samples: int, n_nodes: int, n_features: int = 10):
     for j in range(e.n_nodes):
         if not (np.any(np.asarray(eqs.c[j]) != 0) or n_slots[j] > 0):
             continue
-        specs = ([("k", CV_OPS[0], None)]
-                 + [(f"k op{o} x{m}", o, m) for m in range(n_features) for o in CV_OPS]
-                 + [(f"k op{o} p", o, "p") for o in CE_OPS])
+        specs = (
+            [("k", CV_OPS[0], None)]
+            + [(f"k op{o} x{m}", o, m) for m in range(n_features) for o in CV_OPS]
+            + [(f"k op{o} p", o, "p") for o in CE_OPS]
+        )
         for name, op, m in specs:
             w = jnp.zeros_like(eqs.a[j]) if m is None else (sem[j] if m == "p" else XT[m])
-            a2, b2, c2, d2 = child_equation(op, True, eqs.a[j], eqs.b[j], eqs.c[j],
-                                            eqs.d[j], w)
+            a2, b2, c2, d2 = child_equation(op, True, eqs.a[j], eqs.b[j], eqs.c[j], eqs.d[j], w)
             S2 = child_forbidden(op, True, S[j], w[None, :])
             rows.append((j, name, a2, b2, c2, d2, S2, jnp.asarray(n_slots[j], jnp.int32)))
     return rows
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--n", type=int, default=10000, help="samples N")
     p.add_argument("--nodes", type=int, default=51, help="tree size (odd)")
     p.add_argument("--rows", type=int, default=10, help="rows timed, spread over all")
     p.add_argument("--trace", action="store_true", help="XLA profile of those rows")
     p.add_argument("--top", type=int, default=30, help="operations listed")
-    p.add_argument("--count-every", type=int, default=0,
-                   help="count the exact evaluations of every K-th row (0: no)")
+    p.add_argument(
+        "--count-every",
+        type=int,
+        default=0,
+        help="count the exact evaluations of every K-th row (0: no)",
+    )
     a = p.parse_args(argv)
 
     import jax
@@ -114,16 +127,20 @@ def main(argv=None):
                 t0 = time.perf_counter()
                 jax.block_until_ready(solve(*args))
                 ts.append(time.perf_counter() - t0)
-            print(f"  node {j:3d} {name:12s} {1e3 * statistics.median(ts):9.2f} ms, "
-                  f"{int(count(*args)):5d} evaluations of f")
+            print(
+                f"  node {j:3d} {name:12s} {1e3 * statistics.median(ts):9.2f} ms, "
+                f"{int(count(*args)):5d} evaluations of f"
+            )
         if a.count_every > 0:
-            ev = [int(count(*r[2:])) for r in rows[::a.count_every]]
+            ev = [int(count(*r[2:])) for r in rows[:: a.count_every]]
             med = statistics.median(ev)
-            print(f"exact evaluations of f per row over {len(ev)} rows: min {min(ev)}, "
-                  f"median {med:g}, max {max(ev)}; an iteration's {len(rows)} general-case "
-                  f"rows at the median: {len(rows) * med * a.n:.3g} terms (the benchmark's "
-                  f"matmul [101, N] x [N, 40]: {101 * 40 * a.n:.3g} multiply-adds); at "
-                  f"one evaluation per row: {len(rows) * a.n:.3g} terms")
+            print(
+                f"exact evaluations of f per row over {len(ev)} rows: min {min(ev)}, "
+                f"median {med:g}, max {max(ev)}; an iteration's {len(rows)} general-case "
+                f"rows at the median: {len(rows) * med * a.n:.3g} terms (the benchmark's "
+                f"matmul [101, N] x [N, 40]: {101 * 40 * a.n:.3g} multiply-adds); at "
+                f"one evaluation per row: {len(rows) * a.n:.3g} terms"
+            )
         if not a.trace:
             return
         hlo = solve.lower(*rows[pick[0]][2:]).compile().as_text()
@@ -133,7 +150,8 @@ def main(argv=None):
                 jax.block_until_ready(solve(*rows[i][2:]))
             jax.profiler.stop_trace()
             data = jax.profiler.ProfileData.from_file(
-                glob.glob(f"{tmp}/**/*.xplane.pb", recursive=True)[0])
+                glob.glob(f"{tmp}/**/*.xplane.pb", recursive=True)[0]
+            )
             total, count = collections.Counter(), collections.Counter()
             for plane in data.planes:
                 for line in plane.lines:
@@ -151,8 +169,10 @@ def main(argv=None):
     rows_n = len(pick)
     print(f"XLA profile, per row (mean over the {rows_n} rows): ms, calls, operation, source")
     for name, ns in total.most_common(a.top):
-        print(f"  {ns / rows_n / 1e6:8.3f} {count[name] / rows_n:7.1f}  {name:28s} "
-              f"{source.get(name, '')[-90:]}")
+        print(
+            f"  {ns / rows_n / 1e6:8.3f} {count[name] / rows_n:7.1f}  {name:28s} "
+            f"{source.get(name, '')[-90:]}"
+        )
 
 
 if __name__ == "__main__":

@@ -63,8 +63,10 @@ def best_subtree(mask, levels):
 
 t0 = time.perf_counter()
 brute = best_subtree(np.ones(n, bool), 3)
-print(f"brute force over all {1 + m * (1 + m) ** 2} trees of depth <= 3: {brute:.12f} "
-      f"({time.perf_counter() - t0:.2f} s)")
+print(
+    f"brute force over all {1 + m * (1 + m) ** 2} trees of depth <= 3: {brute:.12f} "
+    f"({time.perf_counter() - t0:.2f} s)"
+)
 assert abs(brute - tree.objective_) < 1e-9
 
 # stopped early (here after 50 steps of the search, max_steps; time_limit stops it the
@@ -79,9 +81,11 @@ with warnings.catch_warnings():
     t0 = time.perf_counter()
     quick.fit(X, y)
     seconds = time.perf_counter() - t0
-print(f"\n50 steps, lambda 0.001, no depth budget: {quick.n_leaves_} leaves, "
-      f"objective {quick.objective_:.6f}, lower bound {quick.lower_bound_:.6f}, "
-      f"status {quick.status_} (gap {quick.gap_:.2e}), fit {seconds:.3f} s")
+print(
+    f"\n50 steps, lambda 0.001, no depth budget: {quick.n_leaves_} leaves, "
+    f"objective {quick.objective_:.6f}, lower bound {quick.lower_bound_:.6f}, "
+    f"status {quick.status_} (gap {quick.gap_:.2e}), fit {seconds:.3f} s"
+)
 assert quick.lower_bound_ <= quick.objective_ + 1e-12
 
 # the same on real data with many thresholds: scikit-learn's diabetes data, every midpoint
@@ -96,8 +100,9 @@ from jaxsr.trees import Binarizer  # noqa: E402
 Xd, yd = load_diabetes()
 Xd, yd = np.asarray(Xd, dtype=float), np.asarray(yd, dtype=float)
 lam = 0.001
-big = OptimalTreeRegressor(regularization=lam, depth_budget=None, max_steps=200,
-                           binarizer=Binarizer(strategy="midpoints"))
+big = OptimalTreeRegressor(
+    regularization=lam, depth_budget=None, max_steps=200, binarizer=Binarizer(strategy="midpoints")
+)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", ConvergenceWarning)
     t0 = time.perf_counter()
@@ -108,9 +113,11 @@ sst = float(np.sum((yd - yd.mean()) ** 2))
 cart = DecisionTreeRegressor(ccp_alpha=lam * sst / yd.size, random_state=0).fit(Xbd, yd)
 r = yd - cart.predict(Xbd)
 cart_objective = float(r @ r / sst + lam * cart.get_n_leaves())
-print(f"diabetes, {Xbd.shape[1]} binary features, lambda {lam}, 200 steps: "
-      f"{big.n_leaves_} leaves (depth {big.depth_}), objective {big.objective_:.6f}, "
-      f"lower bound {big.lower_bound_:.6f}, fit {seconds:.3f} s; greedy CART "
-      f"(scikit-learn, ccp_alpha) {cart.get_n_leaves()} leaves, objective "
-      f"{cart_objective:.6f}")
+print(
+    f"diabetes, {Xbd.shape[1]} binary features, lambda {lam}, 200 steps: "
+    f"{big.n_leaves_} leaves (depth {big.depth_}), objective {big.objective_:.6f}, "
+    f"lower bound {big.lower_bound_:.6f}, fit {seconds:.3f} s; greedy CART "
+    f"(scikit-learn, ccp_alpha) {cart.get_n_leaves()} leaves, objective "
+    f"{cart_objective:.6f}"
+)
 assert big.objective_ <= cart_objective * (1 + 1e-9)

@@ -63,7 +63,8 @@ def symbolic_step(XT, y):
     eqs = node_equations(tree, sem, y)  # a, b, c, d: (capacity, N) each
     S = forbidden_sets(tree, sem, n_slots)  # (capacity, K, N)
     reduction, constant = constant_variable_search(
-        tree, sem, eqs, S, XT, jnp.ones((cap,), bool), jnp.ones((3,), bool), 2**30, 2**30)
+        tree, sem, eqs, S, XT, jnp.ones((cap,), bool), jnp.ones((3,), bool), 2**30, 2**30
+    )
     return reduction, constant  # (capacity, variables, 4 operators)
 
 
@@ -72,16 +73,24 @@ XT_sharded = jax.device_put(XT, NamedSharding(mesh, P(None, "samples")))
 y_sharded = jax.device_put(y, NamedSharding(mesh, P("samples")))
 four = symbolic_step(XT_sharded, y_sharded)
 print(f"\nsymbolic regression, N = {len(y):,} samples, X sharded as {XT_sharded.sharding.spec}")
-print(f"  candidate MSE reductions: max relative difference 1 vs 4 devices "
-      f"{max_rel_diff(one[0], four[0]):.2e}")
-print(f"  optimal constants:        max relative difference 1 vs 4 devices "
-      f"{max_rel_diff(one[1], four[1]):.2e}")
-best = [np.unravel_index(np.nanargmax(np.where(np.isfinite(r), r, -np.inf)), r.shape)
-        for r in (np.asarray(one[0]), np.asarray(four[0]))]
+print(
+    f"  candidate MSE reductions: max relative difference 1 vs 4 devices "
+    f"{max_rel_diff(one[0], four[0]):.2e}"
+)
+print(
+    f"  optimal constants:        max relative difference 1 vs 4 devices "
+    f"{max_rel_diff(one[1], four[1]):.2e}"
+)
+best = [
+    np.unravel_index(np.nanargmax(np.where(np.isfinite(r), r, -np.inf)), r.shape)
+    for r in (np.asarray(one[0]), np.asarray(four[0]))
+]
 node, var, op = (int(i) for i in best[1])
-print(f"  best candidate (node, variable, operator): 1 device {tuple(map(int, best[0]))}, "
-      f"4 devices {(node, var, op)}: k = {float(np.asarray(four[1])[node, var, op]):.6g} "
-      f"{'+-*/'[op]} x{var + 1}")
+print(
+    f"  best candidate (node, variable, operator): 1 device {tuple(map(int, best[0]))}, "
+    f"4 devices {(node, var, op)}: k = {float(np.asarray(four[1])[node, var, op]):.6g} "
+    f"{'+-*/'[op]} x{var + 1}"
+)
 assert best[0] == best[1] and max_rel_diff(one[0], four[0]) < 1e-9
 
 # ---------------------------------------------------------------- optimal trees
@@ -105,12 +114,16 @@ def tree_step(features, stats, mask, W, S, Q):
 
 one = tree_step(*map(jnp.asarray, (features, stats, mask, W, S, Q)))
 rows = NamedSharding(mesh, P("samples"))
-four = tree_step(jax.device_put(features, NamedSharding(mesh, P("samples", None))),
-                 jax.device_put(stats, NamedSharding(mesh, P("samples", None))),
-                 *(jax.device_put(a, rows) for a in (mask, W, S, Q)))
+four = tree_step(
+    jax.device_put(features, NamedSharding(mesh, P("samples", None))),
+    jax.device_put(stats, NamedSharding(mesh, P("samples", None))),
+    *(jax.device_put(a, rows) for a in (mask, W, S, Q)),
+)
 print(f"\noptimal trees, {U} equivalence classes x {M} binary features, sharded by class")
-print(f"  leaf statistics of all {M} splits: max relative difference "
-      f"{max_rel_diff(one[0], four[0]):.2e}")
+print(
+    f"  leaf statistics of all {M} splits: max relative difference "
+    f"{max_rel_diff(one[0], four[0]):.2e}"
+)
 print(f"  k-means lower bound: 1 device {float(one[2]):.12f}, 4 devices {float(four[2]):.12f}")
 assert max_rel_diff(one[0], four[0]) < 1e-12 and abs(float(one[2]) - float(four[2])) < 1e-9
 print("\nsame results on 1 and on 4 devices")

@@ -21,8 +21,9 @@ from jaxsr.symbolic import ExtrapolationWarning, SymbolicRegressor
 
 X, y = make_newton_gravitation(n_samples=1000, seed=0)
 goal = float(np.mean(y))
-model = SymbolicRegressor(strategy=1, beam_width=1, goal_mse=goal,
-                          rational_start=False)  # the paper's greedy search
+model = SymbolicRegressor(
+    strategy=1, beam_width=1, goal_mse=goal, rational_start=False
+)  # the paper's greedy search
 
 t0 = time.perf_counter()
 model.fit(X, y)
@@ -30,8 +31,10 @@ seconds = time.perf_counter() - t0
 
 print(f"iteration 0: {goal:.16g} (the mean of the target)")
 for step in model.history_:
-    print(f"iteration {step['iteration']}: {step['search']} search at node {step['node']}: "
-          f"{step['expression']}   MSE {step['mse']:.4e}")
+    print(
+        f"iteration {step['iteration']}: {step['search']} search at node {step['node']}: "
+        f"{step['expression']}   MSE {step['mse']:.4e}"
+    )
 print(f"\nrecovered: F = {model.expression_}")
 print(f"           F = {sympy.simplify(model.sympy())}   (simplified by sympy)")
 print(f"{model.n_iterations_} iterations in {seconds:.2f} s (with JIT compilation)")

@@ -20,8 +20,15 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.base import RegressorMixin as _SklearnRegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["BaseEstimator", "ConcurrentFitError", "RegressorMixin", "TransformerMixin",
-           "SKLEARN_MIN_VERSION", "check_fitted", "one_fit_at_a_time"]
+__all__ = [
+    "BaseEstimator",
+    "ConcurrentFitError",
+    "RegressorMixin",
+    "TransformerMixin",
+    "SKLEARN_MIN_VERSION",
+    "check_fitted",
+    "one_fit_at_a_time",
+]
 
 SKLEARN_MIN_VERSION = (1, 6)
 
@@ -73,7 +80,8 @@ def one_fit_at_a_time(fit):
                 raise ConcurrentFitError(
                     f"this {type(self).__name__} object is being fitted in another thread; "
                     "an estimator object fits in one thread at a time: give each thread "
-                    "its own copy (sklearn.base.clone(estimator))")
+                    "its own copy (sklearn.base.clone(estimator))"
+                )
             _FITTING[key] = me
         try:
             return fit(self, *args, **kwargs)
@@ -116,8 +124,10 @@ class RegressorMixin(_SklearnRegressorMixin):
         y_pred = np.asarray(self.predict(X), np.float64)
         y_true = np.asarray(y, np.float64)
         with np.errstate(all="ignore"):
-            scale = max(float(np.max(np.abs(y_true), initial=0.0)),
-                        float(np.max(np.abs(y_pred), initial=0.0)))
+            scale = max(
+                float(np.max(np.abs(y_true), initial=0.0)),
+                float(np.max(np.abs(y_pred), initial=0.0)),
+            )
             if np.isfinite(scale) and scale > 0:
                 y_true, y_pred = y_true / scale, y_pred / scale
         return float(r2_score(y_true, y_pred, sample_weight=sample_weight))

@@ -30,10 +30,22 @@ from . import _lazy
 from ._lazy import jax
 from ._warn import warn_user
 
-__all__ = ["resolve_dtype", "precision", "DEFAULT_DTYPE", "sample_bucket", "feature_bucket",
-           "enable_compilation_cache", "default_cache_dir", "resolve_mesh",
-           "fast_compilation", "CACHE_OFF", "COMPILE_OPTIONS", "FAST_COMPILE_OPTIONS", "program",
-           "to_device"]
+__all__ = [
+    "resolve_dtype",
+    "precision",
+    "DEFAULT_DTYPE",
+    "sample_bucket",
+    "feature_bucket",
+    "enable_compilation_cache",
+    "default_cache_dir",
+    "resolve_mesh",
+    "fast_compilation",
+    "CACHE_OFF",
+    "COMPILE_OPTIONS",
+    "FAST_COMPILE_OPTIONS",
+    "program",
+    "to_device",
+]
 
 DEFAULT_DTYPE = np.dtype(np.float64)
 _ALLOWED = (np.dtype(np.float64), np.dtype(np.float32))
@@ -288,8 +300,10 @@ def enable_compilation_cache(path=None) -> str | None:
       >>> jaxsr.enable_compilation_cache(False)                        # doctest: +SKIP
     """
     if path is False:
-        if _CACHE["folder"] is not None and jax.config.jax_compilation_cache_dir == _CACHE[
-                "folder"]:
+        if (
+            _CACHE["folder"] is not None
+            and jax.config.jax_compilation_cache_dir == _CACHE["folder"]
+        ):
             jax.config.update("jax_compilation_cache_dir", None)
             _reset_jax_cache()
         _CACHE["folder"] = None
@@ -297,10 +311,12 @@ def enable_compilation_cache(path=None) -> str | None:
     folder = Path(default_cache_dir() if path is None else path).expanduser()
     why = _private_folder(folder)
     if why is not None:
-        warn_user(f"jaxsr's compilation cache is off: the folder {str(folder)!r} cannot "
-                  f"be used because {why}; programs compile in each new process "
-                  "(jaxsr.enable_compilation_cache(path) chooses another folder)",
-                  RuntimeWarning)
+        warn_user(
+            f"jaxsr's compilation cache is off: the folder {str(folder)!r} cannot "
+            f"be used because {why}; programs compile in each new process "
+            "(jaxsr.enable_compilation_cache(path) chooses another folder)",
+            RuntimeWarning,
+        )
         return enable_compilation_cache(False)
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
@@ -361,20 +377,27 @@ if os.environ.get("JAXSR_COMPILE_OPTIONS", "").strip():
     try:
         COMPILE_OPTIONS = _json.loads(os.environ["JAXSR_COMPILE_OPTIONS"])
     except ValueError as _err:
-        raise ValueError("JAXSR_COMPILE_OPTIONS must be a JSON object of XLA options, e.g. "
-                         "'{\"xla_cpu_use_fusion_emitters\": false}' or '{}'") from _err
+        raise ValueError(
+            "JAXSR_COMPILE_OPTIONS must be a JSON object of XLA options, e.g. "
+            "'{\"xla_cpu_use_fusion_emitters\": false}' or '{}'"
+        ) from _err
     if not isinstance(COMPILE_OPTIONS, dict):
-        raise ValueError("JAXSR_COMPILE_OPTIONS must be a JSON object of XLA options, got "
-                         f"{COMPILE_OPTIONS!r}")
+        raise ValueError(
+            f"JAXSR_COMPILE_OPTIONS must be a JSON object of XLA options, got {COMPILE_OPTIONS!r}"
+        )
 
 # XLA:CPU options of :func:`fast_compilation`: the older fusion emitters and LLVM at -O0.
 # Measured on the programs of a first symbolic fit (N = 1024, capacity 32, one core):
 # 26.7 -> 5.6 CPU-s of compilation (either option alone: 23.6 / 15.1 s), the kernels
 # 1.5-6x slower (measured with benchmarks/bench_symbolic_iteration.py).
-FAST_COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False,
-                        "xla_backend_optimization_level": 0, **_CODEGEN_SPLIT}
-_FAST = {"on": os.environ.get("JAXSR_FAST_COMPILE", "").strip().lower()
-         in ("1", "true", "yes", "on")}
+FAST_COMPILE_OPTIONS = {
+    "xla_cpu_use_fusion_emitters": False,
+    "xla_backend_optimization_level": 0,
+    **_CODEGEN_SPLIT,
+}
+_FAST = {
+    "on": os.environ.get("JAXSR_FAST_COMPILE", "").strip().lower() in ("1", "true", "yes", "on")
+}
 
 
 def fast_compilation(enabled: bool = True) -> bool:
@@ -465,8 +488,11 @@ class _Program:
     def __init__(self, fun, **jit_kwargs):
         functools.update_wrapper(self, fun)
         self._plain = jax.jit(fun, **jit_kwargs)
-        self._full = (jax.jit(fun, compiler_options=COMPILE_OPTIONS, **jit_kwargs)
-                      if COMPILE_OPTIONS else self._plain)
+        self._full = (
+            jax.jit(fun, compiler_options=COMPILE_OPTIONS, **jit_kwargs)
+            if COMPILE_OPTIONS
+            else self._plain
+        )
         self._fast = jax.jit(fun, compiler_options=FAST_COMPILE_OPTIONS, **jit_kwargs)
 
     def _pick(self):

@@ -75,4 +75,5 @@ def check_not_forked() -> None:
             "had used JAX, whose threads do not survive a fork: a fit here would hang. "
             "Start worker processes with the 'spawn' or 'forkserver' method instead "
             "(multiprocessing.get_context('spawn'), ProcessPoolExecutor(mp_context=...), "
-            "or joblib's default 'loky' backend), or fork them before the first fit.")
+            "or joblib's default 'loky' backend), or fork them before the first fit."
+        )

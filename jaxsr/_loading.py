@@ -17,8 +17,20 @@ import numbers
 
 import numpy as np
 
-__all__ = ["boolean", "field", "int_array", "mapping", "nested", "real", "real_array",
-           "scalar", "string", "string_list", "build_estimator", "integer"]
+__all__ = [
+    "boolean",
+    "field",
+    "int_array",
+    "mapping",
+    "nested",
+    "real",
+    "real_array",
+    "scalar",
+    "string",
+    "string_list",
+    "build_estimator",
+    "integer",
+]
 
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
@@ -50,8 +62,10 @@ def mapping(value, path: str) -> dict:
 def field(d: dict, key: str, path: str = ""):
     """``d[key]``; ``ValueError`` naming the field when the key is absent."""
     if key not in d:
-        raise ValueError(f"the field {_join(path, key)} is missing; the file was not written "
-                         "by save_model / to_dict or was cut")
+        raise ValueError(
+            f"the field {_join(path, key)} is missing; the file was not written "
+            "by save_model / to_dict or was cut"
+        )
     return d[key]
 
 
@@ -66,8 +80,14 @@ def _as_float(value) -> float | None:
         return math.copysign(math.inf, value)
 
 
-def real(value, path: str, *, min_value: float | None = None, allow_inf: bool = False,
-         what: str = "a finite number") -> float:
+def real(
+    value,
+    path: str,
+    *,
+    min_value: float | None = None,
+    allow_inf: bool = False,
+    what: str = "a finite number",
+) -> float:
     """``value`` as a float, a number (not NaN; finite unless ``allow_inf``) ``>= min_value``.
 
     ``what`` says what the field holds, e.g. ``"constants must be finite"``."""
@@ -81,8 +101,7 @@ def real(value, path: str, *, min_value: float | None = None, allow_inf: bool = 
     return v
 
 
-def integer(value, path: str, *, min_value: int | None = None,
-            max_value: int | None = None) -> int:
+def integer(value, path: str, *, min_value: int | None = None, max_value: int | None = None) -> int:
     """``value`` if it is an integer (not ``bool``) in ``[min_value, max_value]``."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{path} must be an integer; got {_what(value)}")
@@ -113,8 +132,7 @@ def scalar(value, path: str):
     """``value`` if it is a JSON scalar (string, number, true/false or null): no nesting."""
     if value is None or isinstance(value, str | bool | numbers.Real):
         return value
-    raise ValueError(f"{path} must be a string, a number, true/false or null; got "
-                     f"{_what(value)}")
+    raise ValueError(f"{path} must be a string, a number, true/false or null; got {_what(value)}")
 
 
 def _list(value, path: str, length: int | None, min_length: int) -> list:
@@ -123,8 +141,7 @@ def _list(value, path: str, length: int | None, min_length: int) -> list:
     if length is not None and len(value) != length:
         raise ValueError(f"{path} has {len(value)} entries; it must have {length}")
     if len(value) < min_length:
-        raise ValueError(f"{path} has {len(value)} entries; it must have at least "
-                         f"{min_length}")
+        raise ValueError(f"{path} has {len(value)} entries; it must have at least {min_length}")
     return value
 
 
@@ -135,8 +152,15 @@ def string_list(value, path: str, *, length: int | None = None) -> list[str]:
     return list(value)
 
 
-def int_array(value, path: str, *, length: int | None = None, min_length: int = 0,
-              min_value: int | None = None, max_value: int | None = None) -> np.ndarray:
+def int_array(
+    value,
+    path: str,
+    *,
+    length: int | None = None,
+    min_length: int = 0,
+    min_value: int | None = None,
+    max_value: int | None = None,
+) -> np.ndarray:
     """``value`` (a list of integers in ``[min_value, max_value]``, and in the int32 range
     the arrays are stored in) as an int64 array."""
     lo = _INT32_MIN if min_value is None else max(min_value, _INT32_MIN)
@@ -146,12 +170,21 @@ def int_array(value, path: str, *, length: int | None = None, min_length: int = 
     return np.asarray(value, dtype=np.int64).reshape(len(value))
 
 
-def real_array(value, path: str, *, length: int | None = None, min_length: int = 0,
-               min_value: float | None = None, allow_inf: bool = False,
-               what: str = "the values must be finite") -> np.ndarray:
+def real_array(
+    value,
+    path: str,
+    *,
+    length: int | None = None,
+    min_length: int = 0,
+    min_value: float | None = None,
+    allow_inf: bool = False,
+    what: str = "the values must be finite",
+) -> np.ndarray:
     """``value`` (a list of numbers, see :func:`real`) as a float64 array."""
-    out = [real(v, _join(path, i), min_value=min_value, allow_inf=allow_inf, what=what)
-           for i, v in enumerate(_list(value, path, length, min_length))]
+    out = [
+        real(v, _join(path, i), min_value=min_value, allow_inf=allow_inf, what=what)
+        for i, v in enumerate(_list(value, path, length, min_length))
+    ]
     return np.asarray(out, dtype=np.float64).reshape(len(out))
 
 
@@ -179,8 +212,9 @@ def build_estimator(cls, params, path: str = "params"):
     known = cls._get_param_names()
     unknown = sorted(k for k in params if k not in known)
     if unknown:
-        raise ValueError(f"{path} has the unknown parameter(s) {unknown}; "
-                         f"{cls.__name__} takes {known}")
+        raise ValueError(
+            f"{path} has the unknown parameter(s) {unknown}; {cls.__name__} takes {known}"
+        )
     est = cls(**params)
     check = getattr(est, "_check_params", None)
     if check is not None:

@@ -21,7 +21,7 @@ a size (``"16G"``, ``"512M"``, ``"2e9"`` bytes; suffixes K, M, G, T are powers o
 use instead of the measured available memory, or ``"off"`` (or ``"0"``) to skip the
 guard."""
 
-_SIZE_SUFFIX = {"": 1, "B": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+_SIZE_SUFFIX = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 
 def parse_size(text: str) -> float:
@@ -33,8 +33,10 @@ def parse_size(text: str) -> float:
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{MEMORY_LIMIT_ENV}={text!r} is not a size; give bytes or a size "
-                         "such as 16G or 512M, or 'off' to skip the memory guard")
+        raise ValueError(
+            f"{MEMORY_LIMIT_ENV}={text!r} is not a size; give bytes or a size "
+            "such as 16G or 512M, or 'off' to skip the memory guard"
+        )
     return value * _SIZE_SUFFIX[unit]
 
 
@@ -139,8 +141,10 @@ def check_memory(need: float, what: str, fixes: str, *, fraction: float = 1.0) -
     if avail is not None and need > fraction * avail:
         where = f"{MEMORY_LIMIT_ENV}={env}" if env else "measured"
         share = {1.0: "more than ", 0.5: "more than half of "}.get(
-            fraction, f"more than {fraction:g} of ")
+            fraction, f"more than {fraction:g} of "
+        )
         raise ValueError(
             f"{what} needs about {need / 1e9:.1f} GB, {share}the memory "
             f"available ({avail / 1e9:.1f} GB, {where}). {fixes}, or set the environment "
-            f"variable {MEMORY_LIMIT_ENV} to the memory to assume (e.g. 64G) or to 'off'.")
+            f"variable {MEMORY_LIMIT_ENV} to the memory to assume (e.g. 64G) or to 'off'."
+        )

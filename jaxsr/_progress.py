@@ -34,7 +34,8 @@ import time
 __all__ = ["FitProgress", "update", "write"]
 
 _CURRENT: contextvars.ContextVar[FitProgress | None] = contextvars.ContextVar(
-    "jaxsr_progress", default=None)
+    "jaxsr_progress", default=None
+)
 
 
 def update(n: int = 1, **postfix) -> None:
@@ -52,13 +53,18 @@ def write(line: str) -> None:
     else:
         print(line, file=sys.stderr, flush=True)
 
+
 _TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-_END_EVENTS = ("/jax/core/compile/backend_compile_duration",
-               "/jax/compilation_cache/cache_retrieval_time_sec")
+_END_EVENTS = (
+    "/jax/core/compile/backend_compile_duration",
+    "/jax/compilation_cache/cache_retrieval_time_sec",
+)
 _BACKEND_EVENT = "/jax/core/compile/backend_compile_duration"  # compiled or loaded
-_TIMED_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
-                 "/jax/core/compile/jaxpr_to_mlir_module_duration",
-                 "/jax/core/compile/backend_compile_duration")
+_TIMED_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
 
 
 def _is_program(fun_name) -> bool:
@@ -132,9 +138,17 @@ class FitProgress:
       compiled: int, jaxsr programs compiled (or loaded from the disk cache) so far.
     """
 
-    def __init__(self, desc: str, enabled: bool = True, *, delay: float = 1.0,
-                 unit: str = "it", file=None, watch_jax: bool = True,
-                 programs: int | None = None):
+    def __init__(
+        self,
+        desc: str,
+        enabled: bool = True,
+        *,
+        delay: float = 1.0,
+        unit: str = "it",
+        file=None,
+        watch_jax: bool = True,
+        programs: int | None = None,
+    ):
         self.desc = desc
         self.programs = None if programs is None else int(programs)
         self.compiled = 0
@@ -177,13 +191,18 @@ class FitProgress:
         # refresh, so there the bar is redrawn at most every LOG_INTERVAL seconds
         self._live = _is_live(stream)
         self._interval = 0.2 if self._live else LOG_INTERVAL
-        self._bar = tqdm(total=None, desc=self.desc, unit=self.unit, delay=self.delay,
-                         file=stream if self._live else _LogLines(stream),
-                         dynamic_ncols=True, leave=True,
-                         mininterval=float("inf"),
-                         bar_format="{desc}: {n_fmt} " + self.unit + " [{elapsed}{postfix}]")
-        self._thread = threading.Thread(target=self._heartbeat, name="jaxsr-progress",
-                                        daemon=True)
+        self._bar = tqdm(
+            total=None,
+            desc=self.desc,
+            unit=self.unit,
+            delay=self.delay,
+            file=stream if self._live else _LogLines(stream),
+            dynamic_ncols=True,
+            leave=True,
+            mininterval=float("inf"),
+            bar_format="{desc}: {n_fmt} " + self.unit + " [{elapsed}{postfix}]",
+        )
+        self._thread = threading.Thread(target=self._heartbeat, name="jaxsr-progress", daemon=True)
         self._thread.start()
         return self
 
@@ -219,8 +238,11 @@ class FitProgress:
         if self._bar is None or self.first_display is None:
             # no bar drawn yet: a plain line (tqdm's write would redraw the bar after it,
             # showing a short fit's bar that ``delay`` keeps hidden)
-            stream = self._bar.fp if self._bar is not None else (
-                self.file if self.file is not None else sys.stderr)
+            stream = (
+                self._bar.fp
+                if self._bar is not None
+                else (self.file if self.file is not None else sys.stderr)
+            )
             print(line, file=stream, flush=True)
             return
         self._bar.write(line, file=self._bar.fp)
@@ -269,8 +291,7 @@ class FitProgress:
         desc = self.desc
         if self._compiling:
             k, total = self.compiled + 1, self.programs  # k: the one in progress
-            desc += (f" [compiling {k}]" if total is None
-                     else f" [compiling {k}/{max(total, k)}]")
+            desc += f" [compiling {k}]" if total is None else f" [compiling {k}/{max(total, k)}]"
         post = dict(self._postfix)
         if self.compile_seconds >= 0.05:
             post["compile"] = f"{self.compile_seconds:.1f} s"
@@ -282,8 +303,11 @@ class FitProgress:
             bar.set_postfix(post, refresh=False)
             if now - self._t0 < self.delay:
                 return
-            if (self._last_draw is None or desc != self._last_desc
-                    or now - self._last_draw >= self._interval):
+            if (
+                self._last_draw is None
+                or desc != self._last_desc
+                or now - self._last_draw >= self._interval
+            ):
                 bar.refresh()
                 bar.last_print_t = bar._time()  # tqdm's close() then leaves the last line
                 self._last_draw, self._last_desc = now, desc

@@ -33,8 +33,17 @@ from collections.abc import Iterator
 import jax
 import numpy as np
 
-__all__ = ["sample_mesh", "constrain_samples", "sample_devices", "sample_chunk", "place",
-           "to_host", "device_get", "spans_processes", "auto_mesh"]
+__all__ = [
+    "sample_mesh",
+    "constrain_samples",
+    "sample_devices",
+    "sample_chunk",
+    "place",
+    "to_host",
+    "device_get",
+    "spans_processes",
+    "auto_mesh",
+]
 
 
 def auto_mesh(mesh):
@@ -48,8 +57,7 @@ def auto_mesh(mesh):
     types = getattr(mesh, "axis_types", None)
     if types is not None and all(t == AxisType.Auto for t in types):
         return mesh
-    return Mesh(mesh.devices, mesh.axis_names,
-                axis_types=(AxisType.Auto,) * len(mesh.axis_names))
+    return Mesh(mesh.devices, mesh.axis_names, axis_types=(AxisType.Auto,) * len(mesh.axis_names))
 
 
 @contextlib.contextmanager
@@ -143,17 +151,18 @@ def sample_chunk(z, i, n_chunks: int, axis: int = -1):
     D = sample_devices()
     if D == 1 or n_chunks == 1 or n % (D * n_chunks):
         return lax.dynamic_slice_in_dim(z, i * nc, nc, axis=axis)
-    shape = z.shape[:axis] + (D, n_chunks, nc // D) + z.shape[axis + 1:]
+    shape = z.shape[:axis] + (D, n_chunks, nc // D) + z.shape[axis + 1 :]
     part = lax.dynamic_index_in_dim(z.reshape(shape), i, axis=axis + 1, keepdims=False)
-    return constrain_samples(part.reshape(z.shape[:axis] + (nc,) + z.shape[axis + 1:]),
-                             axis=axis)
+    return constrain_samples(part.reshape(z.shape[:axis] + (nc,) + z.shape[axis + 1 :]), axis=axis)
 
 
 def device_get(tree):
     """``jax.device_get(tree)``, the arrays that span other processes gathered by
     :func:`to_host`."""
     leaves = jax.tree.leaves(tree)
-    if all(not isinstance(x, jax.Array) or x.is_fully_addressable or x.is_fully_replicated
-           for x in leaves):
+    if all(
+        not isinstance(x, jax.Array) or x.is_fully_addressable or x.is_fully_replicated
+        for x in leaves
+    ):
         return jax.device_get(tree)
     return jax.tree.map(to_host, tree)

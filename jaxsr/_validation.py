@@ -46,8 +46,15 @@ __all__ = [
 
 
 # ------------------------------------------------------------------------ hyperparameters
-def check_int(value, name: str, *, min_value: int | None = None, max_value: int | None = None,
-              allow_none: bool = False, hint: str = "") -> int | None:
+def check_int(
+    value,
+    name: str,
+    *,
+    min_value: int | None = None,
+    max_value: int | None = None,
+    allow_none: bool = False,
+    hint: str = "",
+) -> int | None:
     """Return ``value`` as ``int`` after checking it is an integer in ``[min_value, max_value]``.
 
     ``bool`` is not an integer here; numpy integers are.
@@ -60,8 +67,7 @@ def check_int(value, name: str, *, min_value: int | None = None, max_value: int 
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
     if ok:
         value = int(value)
-        ok = (min_value is None or value >= min_value) and (max_value is None
-                                                            or value <= max_value)
+        ok = (min_value is None or value >= min_value) and (max_value is None or value <= max_value)
     if not ok:
         rng = ""
         if min_value is not None and max_value is not None:
@@ -70,13 +76,22 @@ def check_int(value, name: str, *, min_value: int | None = None, max_value: int 
             rng = f" >= {min_value}"
         elif max_value is not None:
             rng = f" <= {max_value}"
-        raise ValueError(f"{name} must be an integer{rng}{' or None' if allow_none else ''}"
-                         f"{hint}; got {value!r}")
+        raise ValueError(
+            f"{name} must be an integer{rng}{' or None' if allow_none else ''}{hint}; got {value!r}"
+        )
     return value
 
 
-def check_real(value, name: str, *, min_value: float | None = None, strict: bool = False,
-               allow_none: bool = False, allow_inf: bool = False, hint: str = "") -> float | None:
+def check_real(
+    value,
+    name: str,
+    *,
+    min_value: float | None = None,
+    strict: bool = False,
+    allow_none: bool = False,
+    allow_inf: bool = False,
+    hint: str = "",
+) -> float | None:
     """Return ``value`` as ``float`` after checking it is a real number ``>= min_value``
     (``> min_value`` with ``strict``), finite unless ``allow_inf``.
 
@@ -94,8 +109,9 @@ def check_real(value, name: str, *, min_value: float | None = None, strict: bool
     if not ok:
         what = "a number" if allow_inf else "a finite number"
         rng = "" if min_value is None else f" {'>' if strict else '>='} {min_value:g}"
-        raise ValueError(f"{name} must be {what}{rng}{' or None' if allow_none else ''}"
-                         f"{hint}; got {value!r}")
+        raise ValueError(
+            f"{name} must be {what}{rng}{' or None' if allow_none else ''}{hint}; got {value!r}"
+        )
     return value
 
 
@@ -172,8 +188,10 @@ def as_pandas_frame(X):
     except Exception:  # noqa: BLE001 - narwhals absent or the object unknown to it
         frame = X
     if frame is not X and isinstance(frame, nw.DataFrame):
-        return pd.DataFrame({name: frame.get_column(name).to_numpy()
-                             for name in frame.columns}, columns=list(frame.columns))
+        return pd.DataFrame(
+            {name: frame.get_column(name).to_numpy() for name in frame.columns},
+            columns=list(frame.columns),
+        )
     if hasattr(X, "__dataframe__") and not _is_dataframe(X):
         try:
             return pd.api.interchange.from_dataframe(X, allow_copy=True)
@@ -210,8 +228,7 @@ def check_shape_2d(X, *, name: str = "X") -> None:
         try:
             arr = np.asarray(X)
         except Exception as err:  # ragged lists and the like
-            raise ValueError(f"{name} could not be converted to a numeric array: {err}") \
-                from err
+            raise ValueError(f"{name} could not be converted to a numeric array: {err}") from err
         shape = arr.shape
         is_complex = np.iscomplexobj(arr)
     if is_complex:
@@ -225,11 +242,13 @@ def check_shape_2d(X, *, name: str = "X") -> None:
     if len(shape) != 2:
         raise ValueError(f"{name} must be 2-D of shape (n_samples, n_features); got {shape}")
     if shape[0] == 0:
-        raise ValueError(f"{name} has no rows: 0 sample(s) (shape={shape}) while a minimum of "
-                         "1 is required")
+        raise ValueError(
+            f"{name} has no rows: 0 sample(s) (shape={shape}) while a minimum of 1 is required"
+        )
     if shape[1] == 0:
-        raise ValueError(f"{name} has no columns: 0 feature(s) (shape={shape}) while a minimum "
-                         "of 1 is required.")
+        raise ValueError(
+            f"{name} has no columns: 0 feature(s) (shape={shape}) while a minimum of 1 is required."
+        )
 
 
 def _cast_in_range(arr, dtype, what: str, labels=None) -> np.ndarray:
@@ -246,29 +265,48 @@ def _cast_in_range(arr, dtype, what: str, labels=None) -> np.ndarray:
         out = arr.astype(dtype, copy=False)
     # integers and booleans always fit a float's range (and are never tiny): no check, so
     # a large 0/1 matrix of the tree estimator is not copied again
-    if (out.dtype == arr.dtype or not np.issubdtype(out.dtype, np.floating)
-            or not np.issubdtype(arr.dtype, np.inexact) or not arr.size):
+    if (
+        out.dtype == arr.dtype
+        or not np.issubdtype(out.dtype, np.floating)
+        or not np.issubdtype(arr.dtype, np.inexact)
+        or not arr.size
+    ):
         return out
     fi = np.finfo(out.dtype)
     # the largest magnitude per column from its extremes (no |arr| copy)
-    amax = np.atleast_1d(np.maximum(np.abs(arr.max(axis=0)), np.abs(arr.min(axis=0)))
-                         .astype(np.float64))
+    amax = np.atleast_1d(
+        np.maximum(np.abs(arr.max(axis=0)), np.abs(arr.min(axis=0))).astype(np.float64)
+    )
     name = out.dtype.name
     hint = "use dtype='float64' or rescale them" if name != "float64" else "rescale them"
     for bad, desc, why in (
-            (amax > float(fi.max), "magnitudes up to {v:.3g}",
-             f"beyond the largest {name} ({float(fi.max):.3g}), they would become inf"),
-            ((amax > 0) & (amax < float(fi.tiny)), "nonzero magnitudes all below {v:.3g}",
-             f"under the smallest normal {name} ({float(fi.tiny):.3g}), they would round "
-             "to zero")):
+        (
+            amax > float(fi.max),
+            "magnitudes up to {v:.3g}",
+            f"beyond the largest {name} ({float(fi.max):.3g}), they would become inf",
+        ),
+        (
+            (amax > 0) & (amax < float(fi.tiny)),
+            "nonzero magnitudes all below {v:.3g}",
+            f"under the smallest normal {name} ({float(fi.tiny):.3g}), they would round to zero",
+        ),
+    ):
         cols = np.flatnonzero(bad)
         if cols.size:
             j = int(cols[0])
-            where = ("" if arr.ndim == 1 else " in " + _shown(
-                [labels[c] for c in cols] if labels else [f"column {c}" for c in cols],
-                quote=bool(labels)))
-            raise ValueError(f"{what} has {desc.format(v=amax[j])}{where}: {why}; {hint} "
-                             "(divide by a power of ten and put the factor back)")
+            where = (
+                ""
+                if arr.ndim == 1
+                else " in "
+                + _shown(
+                    [labels[c] for c in cols] if labels else [f"column {c}" for c in cols],
+                    quote=bool(labels),
+                )
+            )
+            raise ValueError(
+                f"{what} has {desc.format(v=amax[j])}{where}: {why}; {hint} "
+                "(divide by a power of ten and put the factor back)"
+            )
     return out
 
 
@@ -293,8 +331,9 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
     check_shape_2d(X, name=name)
     if _is_dataframe(X):
         names = [str(c) for c in X.columns]
-        bad = [str(c) for c, dt in zip(X.columns, X.dtypes, strict=True)
-               if not _is_numeric_dtype(dt)]
+        bad = [
+            str(c) for c, dt in zip(X.columns, X.dtypes, strict=True) if not _is_numeric_dtype(dt)
+        ]
         if bad:
             raise ValueError(
                 f"{name} has non-numeric column(s) {_shown(bad)}; encode them as numbers "
@@ -302,8 +341,9 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
             )
         for j, (c, dt) in enumerate(zip(X.columns, X.dtypes, strict=True)):
             if getattr(dt, "kind", "") in "iu":  # before to_numpy() makes them floats
-                check_integer_precision(X.iloc[:, j].dropna().to_numpy(), dtype,
-                                        f"{name} column {str(c)!r}")
+                check_integer_precision(
+                    X.iloc[:, j].dropna().to_numpy(), dtype, f"{name} column {str(c)!r}"
+                )
         X = X.to_numpy()
     arr = np.asarray(X)
     if arr.dtype.kind in "iu" and arr.ndim == 2:
@@ -313,8 +353,9 @@ def as_2d_float(X, *, dtype=np.float64, name: str = "X") -> tuple[np.ndarray, li
         try:
             arr = arr.astype(np.float64)
         except ValueError as err:
-            raise ValueError(f"{name} must be numeric; got values of dtype {arr.dtype} "
-                             f"({err})") from err
+            raise ValueError(
+                f"{name} must be numeric; got values of dtype {arr.dtype} ({err})"
+            ) from err
         except TypeError as err:  # e.g. a dict in an object array: a type, not a value, error
             raise TypeError(f"{name} must be numeric: {err}") from err
     if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
@@ -368,24 +409,32 @@ def check_integer_precision(values, dtype, what: str) -> None:
     if max(-lo, hi) <= exact_max:
         return
     f = values.astype(fdt)
-    big = np.abs(f) >= 2.0 ** 63  # past int64: rounded up from the largest values
+    big = np.abs(f) >= 2.0**63  # past int64: rounded up from the largest values
     back = np.where(big, 0, f).astype(np.int64 if values.dtype.kind == "i" else np.uint64)
     if not big.any() and np.array_equal(back, values):
         return  # multiples of a power of two: exact
     spread = hi - lo
-    fix = (f"subtract an offset first (e.g. the minimum, {lo}: the values then span "
-           f"{spread}, {'exact' if spread <= exact_max else 'still beyond'} in "
-           f"{fdt.name})" + ("" if spread <= exact_max else " or rescale them (divide by a "
-                              "power of ten and put the factor back)"))
+    fix = (
+        f"subtract an offset first (e.g. the minimum, {lo}: the values then span "
+        f"{spread}, {'exact' if spread <= exact_max else 'still beyond'} in "
+        f"{fdt.name})"
+        + (
+            ""
+            if spread <= exact_max
+            else " or rescale them (divide by a power of ten and put the factor back)"
+        )
+    )
     if np.unique(f).size < np.unique(values).size:
         raise ValueError(
             f"{what} holds integers up to {max(-lo, hi)}, beyond {fdt.name}'s exact range "
             f"(2**{np.finfo(fdt).nmant + 1}): different values would become the same number "
-            f"and their differences would be lost; {fix}")
+            f"and their differences would be lost; {fix}"
+        )
     warn_user(
         f"{what} holds integers up to {max(-lo, hi)}, beyond {fdt.name}'s exact range "
         f"(2**{np.finfo(fdt).nmant + 1}): they are rounded to {fdt.name}; {fix}",
-        PrecisionWarning)
+        PrecisionWarning,
+    )
 
 
 def _shown(labels, *, quote: bool = True, limit: int = 6) -> str:
@@ -440,8 +489,11 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
     label = "y"
     if isinstance(getattr(y, "name", None), str):  # a pandas Series: name its column
         label = f"y (column {y.name!r})"
-    if (hasattr(y, "dropna") and not isinstance(y.dtype, np.dtype)
-            and getattr(y.dtype, "kind", "") in "iu"):  # pandas' nullable integers: NA
+    if (
+        hasattr(y, "dropna")
+        and not isinstance(y.dtype, np.dtype)
+        and getattr(y.dtype, "kind", "") in "iu"
+    ):  # pandas' nullable integers: NA
         check_integer_precision(y.dropna().to_numpy(), dtype, label)  # makes them floats
     if hasattr(y, "to_numpy"):
         y = y.to_numpy()
@@ -454,9 +506,11 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
     if arr.ndim == 2 and arr.shape[1] == 1:
         from sklearn.exceptions import DataConversionWarning
 
-        warn_user("A column-vector y was passed when a 1d array was expected. Please "
-                      "change the shape of y to (n_samples,), for example using ravel().",
-                      DataConversionWarning)
+        warn_user(
+            "A column-vector y was passed when a 1d array was expected. Please "
+            "change the shape of y to (n_samples,), for example using ravel().",
+            DataConversionWarning,
+        )
         arr = arr[:, 0]
     if arr.ndim != 1:
         raise ValueError(f"{label} must be 1-D of shape (n_samples,); got shape {arr.shape}")
@@ -466,19 +520,21 @@ def check_target(y, *, dtype=np.float64, n_samples: int | None = None) -> np.nda
         try:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{label} must be numeric; got values of dtype {arr.dtype}") \
-                from err
+            raise ValueError(f"{label} must be numeric; got values of dtype {arr.dtype}") from err
     if n_samples is not None and arr.shape[0] != n_samples:
         raise ValueError(
             f"X and y have different numbers of samples: X has {n_samples} rows, "
             f"y has {arr.shape[0]}"
         )
     if arr.shape[0] == 0:
-        raise ValueError(f"{label} has no rows: 0 sample(s) (shape={arr.shape}) while a "
-                         "minimum of 1 is required")
+        raise ValueError(
+            f"{label} has no rows: 0 sample(s) (shape={arr.shape}) while a minimum of 1 is required"
+        )
     if np.issubdtype(arr.dtype, np.inexact) and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{label} contains NaN or infinite values in "
-                         f"{int(np.sum(~np.isfinite(arr)))} row(s); drop those samples first")
+        raise ValueError(
+            f"{label} contains NaN or infinite values in "
+            f"{int(np.sum(~np.isfinite(arr)))} row(s); drop those samples first"
+        )
     return _cast_in_range(arr, dtype, label)
 
 
@@ -601,13 +657,16 @@ def validate_X_y(estimator, X, y, *, dtype=np.float64) -> tuple[np.ndarray, np.n
       ``(X, y)``: ``(n_samples, n_features)`` and ``(n_samples,)`` finite arrays of ``dtype``.
     """
     if y is None:
-        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the "
-                         "target y is None")
+        raise ValueError(
+            f"{type(estimator).__name__} requires y to be passed, but the target y is None"
+        )
     ya = check_target(y, dtype=dtype)  # the target's problems are reported first
     Xa = validate_X(estimator, X, reset=True, dtype=dtype)
     if ya.shape[0] != Xa.shape[0]:
-        raise ValueError(f"X and y have different numbers of samples: X has {Xa.shape[0]} "
-                         f"rows, y has {ya.shape[0]}")
+        raise ValueError(
+            f"X and y have different numbers of samples: X has {Xa.shape[0]} "
+            f"rows, y has {ya.shape[0]}"
+        )
     return Xa, ya
 
 

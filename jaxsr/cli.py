@@ -90,8 +90,9 @@ def _wrap_line(line: str, width: int | None, indent: str | None = None) -> list[
         lead = len(line) - len(line.lstrip(" |-*"))
         indent = line[:lead].replace("-", " ").replace("*", " ") + "    "
     indent = indent[: width // 2]
-    return textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=True,
-                         break_on_hyphens=False) or [line]
+    return textwrap.wrap(
+        line, width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False
+    ) or [line]
 
 
 class _WrappingStream:
@@ -171,8 +172,15 @@ def _load_trees():
     return OptimalTreeRegressor, Binarizer
 
 
-_SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "space": r"\s+",
-              "whitespace": r"\s+", "pipe": "|"}
+_SEP_NAMES = {
+    "tab": "\t",
+    "\\t": "\t",
+    "comma": ",",
+    "semicolon": ";",
+    "space": r"\s+",
+    "whitespace": r"\s+",
+    "pipe": "|",
+}
 # The choices of two SymbolicRegressor options, spelled here so that the parser (and --help)
 # needs no engine import; a test checks them against jaxsr.symbolic.front.MODEL_SELECTIONS
 # and jaxsr.symbolic.domain.DOMAINS.
@@ -240,9 +248,11 @@ def _check_field_counts(p: Path, sep: str | None, encoding: str) -> None:
             if first is None:
                 first = len(row)
             elif len(row) > first + MAX_EXTRA_FIELDS:
-                raise CLIError(f"{p}: line {i} has {len(row)} fields, but the first line "
-                               f"has {first}; every row needs the same columns as the "
-                               "header (is the separator right? give it with --sep)")
+                raise CLIError(
+                    f"{p}: line {i} has {len(row)} fields, but the first line "
+                    f"has {first}; every row needs the same columns as the "
+                    "header (is the separator right? give it with --sep)"
+                )
 
 
 def _read_csv(path: str, sep: str | None = None, decimal: str = ".", header: bool = True):
@@ -281,17 +291,26 @@ def _read_csv(path: str, sep: str | None = None, decimal: str = ".", header: boo
             sep = _sniff_sep(p, encoding)
         if sep is not None and sep == decimal and not _quotes_fields(p, encoding):
             # quoted fields ("1,5","2,5") can hold the separator: pandas reads them
-            raise CLIError(f"{path}: the separator and the decimal mark are both {sep!r}; "
-                           "give --sep (or quote the numbers, \"1,5\")")
+            raise CLIError(
+                f"{path}: the separator and the decimal mark are both {sep!r}; "
+                'give --sep (or quote the numbers, "1,5")'
+            )
         _check_field_counts(p, sep, encoding)
-        df = pd.read_csv(p, sep=sep if sep is not None else ",", decimal=decimal,
-                         header=0 if header else None, encoding=encoding,
-                         engine="python" if sep is not None and len(sep) > 1 else "c")
+        df = pd.read_csv(
+            p,
+            sep=sep if sep is not None else ",",
+            decimal=decimal,
+            header=0 if header else None,
+            encoding=encoding,
+            engine="python" if sep is not None and len(sep) > 1 else "c",
+        )
     except pd.errors.EmptyDataError as err:
         raise CLIError(f"{path} is empty") from err
     except UnicodeDecodeError as err:
-        raise CLIError(f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); "
-                       "convert it to UTF-8 first") from err
+        raise CLIError(
+            f"{path} is not UTF-8 text ({err.reason} at byte {err.start}); "
+            "convert it to UTF-8 first"
+        ) from err
     except (pd.errors.ParserError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         hint = "" if sep is not None and sep != "," else " (give the separator with --sep)"
@@ -304,12 +323,13 @@ def _read_csv(path: str, sep: str | None = None, decimal: str = ".", header: boo
             df.columns = names
         else:
             df.columns = [str(c) for c in df.columns]
-        empty = [c for c in df.columns
-                 if c.startswith("Unnamed: ") and bool(df[c].isna().all())]
+        empty = [c for c in df.columns if c.startswith("Unnamed: ") and bool(df[c].isna().all())]
         if empty:
             df = df.drop(columns=empty)
-            _progress(f"{path}: left out {len(empty)} column(s) without a name or any value "
-                      "(trailing separators)")
+            _progress(
+                f"{path}: left out {len(empty)} column(s) without a name or any value "
+                "(trailing separators)"
+            )
     else:
         df.columns = [f"x{j + 1}" for j in range(df.shape[1])]
     return df
@@ -323,8 +343,10 @@ def _decimal_comma_hint(df, columns) -> str:
     for c in columns:
         values = df[c].dropna().astype(str).head(50)
         if len(values) and all(pattern.match(v) for v in values):
-            return (f"; values such as {values.iloc[0]!r} in {c!r} look like numbers with a "
-                    "decimal comma: add --decimal ,")
+            return (
+                f"; values such as {values.iloc[0]!r} in {c!r} look like numbers with a "
+                "decimal comma: add --decimal ,"
+            )
     return ""
 
 
@@ -343,8 +365,10 @@ def _header_hint(df) -> str:
         [float(str(c).replace(",", ".")) for c in df.columns]
     except ValueError:
         return ""
-    return ("; the first row looks like data (every name is a number): if the file has no "
-            "header, add --no-header and name the columns x1 .. xn")
+    return (
+        "; the first row looks like data (every name is a number): if the file has no "
+        "header, add --no-header and name the columns x1 .. xn"
+    )
 
 
 def _many_categories_warning(X) -> None:
@@ -354,24 +378,28 @@ def _many_categories_warning(X) -> None:
     for c in _non_numeric(X):
         k = int(X[c].nunique(dropna=True))
         if k > _MANY_CATEGORIES:
-            print(f"jaxsr: warning: text column {c!r} has {k} distinct values and is one-hot "
-                  f"encoded into {k} binary features (one per value), which slows the "
-                  f"search; leave it out with --drop {shlex.quote(c)} if it is an id, a date "
-                  "or free text", file=sys.stderr, flush=True)
+            print(
+                f"jaxsr: warning: text column {c!r} has {k} distinct values and is one-hot "
+                f"encoded into {k} binary features (one per value), which slows the "
+                f"search; leave it out with --drop {shlex.quote(c)} if it is an id, a date "
+                "or free text",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _read_data(args):
     """``_read_csv`` with the command's CSV options (``--sep``, ``--decimal``,
     ``--no-header``)."""
-    return _read_csv(args.data, sep=args.sep, decimal=args.decimal,
-                     header=not args.no_header)
+    return _read_csv(args.data, sep=args.sep, decimal=args.decimal, header=not args.no_header)
 
 
 def _non_numeric(df) -> list[str]:
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-    return [c for c in df.columns
-            if not (is_numeric_dtype(df[c].dtype) or is_bool_dtype(df[c].dtype))]
+    return [
+        c for c in df.columns if not (is_numeric_dtype(df[c].dtype) or is_bool_dtype(df[c].dtype))
+    ]
 
 
 def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None):
@@ -380,8 +408,10 @@ def _features_and_target(df, path: str, target: str, drop: Sequence[str] | None)
     :mod:`jaxsr._validation`, and its ValueError becomes the command's error line."""
     if target not in df.columns:
         cols = ", ".join(df.columns[:12]) + (", ..." if df.shape[1] > 12 else "")
-        raise CLIError(f"{path}: no column named {target!r} (columns: {cols}); "
-                       "choose the target with --target" + _header_hint(df))
+        raise CLIError(
+            f"{path}: no column named {target!r} (columns: {cols}); "
+            "choose the target with --target" + _header_hint(df)
+        )
     drop = list(drop or [])
     missing = [c for c in drop if c not in df.columns]
     if missing:
@@ -406,11 +436,15 @@ def _drop_missing(X, y, path: str, active: bool):
     n = int(missing.sum())
     if n:
         cols = [c for c in [*X.columns, y.name] if bool((X[c] if c in X else y).isna().any())]
-        _progress(f"--dropna: left out {n} of {len(y)} rows with a missing value (in "
-                  f"{', '.join(map(repr, cols[:6]))}{', ...' if len(cols) > 6 else ''})")
+        _progress(
+            f"--dropna: left out {n} of {len(y)} rows with a missing value (in "
+            f"{', '.join(map(repr, cols[:6]))}{', ...' if len(cols) > 6 else ''})"
+        )
         if n == len(y):
-            raise CLIError(f"{path}: every row has a missing value in a used column; leave "
-                           "such columns out with --drop")
+            raise CLIError(
+                f"{path}: every row has a missing value in a used column; leave "
+                "such columns out with --drop"
+            )
         X, y = X.loc[~missing], y.loc[~missing]
     return X, y
 
@@ -447,18 +481,23 @@ def _one_hot(X, path: str):
         raise CLIError(f"{path}: text column(s) {', '.join(map(repr, cats[:6]))}" + hint)
     gaps = [c for c in cats if bool(X[c].isna().any())]
     if gaps:
-        raise CLIError(f"{path}: text column(s) {', '.join(map(repr, gaps[:6]))} have missing "
-                       "values; add --dropna to leave out those rows, or --drop the column")
+        raise CLIError(
+            f"{path}: text column(s) {', '.join(map(repr, gaps[:6]))} have missing "
+            "values; add --dropna to leave out those rows, or --drop the column"
+        )
     _many_categories_warning(X)
-    encoded = pd.get_dummies(X, columns=cats, prefix=cats, prefix_sep=ONE_HOT_SEP,
-                             dtype=np.float64)
+    encoded = pd.get_dummies(X, columns=cats, prefix=cats, prefix_sep=ONE_HOT_SEP, dtype=np.float64)
     new = [c for c in encoded.columns if c not in X.columns]
     clash = [c for c in new if list(encoded.columns).count(c) > 1]
     if clash:
-        raise CLIError(f"{path}: the one-hot feature name(s) {', '.join(map(repr, clash[:6]))} "
-                       "are also column names; rename or --drop those columns")
-    _progress(f"one-hot encoded text column(s) {', '.join(map(repr, cats))} into "
-              f"{len(new)} 0/1 features: {', '.join(new[:8])}{', ...' if len(new) > 8 else ''}")
+        raise CLIError(
+            f"{path}: the one-hot feature name(s) {', '.join(map(repr, clash[:6]))} "
+            "are also column names; rename or --drop those columns"
+        )
+    _progress(
+        f"one-hot encoded text column(s) {', '.join(map(repr, cats))} into "
+        f"{len(new)} 0/1 features: {', '.join(new[:8])}{', ...' if len(new) > 8 else ''}"
+    )
     return encoded
 
 
@@ -478,9 +517,11 @@ def _re_encode(df, names: list[str], path: str):
             continue
         col = max(parents, key=len)
         if bool(df[col].isna().any()):
-            raise CLIError(f"{path}: text column {col!r} has missing values; the model's "
-                           f"one-hot features {col}=... need a value in every row")
-        value = name[len(col) + 1:]
+            raise CLIError(
+                f"{path}: text column {col!r} has missing values; the model's "
+                f"one-hot features {col}=... need a value in every row"
+            )
+        value = name[len(col) + 1 :]
         columns[name] = (df[col].astype(str) == value).to_numpy(np.float64)
         made.setdefault(col, set()).add(value)
     if not columns:
@@ -490,10 +531,13 @@ def _re_encode(df, names: list[str], path: str):
     for col, values in made.items():
         unseen = sorted(set(df[col].astype(str)) - values)
         if unseen:
-            print(f"jaxsr: warning: text column {col!r} has value(s) "
-                  f"{', '.join(map(repr, unseen[:6]))} that the model was not fitted on: "
-                  "each of its one-hot features is 0 in those rows", file=sys.stderr,
-                  flush=True)
+            print(
+                f"jaxsr: warning: text column {col!r} has value(s) "
+                f"{', '.join(map(repr, unseen[:6]))} that the model was not fitted on: "
+                "each of its one-hot features is 0 in those rows",
+                file=sys.stderr,
+                flush=True,
+            )
     return pd.concat([df, pd.DataFrame(columns, index=df.index)], axis=1)
 
 
@@ -521,8 +565,9 @@ def _metrics(y_true, y_pred) -> tuple[float, float]:
 
 def _fmt_metrics(label: str, y_true, y_pred) -> str:
     mse, r2 = _metrics(y_true, y_pred)
-    return (f"{label:<6} MSE {mse:.6g}   RMSE {math.sqrt(mse):.6g}   R^2 {r2:.6f}   "
-            f"(n={len(y_true)})")
+    return (
+        f"{label:<6} MSE {mse:.6g}   RMSE {math.sqrt(mse):.6g}   R^2 {r2:.6f}   (n={len(y_true)})"
+    )
 
 
 @contextlib.contextmanager
@@ -542,8 +587,9 @@ def _fit(model, X, y, verbose: bool, what: str):
         with _stdout_to_stderr(True):
             model.fit(X, y)
     except ValueError as err:  # jaxsr._validation's message, plus the command's hints
-        raise CLIError(f"{what}: {err}{_value_hints(X, y.to_frame())}"
-                       f"{_missing_hint(X, y)}") from err
+        raise CLIError(
+            f"{what}: {err}{_value_hints(X, y.to_frame())}{_missing_hint(X, y)}"
+        ) from err
     seconds = time.perf_counter() - t0
     _progress(f"{what} fitted in {seconds:.2f} s")
     return seconds
@@ -571,8 +617,10 @@ def _check_output(output: str | None, *inputs: str) -> None:
         except OSError:  # an input that does not exist: its own error comes later
             same = False
         if same:
-            raise CLIError(f"--output {output} is the input file {path}: writing there "
-                           "would replace it; choose another output file")
+            raise CLIError(
+                f"--output {output} is the input file {path}: writing there "
+                "would replace it; choose another output file"
+            )
     _progress(f"{output} exists and will be replaced")
 
 
@@ -620,14 +668,19 @@ def _front_lines(model, width: int | None = None) -> list[str]:
         cols.append(("validation", "validation_loss", "{:.6g}"))
     rows = []
     for i, rec in enumerate(front.to_dict("records")):
-        cells = [fmt.format(int(rec[key]) if fmt == "{:d}" else float(rec[key]))
-                 for _, key, fmt in cols]
+        cells = [
+            fmt.format(int(rec[key]) if fmt == "{:d}" else float(rec[key])) for _, key, fmt in cols
+        ]
         rows.append(("*" if i == selected else " ", cells, str(rec["equation"])))
-    widths = [max(len(title), *(len(r[1][j]) for r in rows)) for j, (title, _, _) in
-              enumerate(cols)]
+    widths = [
+        max(len(title), *(len(r[1][j]) for r in rows)) for j, (title, _, _) in enumerate(cols)
+    ]
     head = "  ".join(title.rjust(w) for (title, _, _), w in zip(cols, widths, strict=True))
-    lines = [f"Pareto front ({len(rows)} models; * = chosen by "
-             f"model_selection={model.model_selection!r}):", f"  {head}  equation"]
+    lines = [
+        f"Pareto front ({len(rows)} models; * = chosen by "
+        f"model_selection={model.model_selection!r}):",
+        f"  {head}  equation",
+    ]
     for mark, cells, equation in rows:
         body = "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))
         line = f"{mark} {body}  {equation}"
@@ -657,8 +710,11 @@ def _given(args, **names) -> dict:
     """The estimator's keyword arguments that the command line gave: ``names`` maps each
     parameter to its option's attribute; an option left out (``None``) is not passed, so
     the estimator's own default applies."""
-    return {param: getattr(args, attr) for param, attr in names.items()
-            if getattr(args, attr) is not None}
+    return {
+        param: getattr(args, attr)
+        for param, attr in names.items()
+        if getattr(args, attr) is not None
+    }
 
 
 def _cmd_symbolic(args) -> int:
@@ -670,14 +726,28 @@ def _cmd_symbolic(args) -> int:
     train, test = _split(len(y), args.test_size, args.seed)
     SymbolicRegressor = _load_symbolic()
     params = dict(verbose=args.verbose, dtype=args.dtype)
-    params.update(_given(
-        args, max_nodes="max_nodes", strategy="strategy", min_improvement="min_improvement",
-        max_iterations="max_iterations", goal_mse="goal_mse", max_time="max_time",
-        max_height="max_height", model_selection="model_selection",
-        validation_fraction="validation_fraction", beam_width="beam_width",
-        unary_operators="unary_operators", domain="domain", precision="precision",
-        refine_constants="refine_constants", mesh="mesh",
-        backward_elimination="backward_elimination", rational_start="rational_start"))
+    params.update(
+        _given(
+            args,
+            max_nodes="max_nodes",
+            strategy="strategy",
+            min_improvement="min_improvement",
+            max_iterations="max_iterations",
+            goal_mse="goal_mse",
+            max_time="max_time",
+            max_height="max_height",
+            model_selection="model_selection",
+            validation_fraction="validation_fraction",
+            beam_width="beam_width",
+            unary_operators="unary_operators",
+            domain="domain",
+            precision="precision",
+            refine_constants="refine_constants",
+            mesh="mesh",
+            backward_elimination="backward_elimination",
+            rational_start="rational_start",
+        )
+    )
     for name in ("extrapolation_limit", "bic_patience", "search_sample"):  # None: off
         if hasattr(args, name):
             params[name] = getattr(args, name)
@@ -686,9 +756,11 @@ def _cmd_symbolic(args) -> int:
     except ValueError as err:
         raise CLIError(str(err)) from err
     seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "SymbolicRegressor")
-    print(f"SymbolicRegressor(strategy={model.strategy}, max_nodes={model.max_nodes}, "
-          f"beam_width={model.beam_width}) "
-          f"on {args.data}: target {args.target!r}, {X.shape[1]} features")
+    print(
+        f"SymbolicRegressor(strategy={model.strategy}, max_nodes={model.max_nodes}, "
+        f"beam_width={model.beam_width}) "
+        f"on {args.data}: target {args.target!r}, {X.shape[1]} features"
+    )
     print(f"equation: {model}   (constants to {model.precision} significant digits)")
     print(f"exact:    {model.expression_}")
     front = getattr(model, "equations_", None)
@@ -696,16 +768,22 @@ def _cmd_symbolic(args) -> int:
         for line in _front_lines(model, _width(args.wide)):
             print(line)
     elif front is not None and len(front) > 1:
-        print(f"front: {len(front)} models from {int(front['complexity'].min())} to "
-              f"{int(front['complexity'].max())} nodes; row {model.selected_index_} chosen by "
-              f"model_selection={model.model_selection!r} (--show-front lists them; save "
-              "with --output to keep them)")
+        print(
+            f"front: {len(front)} models from {int(front['complexity'].min())} to "
+            f"{int(front['complexity'].max())} nodes; row {model.selected_index_} chosen by "
+            f"model_selection={model.model_selection!r} (--show-front lists them; save "
+            "with --output to keep them)"
+        )
     dropped = list(getattr(model, "dropped_features_", None) or [])
     if dropped:
         print(f"constant columns left out of the variable pool: {', '.join(map(str, dropped))}")
     nodes = _n_nodes(model)
-    print(f"iterations: {model.n_iterations_}" + (f"   nodes: {nodes}" if nodes else "")
-          + f"   fit time: {seconds:.2f} s" + _stop_reason(model))
+    print(
+        f"iterations: {model.n_iterations_}"
+        + (f"   nodes: {nodes}" if nodes else "")
+        + f"   fit time: {seconds:.2f} s"
+        + _stop_reason(model)
+    )
     print(_fmt_metrics("train", y.iloc[train], model.predict(X.iloc[train])))
     if len(test):
         print(_fmt_metrics("test", y.iloc[test], model.predict(X.iloc[test])))
@@ -728,8 +806,11 @@ def _make_binarizer(args, X, Binarizer):
             from jaxsr.trees.regressor import default_binarizer
 
             b = default_binarizer(X).set_params(max_features=args.max_features)
-            what = ("gbdt (the thresholds of 40 boosted stumps)" if b.strategy == "gbdt"
-                    else f"{b.strategy}, {b.n_thresholds} thresholds per feature")
+            what = (
+                "gbdt (the thresholds of 40 boosted stumps)"
+                if b.strategy == "gbdt"
+                else f"{b.strategy}, {b.n_thresholds} thresholds per feature"
+            )
             cats = _non_numeric(X)
             if cats:
                 what += f", one-hot {', '.join(map(repr, cats[:6]))}"
@@ -746,12 +827,18 @@ def _make_binarizer(args, X, Binarizer):
             )
         return None, "none (features already binary)"
     try:
-        binarizer = Binarizer(strategy=mode, max_features=args.max_features,
-                              **_given(args, n_thresholds="n_thresholds"))
+        binarizer = Binarizer(
+            strategy=mode,
+            max_features=args.max_features,
+            **_given(args, n_thresholds="n_thresholds"),
+        )
     except ValueError as err:
         raise CLIError(str(err)) from err
-    detail = (f", {binarizer.n_thresholds} thresholds per feature"
-              if mode in ("quantile", "uniform") else "")
+    detail = (
+        f", {binarizer.n_thresholds} thresholds per feature"
+        if mode in ("quantile", "uniform")
+        else ""
+    )
     cats = _non_numeric(X)
     if cats:
         detail += f", one-hot {', '.join(map(repr, cats[:6]))}"
@@ -764,14 +851,28 @@ def _cv_model(args, params):
     from jaxsr.trees import OptimalTreeRegressorCV
 
     if "regularization" in params:
-        raise CLIError("--cv chooses the regularization by cross-validation; leave out "
-                       "--regularization")
+        raise CLIError(
+            "--cv chooses the regularization by cross-validation; leave out --regularization"
+        )
     if "depth_budget" in params and params["depth_budget"] is None:
-        raise CLIError("--cv needs a depth budget (its paths start near lambda 0); leave "
-                       "out --no-depth-limit")
-    kw = {k: v for k, v in params.items() if k in (
-        "binarizer", "loss", "normalize", "min_samples_leaf", "time_limit",
-        "exact_levels", "dtype", "verbose")}
+        raise CLIError(
+            "--cv needs a depth budget (its paths start near lambda 0); leave out --no-depth-limit"
+        )
+    kw = {
+        k: v
+        for k, v in params.items()
+        if k
+        in (
+            "binarizer",
+            "loss",
+            "normalize",
+            "min_samples_leaf",
+            "time_limit",
+            "exact_levels",
+            "dtype",
+            "verbose",
+        )
+    }
     if "depth_budget" in params:
         kw["depth_budgets"] = (params["depth_budget"],)
     try:
@@ -790,10 +891,21 @@ def _cmd_tree(args) -> int:
     OptimalTreeRegressor, Binarizer = _load_trees()
     binarizer, how = _make_binarizer(args, X.iloc[train], Binarizer)
     params = dict(binarizer=binarizer, verbose=args.verbose, dtype=args.dtype)
-    params.update(_given(
-        args, regularization="regularization", depth_budget="depth_budget", loss="loss",
-        normalize="normalize", min_samples_leaf="min_samples_leaf", time_limit="time_limit",
-        max_steps="max_steps", exact_levels="exact_levels", backend="backend", mesh="mesh"))
+    params.update(
+        _given(
+            args,
+            regularization="regularization",
+            depth_budget="depth_budget",
+            loss="loss",
+            normalize="normalize",
+            min_samples_leaf="min_samples_leaf",
+            time_limit="time_limit",
+            max_steps="max_steps",
+            exact_levels="exact_levels",
+            backend="backend",
+            mesh="mesh",
+        )
+    )
     if args.no_depth_limit:
         params["depth_budget"] = None
     cv = None
@@ -804,20 +916,22 @@ def _cmd_tree(args) -> int:
     except ValueError as err:
         raise CLIError(str(err)) from err
     if cv is None:
-        seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose,
-                       "OptimalTreeRegressor")
+        seconds = _fit(model, X.iloc[train], y.iloc[train], args.verbose, "OptimalTreeRegressor")
     else:
-        seconds = _fit(cv, X.iloc[train], y.iloc[train], args.verbose,
-                       "OptimalTreeRegressorCV")
+        seconds = _fit(cv, X.iloc[train], y.iloc[train], args.verbose, "OptimalTreeRegressorCV")
         model = cv.best_estimator_
         r = cv.cv_results_
-        print(f"{cv.n_splits_}-fold cross-validation over the exact regularization paths: "
-              f"regularization {cv.regularization_:.6g}, depth budget {cv.depth_budget_} "
-              f"(mean held-out loss {r['mean_test_loss'][cv.best_index_]:.6g}, "
-              f"{len(r['mean_test_loss'])} intervals of lambda x depth budget)")
-    print(f"OptimalTreeRegressor(regularization={model.regularization}, "
-          f"depth_budget={model.depth_budget}, loss={model.loss}) on {args.data}: "
-          f"target {args.target!r}, {X.shape[1]} features; binarizer: {how}")
+        print(
+            f"{cv.n_splits_}-fold cross-validation over the exact regularization paths: "
+            f"regularization {cv.regularization_:.6g}, depth budget {cv.depth_budget_} "
+            f"(mean held-out loss {r['mean_test_loss'][cv.best_index_]:.6g}, "
+            f"{len(r['mean_test_loss'])} intervals of lambda x depth budget)"
+        )
+    print(
+        f"OptimalTreeRegressor(regularization={model.regularization}, "
+        f"depth_budget={model.depth_budget}, loss={model.loss}) on {args.data}: "
+        f"target {args.target!r}, {X.shape[1]} features; binarizer: {how}"
+    )
     print(model.export_text().rstrip())
     for line in _certificate_lines(model):
         print(line)
@@ -849,10 +963,14 @@ def _predict_header_hint(df, names: list[str]) -> str:
     if not _header_hint(df):
         return ""
     if all(n == f"x{j + 1}" for j, n in enumerate(names)):
-        return ("; the first row looks like data (every name is a number): if the file has "
-                "no header, add --no-header (the columns are then named x1 .. xn)")
-    return ("; the first row looks like data (every name is a number): the file needs a "
-            "header row with the model's column names")
+        return (
+            "; the first row looks like data (every name is a number): if the file has "
+            "no header, add --no-header (the columns are then named x1 .. xn)"
+        )
+    return (
+        "; the first row looks like data (every name is a number): the file needs a "
+        "header row with the model's column names"
+    )
 
 
 def _cmd_predict(args) -> int:
@@ -886,8 +1004,9 @@ def _cmd_predict(args) -> int:
     except ValueError as err:
         raise CLIError(f"{args.data}: {err}{_value_hints(df)}") from err
     # each number in the shortest form that reads back to the same float (repr)
-    text = "prediction\n" + "".join(("" if math.isnan(v) else repr(v)) + "\n"
-                                     for v in pred.tolist())
+    text = "prediction\n" + "".join(
+        ("" if math.isnan(v) else repr(v)) + "\n" for v in pred.tolist()
+    )
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
@@ -947,13 +1066,17 @@ def _cmd_warmup(args) -> int:
     if args.rows < 1 or args.max_nodes < 1 or any(m < 1 for m in args.features or ()):
         raise CLIError("--rows, --features and --max-nodes must be positive integers")
     folder = jax.config.jax_compilation_cache_dir
-    _progress("compiling the symbolic programs into JAX's compilation cache "
-              f"({folder or 'off: programs compile in each new process'}) ...")
+    _progress(
+        "compiling the symbolic programs into JAX's compilation cache "
+        f"({folder or 'off: programs compile in each new process'}) ..."
+    )
     for m in args.features or list(WARMUP_FEATURES):
         t = time.perf_counter()
         k = _warm_symbolic(args.rows, m, args.max_nodes)
-        _progress(f"symbolic programs for {args.rows} rows x {m} features: {k} compiled "
-                  f"or loaded in {time.perf_counter() - t:.1f} s")
+        _progress(
+            f"symbolic programs for {args.rows} rows x {m} features: {k} compiled "
+            f"or loaded in {time.perf_counter() - t:.1f} s"
+        )
     _progress("optimal trees: the engine was compiled at install, nothing to do")
     _progress(f"warmup done after {time.perf_counter() - t0:.1f} s")
     return EXIT_OK
@@ -981,13 +1104,17 @@ def _cmd_demo(args) -> int:
     X_train, y_train = datasets.make_newton_gravitation(1000, seed=args.seed)
     X_test, y_test = datasets.make_newton_gravitation(1000, seed=args.seed + 1)
     print("\n1. Newton's law of universal gravitation F = G*m1*m2/d^2 (paper, section 3)")
-    print("   1000 samples: masses x1, x2 log-uniform in [1e23, 1e25] kg, distance x3 in "
-          "[1e8, 1e12] m")
+    print(
+        "   1000 samples: masses x1, x2 log-uniform in [1e23, 1e25] kg, distance x3 in "
+        "[1e8, 1e12] m"
+    )
     if SymbolicRegressor is not None:
         goal = float(np.mean(y_train))
         # the paper's greedy search from the mean (section 3, Table 3), not the rational start
-        print(f"\n   1a. SymbolicRegressor(strategy=1, rational_start=False, "
-              f"goal_mse=mean(target)={goal:.4g})")
+        print(
+            f"\n   1a. SymbolicRegressor(strategy=1, rational_start=False, "
+            f"goal_mse=mean(target)={goal:.4g})"
+        )
         sr = SymbolicRegressor(strategy=1, rational_start=False, goal_mse=goal, max_time=120.0)
         _progress("Newton: symbolic regression (compiles the kernels on a first run) ...")
         t0 = time.perf_counter()
@@ -1006,13 +1133,17 @@ def _cmd_demo(args) -> int:
             # an exact law's MSE is rounding, which differs from machine to machine:
             # shown as what it is
             shown = f"{mse:.4e}" if mse > sr._loss_floor_ else "at rounding"
-            print(f"   iteration {rec.get('iteration')}: {rec.get('search')} search -> "
-                  f"{tree.readable_string(precision=4, simplify=False)}   MSE {shown}")
+            print(
+                f"   iteration {rec.get('iteration')}: {rec.get('search')} search -> "
+                f"{tree.readable_string(precision=4, simplify=False)}   MSE {shown}"
+            )
         print(f"   recovered: F = {str(sr).removeprefix('y = ')}")
         exact = sr.expression_tree_.readable_string(precision=15, simplify=False)
         print(f"   constants to 15 digits: {exact}")
-        print(f"   iterations: {sr.n_iterations_} (the paper's Table 3: 4)   fit time: {sec:.2f} s "
-              "(includes JIT compilation)")
+        print(
+            f"   iterations: {sr.n_iterations_} (the paper's Table 3: 4)   fit time: {sec:.2f} s "
+            "(includes JIT compilation)"
+        )
         from .symbolic.regressor import ExtrapolationWarning
 
         with warnings.catch_warnings():  # fresh samples of the same ranges: a few fall a
@@ -1023,8 +1154,10 @@ def _cmd_demo(args) -> int:
         train_mse = _metrics(y_train, sr.predict(X_train))[0]
         shown = f"{train_mse:.4g}" if train_mse > sr._loss_floor_ else "at rounding"
         print(f"   train MSE {shown} (goal {goal:.4g})")
-        print(f"   test (1000 fresh samples): max relative error {rel.max():.3g}, "
-              f"R^2 {_metrics(y_test, pred_test)[1]:.12f}")
+        print(
+            f"   test (1000 fresh samples): max relative error {rel.max():.3g}, "
+            f"R^2 {_metrics(y_test, pred_test)[1]:.12f}"
+        )
 
     try:
         OptimalTreeRegressor, Binarizer = _load_trees()
@@ -1032,21 +1165,28 @@ def _cmd_demo(args) -> int:
         OptimalTreeRegressor = Binarizer = None
         skipped.append(str(err))
     if OptimalTreeRegressor is not None:
-        print("\n   1b. The same data with an optimal tree, for contrast: "
-              "OptimalTreeRegressor(regularization=0.02,")
+        print(
+            "\n   1b. The same data with an optimal tree, for contrast: "
+            "OptimalTreeRegressor(regularization=0.02,"
+        )
         print("       depth_budget=4, binarizer=Binarizer(quantile, 4 thresholds))")
-        tree_n = OptimalTreeRegressor(regularization=0.02, depth_budget=4,
-                                      binarizer=Binarizer(strategy="quantile", n_thresholds=4),
-                                      time_limit=60.0)
+        tree_n = OptimalTreeRegressor(
+            regularization=0.02,
+            depth_budget=4,
+            binarizer=Binarizer(strategy="quantile", n_thresholds=4),
+            time_limit=60.0,
+        )
         _progress("Newton: optimal tree ...")
         t0 = time.perf_counter()
         with _stdout_to_stderr(True):
             tree_n.fit(X_train, y_train)
         sec = time.perf_counter() - t0
         step("Newton: optimal tree fit", sec)
-        print(f"   {int(tree_n.n_leaves_)} leaves, optimal: {'yes' if tree_n.optimal_ else 'no'}, "
-              f"fit time {sec:.2f} s; test R^2 {_metrics(y_test, tree_n.predict(X_test))[1]:.4f}"
-              " (a piecewise constant approximation)")
+        print(
+            f"   {int(tree_n.n_leaves_)} leaves, optimal: {'yes' if tree_n.optimal_ else 'no'}, "
+            f"fit time {sec:.2f} s; test R^2 {_metrics(y_test, tree_n.predict(X_test))[1]:.4f}"
+            " (a piecewise constant approximation)"
+        )
 
     # 2 and 3. Diabetes: real measurements, 75/25 split.
     try:
@@ -1057,15 +1197,21 @@ def _cmd_demo(args) -> int:
     if X is not None:
         train, test = _split(len(y), 0.25, args.seed)
         Xtr, Xte, ytr, yte = X.iloc[train], X.iloc[test], y.iloc[train], y.iloc[test]
-        print("\n2. scikit-learn's diabetes data: 442 patients, 10 measurements "
-              "(age, sex, bmi, bp, s1..s6),")
-        print(f"   target = disease progression after one year; {len(train)} train / "
-              f"{len(test)} test rows")
+        print(
+            "\n2. scikit-learn's diabetes data: 442 patients, 10 measurements "
+            "(age, sex, bmi, bp, s1..s6),"
+        )
+        print(
+            f"   target = disease progression after one year; {len(train)} train / "
+            f"{len(test)} test rows"
+        )
         A = np.column_stack([np.ones(len(train)), Xtr.to_numpy()])
         coef, *_ = np.linalg.lstsq(A, ytr.to_numpy(), rcond=None)
         ols_test = np.column_stack([np.ones(len(test)), Xte.to_numpy()]) @ coef
-        print(f"   reference, ordinary least squares on all 10 features: "
-              f"test R^2 {_metrics(yte, ols_test)[1]:.4f}")
+        print(
+            f"   reference, ordinary least squares on all 10 features: "
+            f"test R^2 {_metrics(yte, ols_test)[1]:.4f}"
+        )
 
         if SymbolicRegressor is not None:
             print("\n   2a. SymbolicRegressor(max_nodes=15, strategy=2)")
@@ -1078,17 +1224,25 @@ def _cmd_demo(args) -> int:
             step("diabetes: symbolic regression fit", sec)
             print(f"   target = {str(sr_d).removeprefix('y = ')}")
             nodes = _n_nodes(sr_d)
-            print(f"   iterations: {sr_d.n_iterations_}" + (f"   nodes: {nodes}" if nodes else "")
-                  + f"   fit time: {sec:.2f} s")
+            print(
+                f"   iterations: {sr_d.n_iterations_}"
+                + (f"   nodes: {nodes}" if nodes else "")
+                + f"   fit time: {sec:.2f} s"
+            )
             print("   " + _fmt_metrics("train", ytr, sr_d.predict(Xtr)))
             print("   " + _fmt_metrics("test", yte, sr_d.predict(Xte)))
 
         if OptimalTreeRegressor is not None:
-            print("\n   2b. OptimalTreeRegressor(regularization=0.02, depth_budget=4, "
-                  "binarizer=Binarizer(quantile, 4 thresholds))")
-            tree = OptimalTreeRegressor(regularization=0.02, depth_budget=4,
-                                        binarizer=Binarizer(strategy="quantile", n_thresholds=4),
-                                        time_limit=60.0)
+            print(
+                "\n   2b. OptimalTreeRegressor(regularization=0.02, depth_budget=4, "
+                "binarizer=Binarizer(quantile, 4 thresholds))"
+            )
+            tree = OptimalTreeRegressor(
+                regularization=0.02,
+                depth_budget=4,
+                binarizer=Binarizer(strategy="quantile", n_thresholds=4),
+                time_limit=60.0,
+            )
             _progress("diabetes: optimal tree ...")
             t0 = time.perf_counter()
             with _stdout_to_stderr(True):
@@ -1162,10 +1316,12 @@ def _strategies(text: str) -> int | tuple[int, ...]:
         values = tuple(int(t) for t in text.split(","))
     except ValueError as err:
         raise argparse.ArgumentTypeError(
-            f"expected 1, 2, 3 or 4, or several separated by commas; got {text!r}") from err
+            f"expected 1, 2, 3 or 4, or several separated by commas; got {text!r}"
+        ) from err
     if any(v not in (1, 2, 3, 4) for v in values) or len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(
-            f"expected distinct strategies from 1, 2, 3, 4; got {text!r}")
+            f"expected distinct strategies from 1, 2, 3, 4; got {text!r}"
+        )
     return values[0] if len(values) == 1 else values
 
 
@@ -1176,11 +1332,10 @@ def _widths(text: str) -> int | tuple[int, ...]:
     except ValueError as err:
         raise argparse.ArgumentTypeError(
             f"expected a positive integer, or several increasing ones separated by commas; "
-            f"got {text!r}") from err
-    if any(v < 1 for v in values) or any(b <= a for a, b in zip(values, values[1:],
-                                                                 strict=False)):
-        raise argparse.ArgumentTypeError(
-            f"expected positive, increasing beam widths; got {text!r}")
+            f"got {text!r}"
+        ) from err
+    if any(v < 1 for v in values) or any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        raise argparse.ArgumentTypeError(f"expected positive, increasing beam widths; got {text!r}")
     return values[0] if len(values) == 1 else values
 
 
@@ -1218,44 +1373,87 @@ def _name_list(text: str) -> tuple[str, ...]:
 
 def _add_csv_options(p: argparse.ArgumentParser) -> None:
     """How the data file is read (pandas' reader): separator, decimal mark, header."""
-    p.add_argument("--sep", default=None, metavar="SEP",
-                   help="column separator: a character, 'tab', 'semicolon', 'space' (runs of "
-                   "blanks) or a regular expression (default: sniffed from the file)")
-    p.add_argument("--decimal", default=".", choices=(".", ","),
-                   help="decimal mark of the numbers (default '.'; ',' for files such as "
-                   "'0,66' with --sep ';')")
-    p.add_argument("--no-header", action="store_true",
-                   help="the first row is data, not names: the columns are named x1 .. xn "
-                   "(e.g. --target x6)")
+    p.add_argument(
+        "--sep",
+        default=None,
+        metavar="SEP",
+        help="column separator: a character, 'tab', 'semicolon', 'space' (runs of "
+        "blanks) or a regular expression (default: sniffed from the file)",
+    )
+    p.add_argument(
+        "--decimal",
+        default=".",
+        choices=(".", ","),
+        help="decimal mark of the numbers (default '.'; ',' for files such as "
+        "'0,66' with --sep ';')",
+    )
+    p.add_argument(
+        "--no-header",
+        action="store_true",
+        help="the first row is data, not names: the columns are named x1 .. xn (e.g. --target x6)",
+    )
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="delimited text file (CSV, TSV, whitespace-separated ...), "
-                   "by default with a header row")
-    p.add_argument("--target", required=True, metavar="COLUMN",
-                   help="name of the target column; every other column is a feature")
-    p.add_argument("--drop", action="append", metavar="COLUMN", default=None,
-                   help="a column to leave out of the features (ids, text, ...); repeatable")
-    p.add_argument("--dropna", action="store_true",
-                   help="leave out the rows with a missing value (an empty field, NaN) in "
-                   "the target or a feature column (not in --drop columns); how many goes "
-                   "to stderr")
-    p.add_argument("--test-size", type=float, default=0.0, metavar="FRACTION",
-                   help="fraction of rows held out for a test score (default 0: fit on all)")
+    p.add_argument(
+        "data",
+        help="delimited text file (CSV, TSV, whitespace-separated ...), "
+        "by default with a header row",
+    )
+    p.add_argument(
+        "--target",
+        required=True,
+        metavar="COLUMN",
+        help="name of the target column; every other column is a feature",
+    )
+    p.add_argument(
+        "--drop",
+        action="append",
+        metavar="COLUMN",
+        default=None,
+        help="a column to leave out of the features (ids, text, ...); repeatable",
+    )
+    p.add_argument(
+        "--dropna",
+        action="store_true",
+        help="leave out the rows with a missing value (an empty field, NaN) in "
+        "the target or a feature column (not in --drop columns); how many goes "
+        "to stderr",
+    )
+    p.add_argument(
+        "--test-size",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
+        help="fraction of rows held out for a test score (default 0: fit on all)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the train/test shuffle")
-    p.add_argument("--output", "-o", metavar="MODEL.json", default=None,
-                   help="save the fitted model as JSON (read it back with `jaxsr predict`)")
-    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
-                   help="floating point precision (default float64)")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="progress lines of the search on stderr")
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="MODEL.json",
+        default=None,
+        help="save the fitted model as JSON (read it back with `jaxsr predict`)",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=("float64", "float32"),
+        default="float64",
+        help="floating point precision (default float64)",
+    )
+    p.add_argument(
+        "--verbose", "-v", action="store_true", help="progress lines of the search on stderr"
+    )
     _add_wide(p)
     _add_csv_options(p)
 
 
 def _add_wide(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--wide", action="store_true",
-                   help="do not wrap the results to the terminal's width (at most 80 columns)")
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="do not wrap the results to the terminal's width (at most 80 columns)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1265,7 +1463,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxsr",
         description="Interpretable regression on accelerators: deterministic symbolic "
-                    "regression and provably optimal sparse regression trees, in JAX.",
+        "regression and provably optimal sparse regression trees, in JAX.",
     )
     parser.add_argument("--version", action="version", version=f"jaxsr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -1276,162 +1474,348 @@ def build_parser() -> argparse.ArgumentParser:
     _add_wide(p)
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("symbolic", help="fit a closed-form expression (+ - * /, optional "
-                       "unary operators) to a CSV",
-                       description="Deterministic symbolic regression (DoME) on a CSV file.")
+    p = sub.add_parser(
+        "symbolic",
+        help="fit a closed-form expression (+ - * /, optional unary operators) to a CSV",
+        description="Deterministic symbolic regression (DoME) on a CSV file.",
+    )
     _add_common(p)
     est = "SymbolicRegressor's"
-    p.add_argument("--max-nodes", type=_positive_int, default=None,
-                   help=f"largest number of nodes of the expression (default: {est})")
-    p.add_argument("--strategy", type=_strategies, default=None, metavar="S[,S...]",
-                   help="search strategy 1-4 of section 2.8 of the paper, or several "
-                   "separated by commas (a portfolio run in that order, e.g. 1,3; "
-                   f"default: {est})")
-    p.add_argument("--beam-width", type=_widths, default=None, metavar="B[,B...]",
-                   help="trees kept per iteration: 1 is the paper's greedy search, more is "
-                   "a beam search over the B best distinct trees; several increasing "
-                   "widths separated by commas are a widening schedule (e.g. 4,16: a "
-                   f"search with 16 runs when the one with 4 is not exact) (default: {est})")
-    p.add_argument("--unary-operators", type=_name_list, default=None, metavar="OP[,OP...]",
-                   help="unary operators offered to the search besides + - * /, separated "
-                   "by commas, from sqrt, exp, log, sin, cos (e.g. sqrt,exp; 'none' for "
-                   f"none; default: {est})")
-    p.add_argument("--model-selection", choices=MODEL_SELECTIONS, default=None,
-                   help="which model of the Pareto front is reported, saved and used to "
-                   "predict: bic (Bayesian information criterion), best (highest score "
-                   "among the models with a loss below 1.5 times the lowest), accuracy "
-                   f"(lowest loss), score (highest score) or cv (lowest 5-fold "
-                   f"cross-validated loss) (default: {est})")
-    p.add_argument("--validation-fraction", type=_open_fraction, default=None,
-                   metavar="FRACTION", help="hold out this fraction of the training rows "
-                   "(a fixed shuffle) and choose the model of the front by its loss on "
-                   f"them (default: {est}: none held out)")
-    p.add_argument("--max-iterations", type=_positive_int, default=None,
-                   help=f"stop after this many accepted changes (default: {est})")
-    p.add_argument("--max-time", type=_positive_float, default=None, metavar="SECONDS",
-                   help="wall-clock budget of the fit, compilation included; the best "
-                   f"model found by then is returned (default: {est})")
-    p.add_argument("--min-improvement", type=_non_negative_float, default=None,
-                   help="stop when the relative MSE reduction falls below this "
-                   f"(default: {est})")
-    p.add_argument("--goal-mse", type=_non_negative_float, default=None,
-                   help=f"stop when the training MSE reaches this value (default: {est})")
-    p.add_argument("--max-height", type=_positive_int, default=None, metavar="LEVELS",
-                   help=f"largest height of the expression tree (default: {est})")
-    p.add_argument("--domain", choices=DOMAINS, default=None,
-                   help="where a model must be free of poles: box (the whole box spanned "
-                   "by the training data, proved by interval arithmetic) or rows (the "
-                   f"training rows only, as in the paper) (default: {est})")
-    p.add_argument("--extrapolation-limit", type=_limit, default=argparse.SUPPRESS,
-                   metavar="WIDTHS", help="the selection passes over models whose "
-                   "predictions just outside the training range leave the target's range "
-                   "by more than this many times its width ('none': off) "
-                   f"(default: {est})")
-    p.add_argument("--bic-patience", type=_patience, default=argparse.SUPPRESS,
-                   metavar="NODES", help="end the search once its tree has grown this many "
-                   "nodes past its tree of lowest BIC ('none': run to the other limits) "
-                   f"(default: {est})")
-    p.add_argument("--search-sample", type=_sample, default=argparse.SUPPRESS,
-                   metavar="ROWS", help="with more training rows than this, the search "
-                   "runs on this many rows (stratified on the target) and every change it "
-                   "keeps is checked on all rows ('auto': 10000; 'none': the exact search "
-                   f"on every row) (default: {est})")
-    p.add_argument("--backward-elimination", action=argparse.BooleanOptionalAction,
-                   default=None, help="after the search, delete nodes while the BIC falls "
-                   f"(default: {est})")
-    p.add_argument("--rational-start", action=argparse.BooleanOptionalAction,
-                   default=None, help="start the first search at the best rational "
-                   f"structure P(x)/Q(x) of a linear-in-parameters fit (default: {est})")
-    p.add_argument("--refine-constants", action="store_true", default=None,
-                   help="refine all constants of the final tree jointly (L-BFGS), kept "
-                   "only if the training MSE drops")
-    p.add_argument("--precision", type=_positive_int, default=None, metavar="DIGITS",
-                   help=f"significant digits of the printed equation (default: {est})")
-    p.add_argument("--all-devices", dest="mesh", action="store_const", const="all",
-                   default=None, help="shard the samples over all local devices")
-    p.add_argument("--show-front", action="store_true",
-                   help="print the Pareto front: one row per model (complexity, training "
-                   "loss, validation loss with --validation-fraction, equation), the chosen "
-                   "one marked with *")
+    p.add_argument(
+        "--max-nodes",
+        type=_positive_int,
+        default=None,
+        help=f"largest number of nodes of the expression (default: {est})",
+    )
+    p.add_argument(
+        "--strategy",
+        type=_strategies,
+        default=None,
+        metavar="S[,S...]",
+        help="search strategy 1-4 of section 2.8 of the paper, or several "
+        "separated by commas (a portfolio run in that order, e.g. 1,3; "
+        f"default: {est})",
+    )
+    p.add_argument(
+        "--beam-width",
+        type=_widths,
+        default=None,
+        metavar="B[,B...]",
+        help="trees kept per iteration: 1 is the paper's greedy search, more is "
+        "a beam search over the B best distinct trees; several increasing "
+        "widths separated by commas are a widening schedule (e.g. 4,16: a "
+        f"search with 16 runs when the one with 4 is not exact) (default: {est})",
+    )
+    p.add_argument(
+        "--unary-operators",
+        type=_name_list,
+        default=None,
+        metavar="OP[,OP...]",
+        help="unary operators offered to the search besides + - * /, separated "
+        "by commas, from sqrt, exp, log, sin, cos (e.g. sqrt,exp; 'none' for "
+        f"none; default: {est})",
+    )
+    p.add_argument(
+        "--model-selection",
+        choices=MODEL_SELECTIONS,
+        default=None,
+        help="which model of the Pareto front is reported, saved and used to "
+        "predict: bic (Bayesian information criterion), best (highest score "
+        "among the models with a loss below 1.5 times the lowest), accuracy "
+        f"(lowest loss), score (highest score) or cv (lowest 5-fold "
+        f"cross-validated loss) (default: {est})",
+    )
+    p.add_argument(
+        "--validation-fraction",
+        type=_open_fraction,
+        default=None,
+        metavar="FRACTION",
+        help="hold out this fraction of the training rows "
+        "(a fixed shuffle) and choose the model of the front by its loss on "
+        f"them (default: {est}: none held out)",
+    )
+    p.add_argument(
+        "--max-iterations",
+        type=_positive_int,
+        default=None,
+        help=f"stop after this many accepted changes (default: {est})",
+    )
+    p.add_argument(
+        "--max-time",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock budget of the fit, compilation included; the best "
+        f"model found by then is returned (default: {est})",
+    )
+    p.add_argument(
+        "--min-improvement",
+        type=_non_negative_float,
+        default=None,
+        help=f"stop when the relative MSE reduction falls below this (default: {est})",
+    )
+    p.add_argument(
+        "--goal-mse",
+        type=_non_negative_float,
+        default=None,
+        help=f"stop when the training MSE reaches this value (default: {est})",
+    )
+    p.add_argument(
+        "--max-height",
+        type=_positive_int,
+        default=None,
+        metavar="LEVELS",
+        help=f"largest height of the expression tree (default: {est})",
+    )
+    p.add_argument(
+        "--domain",
+        choices=DOMAINS,
+        default=None,
+        help="where a model must be free of poles: box (the whole box spanned "
+        "by the training data, proved by interval arithmetic) or rows (the "
+        f"training rows only, as in the paper) (default: {est})",
+    )
+    p.add_argument(
+        "--extrapolation-limit",
+        type=_limit,
+        default=argparse.SUPPRESS,
+        metavar="WIDTHS",
+        help="the selection passes over models whose "
+        "predictions just outside the training range leave the target's range "
+        "by more than this many times its width ('none': off) "
+        f"(default: {est})",
+    )
+    p.add_argument(
+        "--bic-patience",
+        type=_patience,
+        default=argparse.SUPPRESS,
+        metavar="NODES",
+        help="end the search once its tree has grown this many "
+        "nodes past its tree of lowest BIC ('none': run to the other limits) "
+        f"(default: {est})",
+    )
+    p.add_argument(
+        "--search-sample",
+        type=_sample,
+        default=argparse.SUPPRESS,
+        metavar="ROWS",
+        help="with more training rows than this, the search "
+        "runs on this many rows (stratified on the target) and every change it "
+        "keeps is checked on all rows ('auto': 10000; 'none': the exact search "
+        f"on every row) (default: {est})",
+    )
+    p.add_argument(
+        "--backward-elimination",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"after the search, delete nodes while the BIC falls (default: {est})",
+    )
+    p.add_argument(
+        "--rational-start",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="start the first search at the best rational "
+        f"structure P(x)/Q(x) of a linear-in-parameters fit (default: {est})",
+    )
+    p.add_argument(
+        "--refine-constants",
+        action="store_true",
+        default=None,
+        help="refine all constants of the final tree jointly (L-BFGS), kept "
+        "only if the training MSE drops",
+    )
+    p.add_argument(
+        "--precision",
+        type=_positive_int,
+        default=None,
+        metavar="DIGITS",
+        help=f"significant digits of the printed equation (default: {est})",
+    )
+    p.add_argument(
+        "--all-devices",
+        dest="mesh",
+        action="store_const",
+        const="all",
+        default=None,
+        help="shard the samples over all local devices",
+    )
+    p.add_argument(
+        "--show-front",
+        action="store_true",
+        help="print the Pareto front: one row per model (complexity, training "
+        "loss, validation loss with --validation-fraction, equation), the chosen "
+        "one marked with *",
+    )
     p.set_defaults(func=_cmd_symbolic)
 
-    p = sub.add_parser("tree", help="fit a provably optimal sparse regression tree to a CSV",
-                       description="Optimal sparse regression tree (OSRT) on a CSV file.")
+    p = sub.add_parser(
+        "tree",
+        help="fit a provably optimal sparse regression tree to a CSV",
+        description="Optimal sparse regression tree (OSRT) on a CSV file.",
+    )
     _add_common(p)
     est = "OptimalTreeRegressor's"
-    p.add_argument("--regularization", type=_non_negative_float, default=None,
-                   metavar="LAMBDA", help="penalty per leaf, in units of the normalised "
-                   f"loss (default: {est})")
-    p.add_argument("--depth-budget", type=_positive_int, default=None,
-                   help=f"levels of the tree counting the root as 1: 2 allows one split "
-                   f"(default: {est})")
-    p.add_argument("--no-depth-limit", action="store_true",
-                   help="no depth budget (may take long with a small regularization)")
-    p.add_argument("--cv", type=_positive_int, default=None, metavar="K",
-                   help="choose the regularization (and, without --depth-budget, the depth "
-                   "budget) by K-fold cross-validation over the exact regularization path "
-                   "(OptimalTreeRegressorCV), then refit on the training rows")
-    p.add_argument("--loss", choices=("squared_error", "absolute_error"), default=None,
-                   help=f"the loss of the leaves' predictions (default: {est})")
-    p.add_argument("--raw-loss", dest="normalize", action="store_const", const=False,
-                   default=None, help="the loss as mean squared (absolute) error instead "
-                   "of normalised by the one-leaf tree's; --regularization is then in units "
-                   "of the target squared (of the target)")
-    p.add_argument("--min-samples-leaf", type=_positive_int, default=None,
-                   help=f"fewest training rows in a leaf (default: {est})")
-    p.add_argument("--binarize",
-                   choices=("auto", "none", "quantile", "uniform", "midpoints", "gbdt"),
-                   default="auto", help="how real features become binary ones (auto: none "
-                   "when every feature is 0/1, else OptimalTreeRegressor's default, the "
-                   "thresholds of boosted stumps (gbdt), or quantile with --n-thresholds); "
-                   "text columns are one-hot encoded")
-    p.add_argument("--n-thresholds", type=_positive_int, default=None,
-                   help="thresholds per feature for quantile/uniform binarization "
-                   "(default: Binarizer's)")
-    p.add_argument("--max-features", type=_positive_int, default=None,
-                   help="keep at most this many binary features")
-    p.add_argument("--time-limit", type=_non_negative_float, default=None, metavar="SECONDS",
-                   help="stop the search and report the best tree with its gap")
-    p.add_argument("--max-steps", type=_positive_int, default=None,
-                   help="stop the search after this many solver steps and report the best "
-                   "tree with its gap (as --time-limit, but reproducible)")
-    p.add_argument("--exact-levels", type=int, choices=(0, 1, 2, 3), default=None,
-                   help="split levels solved at once by the exact shallow-subtree kernels "
-                   "(default: the largest that fits in memory)")
-    p.add_argument("--backend", choices=("auto", "numpy", "jax"), default=None,
-                   help="search backend: host kernels (numpy) or batched device calls (jax); "
-                   f"auto: numpy (jax only with --all-devices). Same optimum (default: {est})")
-    p.add_argument("--all-devices", dest="mesh", action="store_const", const="all",
-                   default=None, help="split the batched device calls over all local "
-                   "devices (implies the jax backend)")
+    p.add_argument(
+        "--regularization",
+        type=_non_negative_float,
+        default=None,
+        metavar="LAMBDA",
+        help=f"penalty per leaf, in units of the normalised loss (default: {est})",
+    )
+    p.add_argument(
+        "--depth-budget",
+        type=_positive_int,
+        default=None,
+        help=f"levels of the tree counting the root as 1: 2 allows one split (default: {est})",
+    )
+    p.add_argument(
+        "--no-depth-limit",
+        action="store_true",
+        help="no depth budget (may take long with a small regularization)",
+    )
+    p.add_argument(
+        "--cv",
+        type=_positive_int,
+        default=None,
+        metavar="K",
+        help="choose the regularization (and, without --depth-budget, the depth "
+        "budget) by K-fold cross-validation over the exact regularization path "
+        "(OptimalTreeRegressorCV), then refit on the training rows",
+    )
+    p.add_argument(
+        "--loss",
+        choices=("squared_error", "absolute_error"),
+        default=None,
+        help=f"the loss of the leaves' predictions (default: {est})",
+    )
+    p.add_argument(
+        "--raw-loss",
+        dest="normalize",
+        action="store_const",
+        const=False,
+        default=None,
+        help="the loss as mean squared (absolute) error instead "
+        "of normalised by the one-leaf tree's; --regularization is then in units "
+        "of the target squared (of the target)",
+    )
+    p.add_argument(
+        "--min-samples-leaf",
+        type=_positive_int,
+        default=None,
+        help=f"fewest training rows in a leaf (default: {est})",
+    )
+    p.add_argument(
+        "--binarize",
+        choices=("auto", "none", "quantile", "uniform", "midpoints", "gbdt"),
+        default="auto",
+        help="how real features become binary ones (auto: none "
+        "when every feature is 0/1, else OptimalTreeRegressor's default, the "
+        "thresholds of boosted stumps (gbdt), or quantile with --n-thresholds); "
+        "text columns are one-hot encoded",
+    )
+    p.add_argument(
+        "--n-thresholds",
+        type=_positive_int,
+        default=None,
+        help="thresholds per feature for quantile/uniform binarization (default: Binarizer's)",
+    )
+    p.add_argument(
+        "--max-features",
+        type=_positive_int,
+        default=None,
+        help="keep at most this many binary features",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=_non_negative_float,
+        default=None,
+        metavar="SECONDS",
+        help="stop the search and report the best tree with its gap",
+    )
+    p.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=None,
+        help="stop the search after this many solver steps and report the best "
+        "tree with its gap (as --time-limit, but reproducible)",
+    )
+    p.add_argument(
+        "--exact-levels",
+        type=int,
+        choices=(0, 1, 2, 3),
+        default=None,
+        help="split levels solved at once by the exact shallow-subtree kernels "
+        "(default: the largest that fits in memory)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "numpy", "jax"),
+        default=None,
+        help="search backend: host kernels (numpy) or batched device calls (jax); "
+        f"auto: numpy (jax only with --all-devices). Same optimum (default: {est})",
+    )
+    p.add_argument(
+        "--all-devices",
+        dest="mesh",
+        action="store_const",
+        const="all",
+        default=None,
+        help="split the batched device calls over all local devices (implies the jax backend)",
+    )
     p.set_defaults(func=_cmd_tree)
 
-    p = sub.add_parser("predict", help="predictions of a saved model on a CSV",
-                       description="Predict with a model saved by --output.")
+    p = sub.add_parser(
+        "predict",
+        help="predictions of a saved model on a CSV",
+        description="Predict with a model saved by --output.",
+    )
     p.add_argument("model", help="model file written by `jaxsr symbolic/tree --output`")
     p.add_argument("data", help="CSV file with the model's feature columns (others ignored)")
-    p.add_argument("--output", "-o", default=None, metavar="PREDICTIONS.csv",
-                   help="write the predictions here (default: stdout)")
+    p.add_argument(
+        "--output",
+        "-o",
+        default=None,
+        metavar="PREDICTIONS.csv",
+        help="write the predictions here (default: stdout)",
+    )
     _add_csv_options(p)
     p.set_defaults(func=_cmd_predict)
 
-    p = sub.add_parser("warmup", help="compile the symbolic programs into JAX's "
-                                      "persistent compilation cache",
-                       description="Compile (or load) now the programs of a symbolic fit "
-                                   "(JAX's persistent compilation cache: every dataset of "
-                                   "the same row, feature and node buckets reuses them), e.g. "
-                                   "when building a container image or a CI cache. The "
-                                   "optimal-tree engine needs nothing here: it is compiled "
-                                   "when the package is installed.")
-    p.add_argument("--rows", type=int, default=256, metavar="N",
-                   help="rows of the symbolic data (default 256: the bucket of every "
-                        "dataset of up to 256 rows)")
-    p.add_argument("--features", type=int, nargs="+", default=None, metavar="M",
-                   help="feature counts of the symbolic data (default: "
-                        f"{' '.join(map(str, WARMUP_FEATURES))}, the buckets of 1-16 "
-                        "features)")
-    p.add_argument("--max-nodes", type=int, default=50, metavar="K",
-                   help="max_nodes of the symbolic fits (default 50, the estimator's)")
+    p = sub.add_parser(
+        "warmup",
+        help="compile the symbolic programs into JAX's persistent compilation cache",
+        description="Compile (or load) now the programs of a symbolic fit "
+        "(JAX's persistent compilation cache: every dataset of "
+        "the same row, feature and node buckets reuses them), e.g. "
+        "when building a container image or a CI cache. The "
+        "optimal-tree engine needs nothing here: it is compiled "
+        "when the package is installed.",
+    )
+    p.add_argument(
+        "--rows",
+        type=int,
+        default=256,
+        metavar="N",
+        help="rows of the symbolic data (default 256: the bucket of every "
+        "dataset of up to 256 rows)",
+    )
+    p.add_argument(
+        "--features",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="M",
+        help="feature counts of the symbolic data (default: "
+        f"{' '.join(map(str, WARMUP_FEATURES))}, the buckets of 1-16 "
+        "features)",
+    )
+    p.add_argument(
+        "--max-nodes",
+        type=int,
+        default=50,
+        metavar="K",
+        help="max_nodes of the symbolic fits (default 50, the estimator's)",
+    )
     p.set_defaults(func=_cmd_warmup)
     return parser
 
@@ -1443,7 +1827,8 @@ def _plain_warnings():
     Python's ``file.py:NNN: Category: ...`` with a source line."""
     original = warnings.formatwarning
     warnings.formatwarning = lambda message, category, *args, **kwargs: (
-        f"jaxsr: warning: {message}\n")
+        f"jaxsr: warning: {message}\n"
+    )
     try:
         yield
     finally:
@@ -1497,7 +1882,8 @@ def _install_interrupt_watchdog() -> None:
     import threading
 
     if threading.current_thread() is not threading.main_thread() or not hasattr(
-            signal, "set_wakeup_fd"):
+        signal, "set_wakeup_fd"
+    ):
         return
     r, w = os.pipe()
     os.set_blocking(w, False)

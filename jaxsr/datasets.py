@@ -49,8 +49,9 @@ _ENV_VAR = "JAXSR_SHARED_DATA"
 # --------------------------------------------------------------------------------------
 
 
-def make_newton_gravitation(n_samples: int = 1000, seed: int = 0, *, as_frame: bool = False,
-                            physical_names: bool = False):
+def make_newton_gravitation(
+    n_samples: int = 1000, seed: int = 0, *, as_frame: bool = False, physical_names: bool = False
+):
     """Samples of Newton's law of universal gravitation, ``F = G * m1 * m2 / d**2``.
 
     As in section 3 (eq. 36) of the deterministic symbolic regression paper: two masses
@@ -80,8 +81,9 @@ def make_newton_gravitation(n_samples: int = 1000, seed: int = 0, *, as_frame: b
     """
     n = _check_n_samples(n_samples)
     if physical_names and not as_frame:
-        raise ValueError("physical_names=True names the columns of a DataFrame; "
-                         "pass as_frame=True as well")
+        raise ValueError(
+            "physical_names=True names the columns of a DataFrame; pass as_frame=True as well"
+        )
     rng = np.random.default_rng(seed)
     exponents = rng.uniform(size=(n, 3))
     low = np.array([23.0, 23.0, 8.0])
@@ -153,12 +155,21 @@ _PI = math.pi
 _BUILTIN_SPECS: dict[str, tuple[str, tuple, str, Callable[..., np.ndarray]]] = {
     "I.9.18": (
         "G*m1*m2/((x2-x1)**2+(y2-y1)**2+(z2-z1)**2)",
-        (("m1", 1.0, 2.0), ("m2", 1.0, 2.0), ("G", 1.0, 2.0), ("x1", 3.0, 4.0),
-         ("x2", 1.0, 2.0), ("y1", 3.0, 4.0), ("y2", 1.0, 2.0), ("z1", 3.0, 4.0),
-         ("z2", 1.0, 2.0)),
+        (
+            ("m1", 1.0, 2.0),
+            ("m2", 1.0, 2.0),
+            ("G", 1.0, 2.0),
+            ("x1", 3.0, 4.0),
+            ("x2", 1.0, 2.0),
+            ("y1", 3.0, 4.0),
+            ("y2", 1.0, 2.0),
+            ("z1", 3.0, 4.0),
+            ("z2", 1.0, 2.0),
+        ),
         "G*m1*m2/((x2-x1)*(x2-x1)+(y2-y1)*(y2-y1)+(z2-z1)*(z2-z1))",
-        lambda m1, m2, G, x1, x2, y1, y2, z1, z2: G * m1 * m2 / (
-            (x2 - x1) * (x2 - x1) + (y2 - y1) * (y2 - y1) + (z2 - z1) * (z2 - z1)),
+        lambda m1, m2, G, x1, x2, y1, y2, z1, z2: (
+            G * m1 * m2 / ((x2 - x1) * (x2 - x1) + (y2 - y1) * (y2 - y1) + (z2 - z1) * (z2 - z1))
+        ),
     ),
     "I.12.1": ("mu*Nn", _u(1, 5, "mu", "Nn"), "mu*Nn", lambda mu, Nn: mu * Nn),
     "I.12.4": (
@@ -190,10 +201,15 @@ _BUILTIN_SPECS: dict[str, tuple[str, tuple, str, Callable[..., np.ndarray]]] = {
     ),
     "I.29.4": ("omega/c", _u(1, 10, "omega", "c"), "omega/c", lambda omega, c: omega / c),
     "I.34.8": (
-        "q*v*B/p", _u(1, 5, "q", "v", "B", "p"), "q*v*B/p", lambda q, v, B, p: q * v * B / p,
+        "q*v*B/p",
+        _u(1, 5, "q", "v", "B", "p"),
+        "q*v*B/p",
+        lambda q, v, B, p: q * v * B / p,
     ),
     "I.39.22": (
-        "n*kb*T/V", _u(1, 5, "n", "T", "V", "kb"), "n*kb*T/V",
+        "n*kb*T/V",
+        _u(1, 5, "n", "T", "V", "kb"),
+        "n*kb*T/V",
         lambda n, T, V, kb: n * kb * T / V,
     ),
     "I.43.16": (
@@ -215,10 +231,15 @@ _BUILTIN_SPECS: dict[str, tuple[str, tuple, str, Callable[..., np.ndarray]]] = {
         lambda Pwr, r: Pwr / (4 * _PI * r * r),
     ),
     "II.38.3": (
-        "Y*A*x/d", _u(1, 5, "Y", "A", "d", "x"), "Y*A*x/d", lambda Y, A, d, x: Y * A * x / d,
+        "Y*A*x/d",
+        _u(1, 5, "Y", "A", "d", "x"),
+        "Y*A*x/d",
+        lambda Y, A, d, x: Y * A * x / d,
     ),
     "II.38.14": (
-        "Y/(2*(1+sigma))", _u(1, 5, "Y", "sigma"), "Y/(2*(1+sigma))",
+        "Y/(2*(1+sigma))",
+        _u(1, 5, "Y", "sigma"),
+        "Y/(2*(1+sigma))",
         lambda Y, sigma: Y / (2 * (1 + sigma)),
     ),
 }
@@ -229,8 +250,7 @@ _BUILTIN: dict[str, FeynmanEquation] = {
 }
 
 
-def feynman_equation_names(*, include_csv: bool = False, rational_only: bool = True
-                           ) -> list[str]:
+def feynman_equation_names(*, include_csv: bool = False, rational_only: bool = True) -> list[str]:
     """Names of the available Feynman equations.
 
     Args:
@@ -252,8 +272,9 @@ def feynman_equation_names(*, include_csv: bool = False, rational_only: bool = T
     return names
 
 
-def get_feynman_equation(name: str, *, source: str = "auto", rational_only: bool = True
-                         ) -> FeynmanEquation:
+def get_feynman_equation(
+    name: str, *, source: str = "auto", rational_only: bool = True
+) -> FeynmanEquation:
     """Look up one Feynman equation.
 
     Args:
@@ -315,8 +336,15 @@ def get_feynman_equation(name: str, *, source: str = "auto", rational_only: bool
     return FeynmanEquation(name, row["formula"], variables, expression, function, rational)
 
 
-def feynman_equation(name: str, n_samples: int = 1000, seed: int = 0, *,
-                     as_frame: bool = False, source: str = "auto", rational_only: bool = True):
+def feynman_equation(
+    name: str,
+    n_samples: int = 1000,
+    seed: int = 0,
+    *,
+    as_frame: bool = False,
+    source: str = "auto",
+    rational_only: bool = True,
+):
     """Samples of one equation of the AI Feynman benchmark (by default a rational one).
 
     Each variable is drawn uniformly in the benchmark's ``[low, high]`` range (as in
@@ -343,16 +371,27 @@ def feynman_equation(name: str, n_samples: int = 1000, seed: int = 0, *,
       ValueError: see :func:`get_feynman_equation`; ``n_samples < 1``.
     """
     return get_feynman_equation(name, source=source, rational_only=rational_only).sample(
-        n_samples, seed, as_frame=as_frame)
+        n_samples, seed, as_frame=as_frame
+    )
 
 
 _ALLOWED_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
 # the functions of FeynmanEquations.csv (and their usual spellings), as numpy ufuncs
-_FUNCTIONS = {"sqrt": np.sqrt, "exp": np.exp, "ln": np.log, "log": np.log, "sin": np.sin,
-              "cos": np.cos, "tan": np.tan, "arcsin": np.arcsin, "arccos": np.arccos,
-              "arctan": np.arctan, "tanh": np.tanh}
+_FUNCTIONS = {
+    "sqrt": np.sqrt,
+    "exp": np.exp,
+    "ln": np.log,
+    "log": np.log,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "arcsin": np.arcsin,
+    "arccos": np.arccos,
+    "arctan": np.arctan,
+    "tanh": np.tanh,
+}
 
 
 def _formula_ast(formula: str, *, functions: bool = False) -> ast.expr | None:
@@ -366,9 +405,13 @@ def _formula_ast(formula: str, *, functions: bool = False) -> ast.expr | None:
     callees = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            if not (functions and isinstance(node.func, ast.Name)
-                    and node.func.id in _FUNCTIONS and len(node.args) == 1
-                    and not node.keywords):
+            if not (
+                functions
+                and isinstance(node.func, ast.Name)
+                and node.func.id in _FUNCTIONS
+                and len(node.args) == 1
+                and not node.keywords
+            ):
                 return None
             callees.add(id(node.func))
         elif isinstance(node, ast.BinOp):
@@ -376,8 +419,9 @@ def _formula_ast(formula: str, *, functions: bool = False) -> ast.expr | None:
                 return None
             if isinstance(node.op, ast.Pow) and not functions:
                 exp = node.right
-                if not (isinstance(exp, ast.Constant) and isinstance(exp.value, int)
-                        and exp.value >= 1):
+                if not (
+                    isinstance(exp, ast.Constant) and isinstance(exp.value, int) and exp.value >= 1
+                ):
                     return None
         elif isinstance(node, ast.UnaryOp):
             if not isinstance(node.op, ast.USub | ast.UAdd):
@@ -438,8 +482,7 @@ def _read_feynman_csv(path: Path) -> dict[str, dict]:
                 (row[f"v{k}_name"].strip(), float(row[f"v{k}_low"]), float(row[f"v{k}_high"]))
                 for k in range(1, n + 1)
             ]
-            rows[name] = {"name": name, "formula": row["Formula"].strip(),
-                          "variables": variables}
+            rows[name] = {"name": name, "formula": row["Formula"].strip(), "variables": variables}
     return rows
 
 
@@ -524,8 +567,9 @@ def shared_data_dir(*, required: bool = True) -> Path | None:
     return None
 
 
-def load_shared_csv(relative_path: str | os.PathLike, *, target: str | None = None,
-                    **read_csv_kwargs):
+def load_shared_csv(
+    relative_path: str | os.PathLike, *, target: str | None = None, **read_csv_kwargs
+):
     """Read one CSV of the shared data folder in place.
 
     Args:
@@ -554,8 +598,10 @@ def load_shared_csv(relative_path: str | os.PathLike, *, target: str | None = No
     if target is None:
         target = df.columns[-1]
     elif target not in df.columns:
-        raise ValueError(f"target column {target!r} is not in {path} "
-                         f"(columns: {', '.join(map(str, df.columns))})")
+        raise ValueError(
+            f"target column {target!r} is not in {path} "
+            f"(columns: {', '.join(map(str, df.columns))})"
+        )
     return df.drop(columns=[target]), df[target]
 
 

@@ -23,8 +23,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_JSON_DEPTH", "load_model", "model_from_dict",
-           "model_to_dict", "save_model"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "MAX_JSON_DEPTH",
+    "load_model",
+    "model_from_dict",
+    "model_to_dict",
+    "save_model",
+]
 
 FORMAT = "jaxsr-model"
 FORMAT_VERSION = 1
@@ -63,9 +70,7 @@ def _kind_of(model) -> str:
         for klass in type(model).__mro__:
             if klass.__name__ == cls_name and klass.__module__.startswith(module_name):
                 return kind
-    raise TypeError(
-        f"cannot save a {type(model).__name__}; expected one of {', '.join(_KINDS)}"
-    )
+    raise TypeError(f"cannot save a {type(model).__name__}; expected one of {', '.join(_KINDS)}")
 
 
 def _jsonable(obj: Any) -> Any:
@@ -126,7 +131,7 @@ def model_from_dict(doc: dict):
       ImportError: the method of this kind is not part of this installation.
     """
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError("not a jaxsr model file (missing \"format\": \"jaxsr-model\")")
+        raise ValueError('not a jaxsr model file (missing "format": "jaxsr-model")')
     version = doc.get("format_version")
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"invalid format_version {version!r} in the model file")
@@ -136,7 +141,7 @@ def model_from_dict(doc: dict):
             f"{FORMAT_VERSION}. Upgrade jaxsr."
         )
     if "model" not in doc or not isinstance(doc["model"], dict):
-        raise ValueError("the model file has no \"model\" object")
+        raise ValueError('the model file has no "model" object')
     cls = _class_for(doc.get("kind"))
     return cls.from_dict(doc["model"])
 
@@ -164,8 +169,9 @@ def save_model(model, path: str | os.PathLike) -> Path:
     # a temporary file of its own in the target's folder (same file system: the rename
     # is atomic), so that concurrent saves to one path never collide and a reader always
     # sees a whole model, the old one or a new one
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                               dir=path.parent if str(path.parent) else ".")
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else "."
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text + "\n")
@@ -223,19 +229,25 @@ def load_model(path: str | os.PathLike):
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        raise ValueError(f"{os.fspath(path)} is not UTF-8 text ({err.reason} at byte "
-                         f"{err.start}); a model file is JSON written by save_model") from err
+        raise ValueError(
+            f"{os.fspath(path)} is not UTF-8 text ({err.reason} at byte "
+            f"{err.start}); a model file is JSON written by save_model"
+        ) from err
     depth = _json_depth(text)
     if depth > MAX_JSON_DEPTH:
-        raise ValueError(f"{os.fspath(path)} nests JSON arrays and objects {depth} levels "
-                         f"deep; a model file nests at most MAX_JSON_DEPTH = "
-                         f"{MAX_JSON_DEPTH} levels (is it a file written by save_model?)")
+        raise ValueError(
+            f"{os.fspath(path)} nests JSON arrays and objects {depth} levels "
+            f"deep; a model file nests at most MAX_JSON_DEPTH = "
+            f"{MAX_JSON_DEPTH} levels (is it a file written by save_model?)"
+        )
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise ValueError(f"{os.fspath(path)} is not valid JSON: {err}") from err
     except RecursionError as err:  # unbalanced brackets can hide depth from _json_depth
-        raise ValueError(f"{os.fspath(path)} nests JSON arrays and objects deeper than "
-                         f"MAX_JSON_DEPTH = {MAX_JSON_DEPTH} levels; a model file nests "
-                         "about six") from err
+        raise ValueError(
+            f"{os.fspath(path)} nests JSON arrays and objects deeper than "
+            f"MAX_JSON_DEPTH = {MAX_JSON_DEPTH} levels; a model file nests "
+            "about six"
+        ) from err
     return model_from_dict(doc)

@@ -33,9 +33,12 @@ def main(port: int, n_processes: int, process_id: int, out: str) -> None:
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=f"127.0.0.1:{port}",
-                               num_processes=n_processes, process_id=process_id,
-                               initialization_timeout=120)
+    jax.distributed.initialize(
+        coordinator_address=f"127.0.0.1:{port}",
+        num_processes=n_processes,
+        process_id=process_id,
+        initialization_timeout=120,
+    )
     from jax.sharding import Mesh
 
     from jaxsr import SymbolicRegressor
@@ -52,14 +55,22 @@ def main(port: int, n_processes: int, process_id: int, out: str) -> None:
     except ValueError as err:
         refused = str(err)
     with open(out, "w") as f:
-        json.dump({"process": jax.process_index(), "processes": jax.process_count(),
-                   "devices": len(jax.devices()), "local_devices": len(jax.local_devices()),
-                   "XT_fully_addressable": XT.is_fully_addressable,
-                   "XT_local_shards": [list(s.data.shape) for s in XT.addressable_shards],
-                   "expression": sr.expression_, "mse": float(sr.mse_),
-                   "stop_reason": sr.stop_reason_,
-                   "history": [h["search"] for h in sr.history_],
-                   "max_time_refused": refused}, f)
+        json.dump(
+            {
+                "process": jax.process_index(),
+                "processes": jax.process_count(),
+                "devices": len(jax.devices()),
+                "local_devices": len(jax.local_devices()),
+                "XT_fully_addressable": XT.is_fully_addressable,
+                "XT_local_shards": [list(s.data.shape) for s in XT.addressable_shards],
+                "expression": sr.expression_,
+                "mse": float(sr.mse_),
+                "stop_reason": sr.stop_reason_,
+                "history": [h["search"] for h in sr.history_],
+                "max_time_refused": refused,
+            },
+            f,
+        )
     jax.distributed.shutdown()
 
 

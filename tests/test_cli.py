@@ -35,8 +35,7 @@ def rational_csv(tmp_path):
     """y = 2.4*x1 - x2/x1 - 10 (exact-recovery example) with unusual column names."""
     x1 = np.arange(1.0, 101.0)
     x2 = np.arange(200.0, 0.0, -2.0)
-    df = pd.DataFrame({"dose (mg)": x1, "weight.kg": x2,
-                       "response": 2.4 * x1 - x2 / x1 - 10})
+    df = pd.DataFrame({"dose (mg)": x1, "weight.kg": x2, "response": 2.4 * x1 - x2 / x1 - 10})
     path = tmp_path / "data.csv"
     df.to_csv(path, index=False, float_format="%.17g")
     return path, df
@@ -47,10 +46,25 @@ def test_library_warnings_print_as_one_line(tmp_path):
     ExtrapolationWarning prints as ``jaxsr: warning: ...``, not as a Python source line."""
     x = np.linspace(1.0, 10.0, 60)
     pd.DataFrame({"x": x, "y": 3.0 * x + 1.0}).to_csv(tmp_path / "line.csv", index=False)
-    proc = subprocess.run([sys.executable, "-m", "jaxsr", "symbolic", str(tmp_path / "line.csv"),
-                           "--target", "y", "--test-size", "0.5", "--max-nodes", "5"],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "JAXSR_CACHE_DIR": str(tmp_path / "cache")})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jaxsr",
+            "symbolic",
+            str(tmp_path / "line.csv"),
+            "--target",
+            "y",
+            "--test-size",
+            "0.5",
+            "--max-nodes",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAXSR_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert proc.returncode == 0, proc.stderr
     # the default seed's shuffle puts x = 1 .. 1.76 in the test half, below the training range
     warned = [ln for ln in proc.stderr.splitlines() if "outside the training range" in ln]
@@ -78,8 +92,9 @@ def test_missing_target(capsys, rational_csv):
 
 def test_non_numeric_column(capsys, tmp_path):
     path = tmp_path / "d.csv"
-    pd.DataFrame({"name": ["a", "b", "c"], "x": [1.0, 2.0, 3.0],
-                  "y": [1.0, 2.0, 4.0]}).to_csv(path, index=False)
+    pd.DataFrame({"name": ["a", "b", "c"], "x": [1.0, 2.0, 3.0], "y": [1.0, 2.0, 4.0]}).to_csv(
+        path, index=False
+    )
     rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--binarize", "none")
     assert rc == 2 and "non-numeric" in _error_line(err)
     # a text target is an error too
@@ -117,11 +132,19 @@ def test_drop_and_test_size_errors(capsys, rational_csv):
     path, _ = rational_csv
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response", "--drop", "zz")
     assert rc == 2 and "unknown column(s) 'zz'" in _error_line(err)
-    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response",
-                      "--drop", "dose (mg)", "--drop", "weight.kg")
+    rc, _, err = _run(
+        capsys,
+        "symbolic",
+        str(path),
+        "--target",
+        "response",
+        "--drop",
+        "dose (mg)",
+        "--drop",
+        "weight.kg",
+    )
     assert rc == 2 and "no feature columns" in _error_line(err)
-    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response",
-                      "--test-size", "1.5")
+    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "response", "--test-size", "1.5")
     assert rc == 2 and "--test-size" in _error_line(err)
 
 
@@ -152,9 +175,13 @@ def test_predict_bad_model_files(capsys, tmp_path, rational_csv):
 
 
 def test_python_dash_m(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "jaxsr", "symbolic", str(tmp_path / "x.csv"),
-                           "--target", "y"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "JAXSR_CACHE_DIR": str(tmp_path / "cache")})
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxsr", "symbolic", str(tmp_path / "x.csv"), "--target", "y"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "JAXSR_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("jaxsr: error:")
     assert proc.stdout == ""
@@ -168,8 +195,19 @@ def test_python_dash_m(tmp_path):
 def test_symbolic_fit_save_predict(capsys, tmp_path, rational_csv):
     path, df = rational_csv
     model_path = tmp_path / "model.json"
-    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "response",
-                        "--max-nodes", "13", "--strategy", "1", "--output", str(model_path))
+    rc, out, err = _run(
+        capsys,
+        "symbolic",
+        str(path),
+        "--target",
+        "response",
+        "--max-nodes",
+        "13",
+        "--strategy",
+        "1",
+        "--output",
+        str(model_path),
+    )
     assert rc == 0, err
     # names of the columns in the expression (x2 = 200 - 2*x1: the law needs one of them)
     assert "dose (mg)" in out or "weight.kg" in out
@@ -208,9 +246,23 @@ def test_symbolic_test_size(capsys, tmp_path):
     x2 = np.arange(250.0, 0.0, -2.0)
     path = tmp_path / "d.csv"
     pd.DataFrame({"a": x1, "b": x2, "t": 2.4 * x1 - x2 / x1 - 10}).to_csv(path, index=False)
-    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "t",
-                        "--max-nodes", "13", "--strategy", "1", "--beam-width", "4",
-                        "--test-size", "0.2", "--seed", "1")
+    rc, out, err = _run(
+        capsys,
+        "symbolic",
+        str(path),
+        "--target",
+        "t",
+        "--max-nodes",
+        "13",
+        "--strategy",
+        "1",
+        "--beam-width",
+        "4",
+        "--test-size",
+        "0.2",
+        "--seed",
+        "1",
+    )
     assert rc == 0, err
     train = next(ln for ln in out.splitlines() if ln.startswith("train"))
     test = next(ln for ln in out.splitlines() if ln.startswith("test"))
@@ -230,9 +282,21 @@ def test_tree_fit_certificate_and_predict(capsys, tmp_path):
     path = tmp_path / "shop.csv"
     df.to_csv(path, index=False)
     model_path = tmp_path / "tree.json"
-    rc, out, err = _run(capsys, "tree", str(path), "--target", "sales", "--regularization",
-                        "0.01", "--depth-budget", "3", "--binarize", "midpoints",
-                        "--output", str(model_path))
+    rc, out, err = _run(
+        capsys,
+        "tree",
+        str(path),
+        "--target",
+        "sales",
+        "--regularization",
+        "0.01",
+        "--depth-budget",
+        "3",
+        "--binarize",
+        "midpoints",
+        "--output",
+        str(model_path),
+    )
     assert rc == 0, err
     assert "optimal: yes" in out
     assert "3 leaves" in out
@@ -256,8 +320,9 @@ def test_tree_on_binary_csv_auto_binarize(capsys, tmp_path):
     train = next(ln for ln in out.splitlines() if ln.startswith("train"))
     assert float(train.split()[2]) < 1e-20
     # the batched device backend certifies the same optimum
-    rc, out_jax, err = _run(capsys, "tree", str(path), "--target", "y", "--regularization",
-                            "0.001", "--backend", "jax")
+    rc, out_jax, err = _run(
+        capsys, "tree", str(path), "--target", "y", "--regularization", "0.001", "--backend", "jax"
+    )
     assert rc == 0, err
 
     def certificate(text):
@@ -319,8 +384,7 @@ def test_read_csv_separators_decimal_header_and_bom(tmp_path):
     for name, kw in (("blank.data", {}), ("tabs.dat", {"sep": "tab"}), ("tabs.dat", {})):
         got = _read_csv(str(tmp_path / name), header=False, **kw)
         assert list(got.columns) == ["x1", "x2", "x3"], name
-        np.testing.assert_array_equal(got.to_numpy(), [[1.5, 10, 7], [-2.25, 20, 8],
-                                                        [3, 30.5, 9]])
+        np.testing.assert_array_equal(got.to_numpy(), [[1.5, 10, 7], [-2.25, 20, 8], [3, 30.5, 9]])
 
 
 def test_csv_options_on_the_command_and_their_hints(capsys, tmp_path):
@@ -335,13 +399,13 @@ def test_csv_options_on_the_command_and_their_hints(capsys, tmp_path):
     rc, out, err = _run(capsys, "tree", str(path), "--target", "y")
     assert rc == 2
     assert "decimal comma: add --decimal ," in _error_line(err)
-    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--decimal", ",",
-                        "--sep", ";", *_small_tree())
+    rc, out, err = _run(
+        capsys, "tree", str(path), "--target", "y", "--decimal", ",", "--sep", ";", *_small_tree()
+    )
     assert rc == 0, err
     assert "optimal: yes" in out and _last_train_n(out) == 60
     # the separator and the decimal mark cannot be one character
-    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--decimal", ",",
-                        "--sep", ",")
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--decimal", ",", "--sep", ",")
     assert rc == 2 and "both ','" in _error_line(err)
     # no header: the error for a missing target says so; --no-header names them x1..xn
     raw = tmp_path / "raw.data"
@@ -349,8 +413,19 @@ def test_csv_options_on_the_command_and_their_hints(capsys, tmp_path):
     rc, out, err = _run(capsys, "tree", str(raw), "--target", "x2")
     assert rc == 2 and "add --no-header" in _error_line(err)
     model = tmp_path / "m.json"
-    rc, out, err = _run(capsys, "tree", str(raw), "--no-header", "--target", "x2",
-                        "--output", str(model), "--binarize", "midpoints", *_small_tree())
+    rc, out, err = _run(
+        capsys,
+        "tree",
+        str(raw),
+        "--no-header",
+        "--target",
+        "x2",
+        "--output",
+        str(model),
+        "--binarize",
+        "midpoints",
+        *_small_tree(),
+    )
     assert rc == 0, err
     assert _last_train_n(out) == 60 and "x1 <= " in out
     # predict on the headerless file without --no-header: the same hint
@@ -369,8 +444,14 @@ def test_warning_for_a_text_column_with_many_values(capsys, tmp_path):
     n = 80
     day = [f"2024-01-{1 + i % 20:02d}" for i in range(n)]  # 20 distinct dates
     size = np.arange(n) % 7 * 1.0
-    df = pd.DataFrame({"day": day, "colour": np.where(np.arange(n) % 2, "red", "blue"),
-                       "size": size, "y": size * 2})
+    df = pd.DataFrame(
+        {
+            "day": day,
+            "colour": np.where(np.arange(n) % 2, "red", "blue"),
+            "size": size,
+            "y": size * 2,
+        }
+    )
     path = tmp_path / "d.csv"
     df.to_csv(path, index=False)
     rc, out, err = _run(capsys, "tree", str(path), "--target", "y", *_small_tree())
@@ -379,8 +460,7 @@ def test_warning_for_a_text_column_with_many_values(capsys, tmp_path):
     assert len(warnings) == 1  # colour has 2 values: no warning
     assert "'day' has 20 distinct values" in warnings[0] and "20 binary features" in warnings[0]
     assert "--drop day" in warnings[0]
-    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--drop", "day",
-                        *_small_tree())
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--drop", "day", *_small_tree())
     assert rc == 0 and "warning" not in err
 
 
@@ -388,17 +468,32 @@ def test_warning_for_a_text_column_with_many_values(capsys, tmp_path):
 # read each, the rows and feature columns that must come out. Small settings: one split.
 _OSRT_RAW = {
     "airfoil": ("airfoil/airfoil_self_noise.dat", ["--no-header", "--target", "x6"], 1503, 5),
-    "garment": ("garment/garments_worker_productivity.csv",
-                ["--target", "actual_productivity", "--drop", "date", "--drop", "wip"],
-                1197, 12),
-    "optical": ("optical/optical.csv", ["--decimal", ",", "--target", "Channel Utilization"],
-                640, 9),
-    "real_estate": ("real_estate/real_estate.csv",
-                    ["--target", "Y house price of unit area", "--drop", "No"], 414, 6),
+    "garment": (
+        "garment/garments_worker_productivity.csv",
+        ["--target", "actual_productivity", "--drop", "date", "--drop", "wip"],
+        1197,
+        12,
+    ),
+    "optical": (
+        "optical/optical.csv",
+        ["--decimal", ",", "--target", "Channel Utilization"],
+        640,
+        9,
+    ),
+    "real_estate": (
+        "real_estate/real_estate.csv",
+        ["--target", "Y house price of unit area", "--drop", "No"],
+        414,
+        6,
+    ),
     "seoul_bike": ("seoul_bike/seoul_bike.csv", ["--target", "Rented Bike Count"], 8760, 12),
     "servo": ("servo/servo.data", ["--target", "class"], 167, 4),
-    "sync": ("sync/synchronous_machine.csv", ["--sep", ";", "--decimal", ",", "--target", "If"],
-             557, 4),
+    "sync": (
+        "sync/synchronous_machine.csv",
+        ["--sep", ";", "--decimal", ",", "--target", "If"],
+        557,
+        4,
+    ),
     "yacht": ("yacht/yacht_hydrodynamics.data", ["--no-header", "--target", "x7"], 308, 6),
 }
 
@@ -422,9 +517,13 @@ def test_every_raw_osrt_dataset_is_readable_by_jaxsr_tree(capsys, name):
 
 
 def _predict_subprocess(tmp_path, model, data):
-    return subprocess.run([sys.executable, "-m", "jaxsr", "predict", str(model), str(data)],
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+    return subprocess.run(
+        [sys.executable, "-m", "jaxsr", "predict", str(model), str(data)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAXSR_CACHE_DIR": "none"},
+    )
 
 
 def test_predict_deep_and_damaged_model_files(tmp_path):
@@ -439,12 +538,23 @@ def test_predict_deep_and_damaged_model_files(tmp_path):
     # a 1200-level expression: ((((x1 + 0.001) * 0.999) + 0.001) * 0.999 ...)
     e = Expression.variable(0)
     for k in range(1200):
-        e = Expression.binary("+" if k % 2 == 0 else "*", e,
-                              Expression.constant(0.001 if k % 2 == 0 else 0.999))
-    doc = model_to_dict(SymbolicRegressor.from_dict(
-        {"format": _FORMAT, "version": _VERSION, "params": {}, "tree": e.to_dict(),
-         "feature_names": ["x1", "x2"], "n_features_in_": 2, "mse_": 0.0,
-         "n_iterations_": 1}))
+        e = Expression.binary(
+            "+" if k % 2 == 0 else "*", e, Expression.constant(0.001 if k % 2 == 0 else 0.999)
+        )
+    doc = model_to_dict(
+        SymbolicRegressor.from_dict(
+            {
+                "format": _FORMAT,
+                "version": _VERSION,
+                "params": {},
+                "tree": e.to_dict(),
+                "feature_names": ["x1", "x2"],
+                "n_features_in_": 2,
+                "mse_": 0.0,
+                "n_iterations_": 1,
+            }
+        )
+    )
     deep = tmp_path / "deep.json"
     deep.write_text(json.dumps(doc))
     proc = _predict_subprocess(tmp_path, deep, data)
@@ -452,16 +562,17 @@ def test_predict_deep_and_damaged_model_files(tmp_path):
     v = np.array([1.0, 1.5, 2.0])
     for k in range(1200):
         v = v + 0.001 if k % 2 == 0 else v * 0.999
-    np.testing.assert_allclose(pd.read_csv(io.StringIO(proc.stdout))
-                               ["prediction"], v, rtol=1e-12)
+    np.testing.assert_allclose(pd.read_csv(io.StringIO(proc.stdout))["prediction"], v, rtol=1e-12)
     # JSON nested 5000 levels, a constant turned inf, a contradictory certificate: one line
     nested = tmp_path / "nested.json"
     nested.write_text('{"format": "jaxsr-model", "model": ' + "[" * 5000 + "]" * 5000 + "}")
     doc["model"]["tree"]["value"][-1] = float("inf")
     inf = tmp_path / "inf.json"
     inf.write_text(json.dumps(doc, allow_nan=True))
-    for path, message in ((nested, "nests JSON arrays and objects 5001 levels deep"),
-                          (inf, "tree.value[2400] is inf; constants must be finite")):
+    for path, message in (
+        (nested, "nests JSON arrays and objects 5001 levels deep"),
+        (inf, "tree.value[2400] is inf; constants must be finite"),
+    ):
         proc = _predict_subprocess(tmp_path, path, data)
         assert proc.returncode == 2
         assert "Traceback" not in proc.stderr
@@ -475,15 +586,23 @@ def test_help_does_not_import_jax(tmp_path):
     """``jaxsr --help`` (and any argument error) answers before the engines are imported:
     JAX is loaded only by the sub-command that fits or predicts."""
     for argv in (["--help"], ["symbolic", "--help"], ["tree", str(tmp_path / "x.csv")]):
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "jaxsr", *argv],
-                              capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "jaxsr", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "JAXSR_CACHE_DIR": "none"},
+        )
         assert proc.returncode == (0 if "--help" in argv else 2), proc.stderr[-2000:]
-        modules = {ln.split("|")[-1].strip() for ln in proc.stderr.splitlines()
-                   if ln.startswith("import time:")}
+        modules = {
+            ln.split("|")[-1].strip()
+            for ln in proc.stderr.splitlines()
+            if ln.startswith("import time:")
+        }
         assert "jaxsr.cli" in modules  # the measurement works
-        heavy = sorted(m for m in modules
-                       if m.split(".")[0] in ("jax", "jaxlib", "sympy", "sklearn"))
+        heavy = sorted(
+            m for m in modules if m.split(".")[0] in ("jax", "jaxlib", "sympy", "sklearn")
+        )
         assert not heavy, (argv, heavy[:10])
 
 
@@ -511,43 +630,64 @@ def test_option_choices_are_the_estimators():
 
 def test_option_errors_are_usage_errors(capsys, sqrt_csv):
     path, _ = sqrt_csv
-    for bad in (["--strategy", "5"], ["--strategy", "1,1"], ["--beam-width", "0"],
-                ["--beam-width", "4,2"], ["--beam-width", "4,x"],
-                ["--extrapolation-limit", "-1"], ["--bic-patience", "0"],
-                ["--search-sample", "1"], ["--search-sample", "all"],
-                ["--validation-fraction", "1"],
-                ["--model-selection", "aic"], ["--max-time", "0"]):
+    for bad in (
+        ["--strategy", "5"],
+        ["--strategy", "1,1"],
+        ["--beam-width", "0"],
+        ["--beam-width", "4,2"],
+        ["--beam-width", "4,x"],
+        ["--extrapolation-limit", "-1"],
+        ["--bic-patience", "0"],
+        ["--search-sample", "1"],
+        ["--search-sample", "all"],
+        ["--validation-fraction", "1"],
+        ["--model-selection", "aic"],
+        ["--max-time", "0"],
+    ):
         assert main(["symbolic", str(path), "--target", "y", *bad]) == 2, bad
         assert "error: argument" in capsys.readouterr().err
     # unknown unary operator names: the estimator's check, as one error line
-    rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y",
-                      "--unary-operators", "sqrt,tan")
+    rc, _, err = _run(
+        capsys, "symbolic", str(path), "--target", "y", "--unary-operators", "sqrt,tan"
+    )
     assert rc == 2 and "unary_operators" in _error_line(err) and "tan" in _error_line(err)
 
 
 _SYMBOLIC_OPTIONS = {
-    "greedy strategy 3": (["--strategy", "3", "--beam-width", "1"],
-                          dict(strategy=3, beam_width=1)),
-    "unary sqrt": (["--unary-operators", "sqrt", "--beam-width", "1"],
-                   dict(unary_operators=("sqrt",), beam_width=1)),
-    "portfolio, accuracy": (["--strategy", "1,3", "--model-selection", "accuracy",
-                             "--no-rational-start"],
-                            dict(strategy=(1, 3), model_selection="accuracy",
-                                 rational_start=False)),
-    "validation split": (["--validation-fraction", "0.25", "--beam-width", "2"],
-                         dict(validation_fraction=0.25, beam_width=2)),
-    "widening, guard off": (["--strategy", "3", "--beam-width", "1,2",
-                             "--extrapolation-limit", "none"],
-                            dict(strategy=3, beam_width=(1, 2), extrapolation_limit=None)),
+    "greedy strategy 3": (["--strategy", "3", "--beam-width", "1"], dict(strategy=3, beam_width=1)),
+    "unary sqrt": (
+        ["--unary-operators", "sqrt", "--beam-width", "1"],
+        dict(unary_operators=("sqrt",), beam_width=1),
+    ),
+    "portfolio, accuracy": (
+        ["--strategy", "1,3", "--model-selection", "accuracy", "--no-rational-start"],
+        dict(strategy=(1, 3), model_selection="accuracy", rational_start=False),
+    ),
+    "validation split": (
+        ["--validation-fraction", "0.25", "--beam-width", "2"],
+        dict(validation_fraction=0.25, beam_width=2),
+    ),
+    "widening, guard off": (
+        ["--strategy", "3", "--beam-width", "1,2", "--extrapolation-limit", "none"],
+        dict(strategy=3, beam_width=(1, 2), extrapolation_limit=None),
+    ),
     "guard limit": (["--extrapolation-limit", "2.5"], dict(extrapolation_limit=2.5)),
-    "no stop, no elimination": (["--bic-patience", "none", "--no-backward-elimination"],
-                                dict(bic_patience=None, backward_elimination=False)),
-    "patience": (["--bic-patience", "4", "--backward-elimination"],
-                 dict(bic_patience=4, backward_elimination=True)),
-    "search sample": (["--search-sample", "12", "--beam-width", "1"],
-                      dict(search_sample=12, beam_width=1)),
-    "exact search": (["--search-sample", "none", "--beam-width", "1"],
-                     dict(search_sample=None, beam_width=1)),
+    "no stop, no elimination": (
+        ["--bic-patience", "none", "--no-backward-elimination"],
+        dict(bic_patience=None, backward_elimination=False),
+    ),
+    "patience": (
+        ["--bic-patience", "4", "--backward-elimination"],
+        dict(bic_patience=4, backward_elimination=True),
+    ),
+    "search sample": (
+        ["--search-sample", "12", "--beam-width", "1"],
+        dict(search_sample=12, beam_width=1),
+    ),
+    "exact search": (
+        ["--search-sample", "none", "--beam-width", "1"],
+        dict(search_sample=None, beam_width=1),
+    ),
 }
 
 
@@ -561,19 +701,29 @@ def test_symbolic_options_give_the_estimators_model(capsys, tmp_path, sqrt_csv, 
     path, df = sqrt_csv
     argv, params = _SYMBOLIC_OPTIONS[case]
     model_path = tmp_path / "m.json"
-    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--max-nodes", "7",
-                        *argv, "--output", str(model_path))
+    rc, out, err = _run(
+        capsys,
+        "symbolic",
+        str(path),
+        "--target",
+        "y",
+        "--max-nodes",
+        "7",
+        *argv,
+        "--output",
+        str(model_path),
+    )
     assert rc == 0, err
     saved = load_model(model_path)
-    want = SymbolicRegressor(max_nodes=7, progress=False, **params).fit(df[["x1", "x2"]],
-                                                                        df["y"])
+    want = SymbolicRegressor(max_nodes=7, progress=False, **params).fit(df[["x1", "x2"]], df["y"])
     for name, value in params.items():  # JSON keeps a tuple as a list
         got = saved.get_params()[name]
         assert (tuple(got) if isinstance(got, list) else got) == value, name
     assert saved.expression_ == want.expression_
     assert saved.selected_index_ == want.selected_index_
-    pd.testing.assert_frame_equal(saved.equations_.reset_index(drop=True),
-                                  want.equations_.reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        saved.equations_.reset_index(drop=True), want.equations_.reset_index(drop=True)
+    )
     assert f"exact:    {want.expression_}" in out
     if "unary_operators" in params:
         assert "sqrt(x1)" in want.expression_ and want.mse_ < 1e-20
@@ -599,28 +749,58 @@ def test_tree_options_reach_the_estimator(capsys, tmp_path):
     from sklearn.exceptions import ConvergenceWarning
 
     with pytest.warns(ConvergenceWarning, match="node limit"):
-        rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--max-steps", "1",
-                            "--raw-loss", "--exact-levels", "0", "--loss", "absolute_error",
-                            "--min-samples-leaf", "3", "--depth-budget", "3",
-                            "--output", str(model_path))
+        rc, out, err = _run(
+            capsys,
+            "tree",
+            str(path),
+            "--target",
+            "y",
+            "--max-steps",
+            "1",
+            "--raw-loss",
+            "--exact-levels",
+            "0",
+            "--loss",
+            "absolute_error",
+            "--min-samples-leaf",
+            "3",
+            "--depth-budget",
+            "3",
+            "--output",
+            str(model_path),
+        )
     assert rc == 0, err
     m = load_model(model_path)
     params = m.get_params()
-    assert (params["max_steps"], params["normalize"], params["exact_levels"], params["loss"],
-            params["min_samples_leaf"], params["depth_budget"]) == (
-                1, False, 0, "absolute_error", 3, 3)
+    assert (
+        params["max_steps"],
+        params["normalize"],
+        params["exact_levels"],
+        params["loss"],
+        params["min_samples_leaf"],
+        params["depth_budget"],
+    ) == (1, False, 0, "absolute_error", 3, 3)
     assert not m.optimal_ and m.gap_ > 0 and "optimal: no" in out  # stopped at 1 step
     assert m.normalizer_ == pytest.approx(60.0)  # raw loss: the normaliser is n
     # options left out: the estimator's defaults, not copies of them
-    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--output",
-                        str(model_path))
+    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--output", str(model_path))
     assert rc == 0, err
     from jaxsr.trees import OptimalTreeRegressor
 
     defaults = OptimalTreeRegressor().get_params()
     got = load_model(model_path).get_params()
-    for name in ("regularization", "depth_budget", "loss", "normalize", "min_samples_leaf",
-                 "time_limit", "max_steps", "exact_levels", "backend", "mesh"):
+    for name in (
+        "regularization",
+        "depth_budget",
+        "loss",
+        "normalize",
+        "min_samples_leaf",
+        "time_limit",
+        "max_steps",
+        "exact_levels",
+        "backend",
+        "mesh",
+    ):
         assert got[name] == defaults[name], name
 
 
@@ -631,9 +811,20 @@ def test_show_front(capsys, tmp_path, sqrt_csv):
 
     path, _ = sqrt_csv
     model_path = tmp_path / "m.json"
-    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--max-nodes", "7",
-                        "--validation-fraction", "0.25", "--show-front",
-                        "--output", str(model_path))
+    rc, out, err = _run(
+        capsys,
+        "symbolic",
+        str(path),
+        "--target",
+        "y",
+        "--max-nodes",
+        "7",
+        "--validation-fraction",
+        "0.25",
+        "--show-front",
+        "--output",
+        str(model_path),
+    )
     assert rc == 0, err
     model = load_model(model_path)
     front = model.equations_
@@ -641,7 +832,7 @@ def test_show_front(capsys, tmp_path, sqrt_csv):
     start = next(i for i, ln in enumerate(lines) if ln.startswith("Pareto front"))
     header = lines[start + 1].split()
     assert header == ["complexity", "loss", "validation", "equation"]
-    rows = lines[start + 2:start + 2 + len(front)]
+    rows = lines[start + 2 : start + 2 + len(front)]
     assert len(front) > 1
     for i, (line, rec) in enumerate(zip(rows, front.to_dict("records"), strict=True)):
         assert line.startswith("*" if i == model.selected_index_ else " "), line
@@ -664,20 +855,32 @@ def test_dropna(capsys, tmp_path):
     df.loc[[3, 4], "note"] = np.nan  # a dropped column: these rows stay
     path = tmp_path / "gaps.csv"
     df.to_csv(path, index=False)
-    for cmd, extra in (("symbolic", ("--max-nodes", "5")),
-                       ("tree", ("--depth-budget", "2", "--n-thresholds", "2"))):
+    for cmd, extra in (
+        ("symbolic", ("--max-nodes", "5")),
+        ("tree", ("--depth-budget", "2", "--n-thresholds", "2")),
+    ):
         rc, _, err = _run(capsys, cmd, str(path), "--target", "y", "--drop", "note", *extra)
         assert rc == 2 and "add --dropna" in _error_line(err), cmd
-        rc, out, err = _run(capsys, cmd, str(path), "--target", "y", "--drop", "note",
-                            "--dropna", *extra)
+        rc, out, err = _run(
+            capsys, cmd, str(path), "--target", "y", "--drop", "note", "--dropna", *extra
+        )
         assert rc == 0, err
         assert "--dropna: left out 3 of 20 rows with a missing value (in 'x', 'y')" in err
         assert _last_train_n(out) == 17
     # the symbolic fit is exact on the complete rows
-    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--drop", "note",
-                        "--dropna", "--max-nodes", "5")
-    assert float(next(ln for ln in out.splitlines() if ln.startswith("train")).split()[2]) \
-        < 1e-20
+    rc, out, err = _run(
+        capsys,
+        "symbolic",
+        str(path),
+        "--target",
+        "y",
+        "--drop",
+        "note",
+        "--dropna",
+        "--max-nodes",
+        "5",
+    )
+    assert float(next(ln for ln in out.splitlines() if ln.startswith("train")).split()[2]) < 1e-20
     # every row incomplete: an error, not an empty fit
     df.assign(x=np.nan).to_csv(path, index=False)
     rc, _, err = _run(capsys, "tree", str(path), "--target", "y", "--dropna")
@@ -696,11 +899,22 @@ def test_symbolic_one_hot_text_columns(capsys, tmp_path):
     path = tmp_path / "c.csv"
     pd.DataFrame({"x": x, "color": color, "y": y}).to_csv(path, index=False)
     model_path = tmp_path / "m.json"
-    rc, out, err = _run(capsys, "symbolic", str(path), "--target", "y", "--max-nodes", "7",
-                        "--output", str(model_path))
+    rc, out, err = _run(
+        capsys,
+        "symbolic",
+        str(path),
+        "--target",
+        "y",
+        "--max-nodes",
+        "7",
+        "--output",
+        str(model_path),
+    )
     assert rc == 0, err
-    assert ("one-hot encoded text column(s) 'color' into 3 0/1 features: color=blue, "
-            "color=green, color=red") in err
+    assert (
+        "one-hot encoded text column(s) 'color' into 3 0/1 features: color=blue, "
+        "color=green, color=red"
+    ) in err
     model = load_model(model_path)
     assert list(model.feature_names_in_) == ["x", "color=blue", "color=green", "color=red"]
     assert "[color=red]" in model.expression_ and "4 features" in out
@@ -709,15 +923,17 @@ def test_symbolic_one_hot_text_columns(capsys, tmp_path):
     # predict: the text column of a new file encoded the same way; an unseen value warns
     new = tmp_path / "new.csv"
     pd.DataFrame({"color": ["red", "blue", "violet"], "x": [1.0, 2.0, 3.0]}).to_csv(
-        new, index=False)
+        new, index=False
+    )
     rc, out, err = _run(capsys, "predict", str(model_path), str(new))
     assert rc == 0, err
     pred = pd.read_csv(__import__("io").StringIO(out))["prediction"].to_numpy()
     np.testing.assert_allclose(pred, [5.0, 4.0, 6.0], rtol=1e-12)
     assert "'color' has value(s) 'violet' that the model was not fitted on" in err
     # a text column with a gap: the --dropna hint; decimal-comma numbers: the --decimal hint
-    pd.DataFrame({"x": x[:4], "color": ["red", None, "blue", "red"],
-                  "y": y[:4]}).to_csv(path, index=False)
+    pd.DataFrame({"x": x[:4], "color": ["red", None, "blue", "red"], "y": y[:4]}).to_csv(
+        path, index=False
+    )
     rc, _, err = _run(capsys, "symbolic", str(path), "--target", "y")
     assert rc == 2 and "'color' have missing values; add --dropna" in _error_line(err)
     pd.DataFrame({"x": ["1,5", "2,5", "3,0"], "y": [1.0, 2.0, 3.0]}).to_csv(path, index=False)
@@ -731,13 +947,25 @@ def test_tree_cv_chooses_the_regularization(capsys, tmp_path):
     y = np.where(x[:, 0] > 0.3, 2.0, 0.0) + 0.1 * rng.normal(size=120)
     path = tmp_path / "d.csv"
     pd.DataFrame({"a": x[:, 0], "b": x[:, 1], "y": y}).to_csv(path, index=False)
-    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--cv", "3",
-                        "--depth-budget", "3", "--n-thresholds", "4")
+    rc, out, err = _run(
+        capsys,
+        "tree",
+        str(path),
+        "--target",
+        "y",
+        "--cv",
+        "3",
+        "--depth-budget",
+        "3",
+        "--n-thresholds",
+        "4",
+    )
     assert rc == 0, err
     assert "3-fold cross-validation over the exact regularization paths" in out
     assert "certificate:" in out and "depth budget 3" in out
-    rc, out, err = _run(capsys, "tree", str(path), "--target", "y", "--cv", "3",
-                        "--regularization", "0.01")
+    rc, out, err = _run(
+        capsys, "tree", str(path), "--target", "y", "--cv", "3", "--regularization", "0.01"
+    )
     assert rc != 0 and "leave out --regularization" in _error_line(err)
 
 

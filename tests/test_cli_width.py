@@ -21,9 +21,13 @@ def long_names_csv(tmp_path):
     rng = np.random.default_rng(0)
     a = rng.uniform(1.0, 5.0, 120)
     b = rng.uniform(1.0, 5.0, 120)
-    df = pd.DataFrame({"systolic_blood_pressure_at_rest": a,
-                       "body_mass_index_measured_twice": b,
-                       "disease_progression_after_one_year": 3.0 * a * b + 1.0 / a})
+    df = pd.DataFrame(
+        {
+            "systolic_blood_pressure_at_rest": a,
+            "body_mass_index_measured_twice": b,
+            "disease_progression_after_one_year": 3.0 * a * b + 1.0 / a,
+        }
+    )
     path = tmp_path / "a_data_file_with_a_rather_long_name_for_the_report.csv"
     df.to_csv(path, index=False)
     return path
@@ -43,10 +47,22 @@ def test_wrap_line_keeps_words_and_indents():
     assert _wrap_line(line, None) == [line]  # --wide
 
 
-@pytest.mark.parametrize("command", [
-    ["symbolic", "--max-nodes", "9", "--beam-width", "1", "--show-front", "--test-size", "0.25"],
-    ["tree", "--depth-budget", "3", "--regularization", "0.01"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        [
+            "symbolic",
+            "--max-nodes",
+            "9",
+            "--beam-width",
+            "1",
+            "--show-front",
+            "--test-size",
+            "0.25",
+        ],
+        ["tree", "--depth-budget", "3", "--regularization", "0.01"],
+    ],
+)
 def test_results_fit_80_columns(capsys, long_names_csv, tmp_path, command):
     target = "disease_progression_after_one_year"
     model = tmp_path / "model.json"
@@ -55,6 +71,7 @@ def test_results_fit_80_columns(capsys, long_names_csv, tmp_path, command):
     assert max(map(len, lines)) <= 80, [ln for ln in lines if len(ln) > 80]
     wide = _lines(capsys, *argv, "--wide")
     assert max(map(len, wide)) > 80
+
     # the same text, only the line breaks (and the indentation after them) differ
     def text(lines):
         return re.sub(r"\d+\.\d+s", "", "".join("".join(lines).split()))

@@ -95,8 +95,10 @@ def test_builtin_feynman_matches_csv(name):
     row = rows[name]
     eq = datasets.get_feynman_equation(name, source="builtin")
     n = int(row["# variables"])
-    csv_vars = [(row[f"v{k}_name"], float(row[f"v{k}_low"]), float(row[f"v{k}_high"]))
-                for k in range(1, n + 1)]
+    csv_vars = [
+        (row[f"v{k}_name"], float(row[f"v{k}_low"]), float(row[f"v{k}_high"]))
+        for k in range(1, n + 1)
+    ]
     assert list(eq.variables) == csv_vars
     assert eq.formula == row["Formula"]
     names, f, expr, local = _csv_function(row)
@@ -142,7 +144,7 @@ def test_every_csv_equation_with_rational_only_false():
         np.testing.assert_allclose(y, f(*X.T), rtol=1e-12, err_msg=name)
     assert not datasets.get_feynman_equation("I.44.4", rational_only=False).rational  # ln
     X, y = datasets.feynman_equation("I.6.2a", 5, seed=0, rational_only=False)
-    np.testing.assert_allclose(y, np.exp(-X[:, 0] ** 2 / 2) / np.sqrt(2 * np.pi), rtol=1e-14)
+    np.testing.assert_allclose(y, np.exp(-(X[:, 0] ** 2) / 2) / np.sqrt(2 * np.pi), rtol=1e-14)
 
 
 def test_feynman_non_rational_and_unknown():

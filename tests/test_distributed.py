@@ -33,13 +33,28 @@ def test_fit_over_two_processes_equals_one_process(tmp_path):
     from jaxsr import SymbolicRegressor
 
     port, n = _free_port(), 2
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])
+    )
     outs = [tmp_path / f"process{i}.json" for i in range(n)]
-    procs = [subprocess.Popen([sys.executable, str(HERE / "distributed_fit.py"), str(port),
-                               str(n), str(i), str(outs[i])], env=env, cwd=HERE.parent,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for i in range(n)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "distributed_fit.py"),
+                str(port),
+                str(n),
+                str(i),
+                str(outs[i]),
+            ],
+            env=env,
+            cwd=HERE.parent,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in range(n)
+    ]
     logs = []
     try:
         # the single-process fit while the two processes run

@@ -79,12 +79,15 @@ def test_a_current_page_passes(tool_at):
     assert problems == [], problems
 
 
-@pytest.mark.parametrize("old, new", [
-    ("```text\n42\n```", "```text\n43\n```"),            # a number changed
-    ("aaa\n", "aaaa\n"),                                 # a command's output
-    ("$ echo $?\n1\n", "$ echo $?\n0\n"),                # an exit status
-    ("jaxsr: error: no\n", ""),                          # a missing error line
-])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("```text\n42\n```", "```text\n43\n```"),  # a number changed
+        ("aaa\n", "aaaa\n"),  # a command's output
+        ("$ echo $?\n1\n", "$ echo $?\n0\n"),  # an exit status
+        ("jaxsr: error: no\n", ""),  # a missing error line
+    ],
+)
 def test_a_changed_output_fails_until_the_page_is_rerun(tool_at, old, new):
     stale = PAGE.replace(old, new)
     assert stale != PAGE
@@ -121,13 +124,16 @@ def test_what_is_not_compared():
 
 def test_excerpts_of_result_files(tool_at):
     (tool_at / "result.txt").write_text("head\nrow 1   0.5\nrow 2   0.7\ntail\n")
-    page = ("<!-- doc-check: excerpt result.txt -->\n```text\nrow 1   0.5\n\ntail\n```\n"
-            "<!-- doc-check: excerpt result.txt -->\n```text\nrow 2   0.8\n```\n")
+    page = (
+        "<!-- doc-check: excerpt result.txt -->\n```text\nrow 1   0.5\n\ntail\n```\n"
+        "<!-- doc-check: excerpt result.txt -->\n```text\nrow 2   0.8\n```\n"
+    )
     _, problems = _check_page(tool_at, page)
     assert len(problems) == 1 and "-row 2   0.8" in problems[0], problems
 
 
 # ---- the real pages, run once
+
 
 @pytest.fixture(scope="module")
 def pages():
@@ -139,10 +145,15 @@ def pages():
 @pytest.mark.slow
 def test_every_printed_output_is_current(pages):
     problems = doc_outputs.check(pages)
-    assert not problems, ("\n\n".join(problems)
-                          + "\n\nrerun the pages: python tools/doc_outputs.py --update")
-    checked = [b for blocks in pages.values() for b in blocks
-               if b.kind in ("output", "transcript", "example", "excerpt", "doctest")]
+    assert not problems, (
+        "\n\n".join(problems) + "\n\nrerun the pages: python tools/doc_outputs.py --update"
+    )
+    checked = [
+        b
+        for blocks in pages.values()
+        for b in blocks
+        if b.kind in ("output", "transcript", "example", "excerpt", "doctest")
+    ]
     assert len(checked) >= 40
 
 
@@ -151,12 +162,13 @@ def test_a_stale_page_fails(pages):
     """One digit of one output of ``docs/symbolic.md`` changed, as a page left behind by a
     change of default would be: the check names that block."""
     blocks = pages["docs/symbolic.md"]
-    target = next(b for b in blocks if b.kind == "output" and any(c.isdigit() for c in
-                                                                    "".join(b.lines)))
+    target = next(
+        b for b in blocks if b.kind == "output" and any(c.isdigit() for c in "".join(b.lines))
+    )
     i = next(i for i, ln in enumerate(target.lines) if any(c.isdigit() for c in ln))
     j = next(j for j, c in enumerate(target.lines[i]) if c.isdigit())
     old = target.lines[i]
-    target.lines[i] = old[:j] + str((int(old[j]) + 1) % 10) + old[j + 1:]
+    target.lines[i] = old[:j] + str((int(old[j]) + 1) % 10) + old[j + 1 :]
     try:
         problems = doc_outputs.check({"docs/symbolic.md": blocks})
     finally:

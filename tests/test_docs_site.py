@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _nav_pages() -> list[str]:
     text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
-    nav = text[text.index("\nnav:"):]
+    nav = text[text.index("\nnav:") :]
     return re.findall(r":\s*([\w/.-]+\.md)\s*$", nav, flags=re.MULTILINE)
 
 

@@ -39,17 +39,22 @@ def test_errors_and_warnings_that_users_catch_are_public_and_load_lazily():
     from jaxsr._validation import PrecisionWarning
     from jaxsr.symbolic import ExtrapolationWarning
 
-    public = {"ConcurrentFitError": (ConcurrentFitError, RuntimeError),
-              "ForkedAfterJAXError": (ForkedAfterJAXError, RuntimeError),
-              "PrecisionWarning": (PrecisionWarning, UserWarning),
-              "ExtrapolationWarning": (ExtrapolationWarning, UserWarning)}
+    public = {
+        "ConcurrentFitError": (ConcurrentFitError, RuntimeError),
+        "ForkedAfterJAXError": (ForkedAfterJAXError, RuntimeError),
+        "PrecisionWarning": (PrecisionWarning, UserWarning),
+        "ExtrapolationWarning": (ExtrapolationWarning, UserWarning),
+    }
     page = (Path(__file__).parent.parent / "docs" / "api" / "config.md").read_text()
     for name, (cls, base) in public.items():
         assert name in jaxsr.__all__ and name in dir(jaxsr), name
         assert getattr(jaxsr, name) is cls and issubclass(cls, base), name
         assert f"::: jaxsr.{name}" in page, name
-    code = ("import sys, jaxsr; print(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('jax', 'sklearn') or m in ('jaxsr._base', 'jaxsr._fork', 'jaxsr._validation')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, jaxsr; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('jax', 'sklearn') or m in ('jaxsr._base', 'jaxsr._fork', 'jaxsr._validation')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]", out

@@ -79,13 +79,21 @@ def test_notebook_executes(name, monkeypatch):
     # select matplotlib's inline backend themselves (MPLBACKEND=Agg would hide the figures)
     monkeypatch.delenv("MPLBACKEND", raising=False)
     root = str(NOTEBOOKS.parent)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        [root, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]))
+    monkeypatch.setenv(
+        "PYTHONPATH",
+        os.pathsep.join(
+            [root, *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        ),
+    )
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     stored = copy.deepcopy(nb)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                     coalesce_streams=True,
-                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = nbclient.NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        coalesce_streams=True,
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
     client.execute()
     # what each cell prints (stdout, its value as text or LaTeX) is what the notebook stores;
     # progress on stderr, figures and times are not compared
@@ -94,12 +102,23 @@ def test_notebook_executes(name, monkeypatch):
     for k, (old, new) in enumerate(zip(_code(stored), _code(nb), strict=True)):
         if not same(_printed(old), _printed(new)):
             stale.append(f"cell {k}: stored {_printed(old)[:12]}, prints {_printed(new)[:12]}")
-    assert not stale, ("\n".join(stale)
-                       + f"\nrerun the notebook: python notebooks/store_outputs.py {name}")
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-              if o.get("output_type") == "error"]
+    assert not stale, (
+        "\n".join(stale) + f"\nrerun the notebook: python notebooks/store_outputs.py {name}"
+    )
+    errors = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.get("output_type") == "error"
+    ]
     assert not errors
     # every plot cell produced a figure
-    images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-              if "image/png" in o.get("data", {})]
+    images = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "image/png" in o.get("data", {})
+    ]
     assert images, "no figure was drawn"

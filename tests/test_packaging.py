@@ -21,14 +21,17 @@ def test_license_file_and_pep639_metadata():
     # PEP 639: no license classifier beside a license expression
     assert not [c for c in project["classifiers"] if c.startswith("License ::")]
     assert project["authors"] and project["requires-python"] == ">=3.11"
-    versions = [c.rsplit(" ", 1)[-1] for c in project["classifiers"]
-                if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    versions = [
+        c.rsplit(" ", 1)[-1]
+        for c in project["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
     assert versions and min(versions, key=lambda v: int(v.split(".")[1])) == "3.11"
 
 
 def _readme_commands() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Install, and the two commands"):]
+    section = readme[readme.index("## Install, and the two commands") :]
     return re.findall(r"```bash\n(.*?)\n```", section, flags=re.S)[:2]
 
 

@@ -33,9 +33,14 @@ def _no_compilation_cache(monkeypatch):
 
 
 def _python(code: str, timeout: float = 300, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=timeout, cwd=ROOT,
-                          env={**os.environ, "JAXSR_CACHE_DIR": "none", **env})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "JAXSR_CACHE_DIR": "none", **env},
+    )
 
 
 def _tree_data():
@@ -55,10 +60,12 @@ def test_command_refuses_an_output_that_is_one_of_its_inputs(tmp_path, capsys, m
     os.link(data, link)
     monkeypatch.chdir(tmp_path)
     small = ["--depth-budget", "2", "--n-thresholds", "2"]
-    for argv in (["tree", str(data), "--target", "y", "-o", str(data), *small],
-                 ["tree", "data.csv", "--target", "y", "-o", "./data.csv", *small],
-                 ["tree", str(data), "--target", "y", "-o", str(link), *small],
-                 ["symbolic", str(data), "--target", "y", "--output", str(data)]):
+    for argv in (
+        ["tree", str(data), "--target", "y", "-o", str(data), *small],
+        ["tree", "data.csv", "--target", "y", "-o", "./data.csv", *small],
+        ["tree", str(data), "--target", "y", "-o", str(link), *small],
+        ["symbolic", str(data), "--target", "y", "--output", str(data)],
+    ):
         rc = main(argv)
         err = capsys.readouterr().err
         assert rc == 2 and "is the input file" in err, err
@@ -84,16 +91,21 @@ def test_command_refuses_an_output_that_is_one_of_its_inputs(tmp_path, capsys, m
 
 
 # ------------------------------------------------------------------ integer precision
-BIG = 2 ** 62  # nanosecond timestamps and 64-bit ids live here
+BIG = 2**62  # nanosecond timestamps and 64-bit ids live here
 
 
-@pytest.mark.parametrize("make", [
-    lambda X, y: SymbolicRegressor(max_iterations=1).fit(X, y),
-    lambda X, y: OptimalTreeRegressor(depth_budget=2).fit(X, y),
-    lambda X, y: OptimalTreeRegressor(depth_budget=2, binarizer=Binarizer()).fit(
-        pd.DataFrame({"t": X[:, 0]}), y),
-    lambda X, y: Binarizer().fit(X),
-], ids=["symbolic", "tree", "tree-frame", "binarizer"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda X, y: SymbolicRegressor(max_iterations=1).fit(X, y),
+        lambda X, y: OptimalTreeRegressor(depth_budget=2).fit(X, y),
+        lambda X, y: OptimalTreeRegressor(depth_budget=2, binarizer=Binarizer()).fit(
+            pd.DataFrame({"t": X[:, 0]}), y
+        ),
+        lambda X, y: Binarizer().fit(X),
+    ],
+    ids=["symbolic", "tree", "tree-frame", "binarizer"],
+)
 def test_integers_beyond_the_float_range_of_exact_integers_are_refused(make):
     X = (BIG + np.arange(20, dtype=np.int64)).reshape(-1, 1)  # a constant column in float64
     with pytest.raises(ValueError, match=r"2\*\*53.*subtract an offset.*span 19, exact"):
@@ -106,25 +118,38 @@ def test_integer_target_and_float32_limits():
         OptimalTreeRegressor(depth_budget=2).fit(X, BIG + np.arange(20))
     with pytest.raises(ValueError, match=r"y \(column 'target'\).*2\*\*53"):
         SymbolicRegressor(max_iterations=1).fit(
-            X, pd.Series(BIG + np.arange(20), name="target", dtype="Int64"))
+            X, pd.Series(BIG + np.arange(20), name="target", dtype="Int64")
+        )
     # float32 holds integers exactly up to 2**24
     with pytest.raises(ValueError, match=r"float32's exact range \(2\*\*24\)"):
         SymbolicRegressor(max_iterations=1, dtype="float32").fit(
-            (2 ** 25 + np.arange(20)).reshape(-1, 1), np.arange(20.0))
+            (2**25 + np.arange(20)).reshape(-1, 1), np.arange(20.0)
+        )
     # rounded but still distinct: a warning with the fix; exact multiples: nothing
     with pytest.warns(PrecisionWarning, match="subtract an offset"):
         check_integer_precision(BIG + 1024 * np.arange(20) + 1, np.float64, "X column 0")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_integer_precision(BIG + 1024 * np.arange(20), np.float64, "X column 0")
-        check_integer_precision(np.array([2 ** 53, -(2 ** 53)]), np.float64, "y")
-        check_integer_precision(np.array([2 ** 63 - 1024 * k for k in range(1, 4)],
-                                         dtype=np.uint64), np.float64, "y")
+        check_integer_precision(np.array([2**53, -(2**53)]), np.float64, "y")
+        check_integer_precision(
+            np.array([2**63 - 1024 * k for k in range(1, 4)], dtype=np.uint64), np.float64, "y"
+        )
 
 
-@pytest.mark.parametrize("offset,scale", [(0.0, 1.0), (1e10, 0.1), (1e200, 1e188),
-                                          (2.0 ** 62, 1000.0), (2.0 ** 62, 3000.0),
-                                          (1e17, 1.0), (0.0, 1e-300), (-1e15, 1.0)])
+@pytest.mark.parametrize(
+    "offset,scale",
+    [
+        (0.0, 1.0),
+        (1e10, 0.1),
+        (1e200, 1e188),
+        (2.0**62, 1000.0),
+        (2.0**62, 3000.0),
+        (1e17, 1.0),
+        (0.0, 1e-300),
+        (-1e15, 1.0),
+    ],
+)
 def test_tree_certificate_is_consistent_at_extreme_scales(offset, scale):
     """``optimal_`` only where the bound meets the objective within the documented
     tolerance (1e-9 relative, plus the rounding of the leaf values up to
@@ -135,16 +160,16 @@ def test_tree_certificate_is_consistent_at_extreme_scales(offset, scale):
     X, sig = _tree_data()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        m = OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, offset
-                                                                          + scale * sig)
+        m = OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, offset + scale * sig)
     assert m.lower_bound_ <= m.objective_ and m.gap_ == m.objective_ - m.lower_bound_
     tol = 1e-9 * max(1.0, m.objective_) + ROUNDING_ALLOWANCE * m.objective_
     if m.optimal_:
         assert m.gap_ <= tol
     else:
-        assert any("subtract" in str(w.message) or "offset" in str(w.message)
-                   for w in caught), [str(w.message) for w in caught]
-    if offset == 2.0 ** 62:  # 2**62 + 1000 * signal: the leaf values round by 1024
+        assert any("subtract" in str(w.message) or "offset" in str(w.message) for w in caught), [
+            str(w.message) for w in caught
+        ]
+    if offset == 2.0**62:  # 2**62 + 1000 * signal: the leaf values round by 1024
         assert not m.optimal_
     elif abs(offset) <= 1e10 or offset == 1e200:
         assert m.optimal_
@@ -202,8 +227,12 @@ def test_edge_probes_of_wide_data_are_never_built_whole():
     rng = np.random.default_rng(0)
     X = rng.uniform(1.0, 2.0, (80, 600))
     y = X[:, 0] * X[:, 1]
-    models = [Expression.parse("x1 * x2"), Expression.parse("1.0 / (x3 - 1.0)"),
-              Expression.parse("2.0"), Expression.parse("x600 + x7 * x7")]
+    models = [
+        Expression.parse("x1 * x2"),
+        Expression.parse("1.0 / (x3 - 1.0)"),
+        Expression.parse("2.0"),
+        Expression.parse("x600 + x7 * x7"),
+    ]
     tracemalloc.start()
     try:
         got = edge_excursion(models, edge_probes(X), y)
@@ -212,13 +241,15 @@ def test_edge_probes_of_wide_data_are_never_built_whole():
         tracemalloc.stop()
     assert peak < 20e6, peak
     small = X[:, :12]
-    small_models = [Expression.parse(t) for t in ("x1 * x2", "1.0 / (x3 - 1.0)", "2.0",
-                                                  "x12 + x7 * x7", "x5")]
+    small_models = [
+        Expression.parse(t) for t in ("x1 * x2", "1.0 / (x3 - 1.0)", "2.0", "x12 + x7 * x7", "x5")
+    ]
     probes = edge_probes(small)
     whole = np.asarray(probes)
     assert whole.shape == probes.shape == (2 * 12 * 80, 12)
-    np.testing.assert_array_equal(edge_excursion(small_models, probes, y),
-                                  edge_excursion(small_models, whole, y))
+    np.testing.assert_array_equal(
+        edge_excursion(small_models, probes, y), edge_excursion(small_models, whole, y)
+    )
     assert got[1] > 0 and got[2] == 0
 
 
@@ -261,9 +292,16 @@ def test_concurrent_saves_to_one_path_all_succeed_and_leave_a_whole_model(tmp_pa
             load_model({str(dst)!r}).predict([[0, 1, 0]])  # always a whole model
         print("done")
     """
-    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     results = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, results, strict=True):
         assert p.returncode == 0 and "done" in out, err[-2000:]
@@ -281,7 +319,7 @@ def test_dataframes_of_other_libraries_work_with_their_column_names(library):
     y = 3.0 * X[:, 0] * X[:, 1]
     data = {"mass": X[:, 0], "speed": X[:, 1]}
     frame = lib.DataFrame(data) if library == "polars" else lib.table(data)
-    target = (lib.Series("y", y) if library == "polars" else lib.chunked_array([y]))
+    target = lib.Series("y", y) if library == "polars" else lib.chunked_array([y])
     sr = SymbolicRegressor(max_iterations=3, progress=False).fit(frame, target)
     assert list(sr.feature_names_in_) == ["mass", "speed"]
     assert set(str(sr.sympy().free_symbols)[1:-1].split(", ")) == {"mass", "speed"}
@@ -310,8 +348,7 @@ def test_a_csv_line_with_more_fields_than_its_header_is_refused(tmp_path, capsys
     assert rc == 2 and "line 3 has 200000 fields, but the first line has 3" in err, err
     # quoted decimal commas with a comma separator are read, not a dead end
     quoted = tmp_path / "quoted.csv"
-    rows = "".join(f'"{a},5","{b},25"\n' for a, b in zip(range(30), range(30, 0, -1),
-                                                        strict=True))
+    rows = "".join(f'"{a},5","{b},25"\n' for a, b in zip(range(30), range(30, 0, -1), strict=True))
     quoted.write_text("x,y\n" + rows)
     from jaxsr.cli import _read_csv
 
@@ -331,8 +368,9 @@ def test_one_estimator_object_fitted_from_two_threads_is_refused(Estimator):
             return super().fit(X, y, sample_weight)
 
     X, y = _tree_data()
-    est = Blocking(**({"max_iterations": 1} if Estimator is SymbolicRegressor else
-                      {"depth_budget": 2}))
+    est = Blocking(
+        **({"max_iterations": 1} if Estimator is SymbolicRegressor else {"depth_budget": 2})
+    )
     worker = threading.Thread(target=est.fit, args=(X, y))
     worker.start()
     try:
@@ -362,10 +400,24 @@ def test_ctrl_c_ends_the_command_promptly_even_while_compiling(tmp_path, presses
     frame["y"] = np.sin(X[:, 0]) * X[:, 1] + X[:, 2] ** 3 / X[:, 3]
     data = tmp_path / "data.csv"
     frame.to_csv(data, index=False)
-    proc = subprocess.Popen([sys.executable, "-m", "jaxsr", "symbolic", str(data), "--target",
-                             "y", "--max-nodes", "60"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jaxsr",
+            "symbolic",
+            str(data),
+            "--target",
+            "y",
+            "--max-nodes",
+            "60",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "JAXSR_CACHE_DIR": "none"},
+    )
     try:
         for line in proc.stderr:  # the fit has started
             if "fitting SymbolicRegressor" in line:
@@ -408,11 +460,17 @@ def test_warnings_from_fit_point_at_the_line_that_called_fit():
             line = fit.__code__.co_firstlineno
             fit()
         # every warning but JAX's own (its deprecations and compilation notes)
-        return line, [w for w in caught if not os.path.abspath(w.filename).startswith(
-            (os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__)))]
+        return line, [
+            w
+            for w in caught
+            if not os.path.abspath(w.filename).startswith(
+                (os.path.dirname(jax.__file__), os.path.dirname(jaxlib.__file__))
+            )
+        ]
 
-    est = OptimalTreeRegressor(max_steps=0, regularization=0.001, depth_budget=None,
-                               progress=False)  # stopped before its certificate
+    est = OptimalTreeRegressor(
+        max_steps=0, regularization=0.001, depth_budget=None, progress=False
+    )  # stopped before its certificate
     line, caught = records(lambda: est.fit(X, y.to_numpy()[:, None]))
     kinds = {w.category for w in caught}
     assert {PrecisionWarning, ConvergenceWarning, DataConversionWarning} <= kinds, caught
@@ -420,7 +478,7 @@ def test_warnings_from_fit_point_at_the_line_that_called_fit():
         assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
 
     line, caught = records(lambda: Binarizer().fit_transform(X[["id"]]))  # set_output's
-    assert PrecisionWarning in {w.category for w in caught}, caught       # wrapper
+    assert PrecisionWarning in {w.category for w in caught}, caught  # wrapper
     for w in caught:
         assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
 
@@ -431,6 +489,8 @@ def test_warnings_from_fit_point_at_the_line_that_called_fit():
     assert DataConversionWarning in {w.category for w in caught}, caught
     for w in caught:
         assert (os.path.abspath(w.filename), w.lineno) == (here, line), (w.category, w.filename)
+
+
 # ------------------------------------------------------------------ time limits
 def test_max_time_bounds_the_rational_start_too(monkeypatch):
     """``max_time`` counts the rational starting structures, which ran to the end of their

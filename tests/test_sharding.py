@@ -40,10 +40,16 @@ def _assert_same(single, sharded, rtol):
 
 
 def test_symbolic_kernels_sharded_over_samples(mesh):
-    (Expression, node_semantics, node_equations, forbidden_sets,
-     constant_variable_search) = _kernels(
-        "jaxsr.symbolic", "Expression", "node_semantics", "node_equations", "forbidden_sets",
-        "constant_variable_search")
+    (Expression, node_semantics, node_equations, forbidden_sets, constant_variable_search) = (
+        _kernels(
+            "jaxsr.symbolic",
+            "Expression",
+            "node_semantics",
+            "node_equations",
+            "forbidden_sets",
+            "constant_variable_search",
+        )
+    )
     X, y = datasets.make_newton_gravitation(1000, seed=0)  # N divisible by 4
     # iteration 2 of the paper's Table 3, with a division so that S is not trivial
     tree = Expression.parse("(434063.5718753305 * x2) / x3", ["x1", "x2", "x3"]).padded()
@@ -57,8 +63,9 @@ def test_symbolic_kernels_sharded_over_samples(mesh):
         S = forbidden_sets(tree, sem, n_slots)
         nodes = jnp.ones((cap,), bool)
         pool = jnp.ones((XT.shape[0],), bool)
-        cv_red, cv_k = constant_variable_search(tree, sem, eqs, S, XT, nodes, pool,
-                                                no_limit, no_limit)
+        cv_red, cv_k = constant_variable_search(
+            tree, sem, eqs, S, XT, nodes, pool, no_limit, no_limit
+        )
         return sem, eqs.a, eqs.b, eqs.c, eqs.d, S, cv_red, cv_k
 
     XT = np.ascontiguousarray(X.T)
@@ -87,7 +94,8 @@ def test_symbolic_kernels_sharded_over_samples(mesh):
 
 def test_tree_kernels_sharded_over_classes(mesh):
     leaf_statistics, kmeans_lower_bound = _kernels(
-        "jaxsr.trees", "leaf_statistics", "kmeans_lower_bound")
+        "jaxsr.trees", "leaf_statistics", "kmeans_lower_bound"
+    )
     rng = np.random.default_rng(0)
     U, M = 256, 12  # equivalence classes x binary features
     features = rng.integers(0, 2, size=(U, M)).astype(np.float64)
@@ -106,9 +114,11 @@ def test_tree_kernels_sharded_over_classes(mesh):
 
     single = kernels(*map(jnp.asarray, (features, stats, mask, W, S, Q)))
     rows = NamedSharding(mesh, P("samples"))
-    sharded = kernels(jax.device_put(features, NamedSharding(mesh, P("samples", None))),
-                      jax.device_put(stats, NamedSharding(mesh, P("samples", None))),
-                      *(jax.device_put(a, rows) for a in (mask, W, S, Q)))
+    sharded = kernels(
+        jax.device_put(features, NamedSharding(mesh, P("samples", None))),
+        jax.device_put(stats, NamedSharding(mesh, P("samples", None))),
+        *(jax.device_put(a, rows) for a in (mask, W, S, Q)),
+    )
     for a, b in zip(single, sharded, strict=True):
         _assert_same(a, b, rtol=1e-12)
     # and against plain numpy: the "true" child of every split
@@ -124,8 +134,10 @@ def test_symbolic_regressor_on_a_mesh_equals_one_device(mesh):
     X, y = X[:201], y[:201]  # padded to the first bucket (256 rows: 64 per device)
     # the greedy search and the default beam (which orders trees whose MSEs agree to 12
     # digits, e.g. x1*x2 and x2*x1 summed in another order over devices, by their text)
-    for params in (dict(strategy=1, beam_width=1, max_nodes=9, max_iterations=4),
-                   dict(max_nodes=9, max_iterations=4)):
+    for params in (
+        dict(strategy=1, beam_width=1, max_nodes=9, max_iterations=4),
+        dict(max_nodes=9, max_iterations=4),
+    ):
         _mesh_equals_one_device(X, y, params, mesh)
     with pytest.raises(ValueError, match="mesh"):
         SymbolicRegressor(mesh="gpu", max_iterations=1).fit(X, y)
@@ -138,8 +150,9 @@ def _mesh_equals_one_device(X, y, params, mesh):
     for m in ("all", mesh):
         many = SymbolicRegressor(mesh=m, **params).fit(X, y)
         np.testing.assert_array_equal(many.expression_tree_.op, one.expression_tree_.op)
-        np.testing.assert_allclose(many.expression_tree_.value, one.expression_tree_.value,
-                                   rtol=1e-9)
+        np.testing.assert_allclose(
+            many.expression_tree_.value, one.expression_tree_.value, rtol=1e-9
+        )
         assert [h["search"] for h in many.history_] == [h["search"] for h in one.history_]
         # the last change recovers Newton's law: both MSEs are rounding (1e-32 of y**2)
         np.testing.assert_allclose(many.mse_, one.mse_, rtol=1e-9, atol=1e-12 * np.var(y))
@@ -183,8 +196,12 @@ def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch)
 
     def recording(self, *args, **kwargs):
         leaves = jax.tree.leaves((args, kwargs))
-        if any(isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
-               and len(x.sharding.device_set) > 1 for x in leaves):
+        if any(
+            isinstance(x, jax.Array)
+            and not isinstance(x, jax.core.Tracer)
+            and len(x.sharding.device_set) > 1
+            for x in leaves
+        ):
             calls.setdefault(self.__name__, (self, args, kwargs))
         return call(self, *args, **kwargs)
 
@@ -193,8 +210,16 @@ def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch)
         with precision(np.float64), sample_mesh(sr._sample_mesh()[0]):
             XT, yj, wj = sr._device_data(X, y, None, np.float64)
             pool = np.arange(XT.shape[0]) < 3  # the padding columns are out of the pool
-            engine = DomeSearch(XT, yj, pool, max_nodes=9, max_height=None,
-                                min_improvement=1e-6, feature_names=names, weights=wj)
+            engine = DomeSearch(
+                XT,
+                yj,
+                pool,
+                max_nodes=9,
+                max_height=None,
+                min_improvement=1e-6,
+                feature_names=names,
+                weights=wj,
+            )
             rec = engine.step(3)
             return engine, rec, engine.analyse()
 
@@ -220,8 +245,7 @@ def test_sample_axis_stays_sharded_through_a_greedy_iteration(mesh, monkeypatch)
         assert {s.data.shape[-1] for s in a.addressable_shards} == {80}
 
     # the compiled programs of the iteration: no [*, N] array held whole on a device
-    assert {"_analyse", "search_all", "_check", "constant_passes",
-            "polish_steps"} <= set(calls)
+    assert {"_analyse", "search_all", "_check", "constant_passes", "polish_steps"} <= set(calls)
     for name, (prog, args, kwargs) in calls.items():
         with precision(np.float64), sample_mesh(mesh):
             hlo = prog.lower(*args, **kwargs).compile().as_text()

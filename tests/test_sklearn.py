@@ -61,12 +61,14 @@ _EXPECTED_FAILED: dict[str, dict[str, str]] = {
 }
 if _version_tuple(sklearn.__version__) < (1, 7):
     for _name in ("OptimalTreeRegressor", "Binarizer"):
-        _EXPECTED_FAILED[_name].update({
-            "check_positive_only_tag_during_fit": "scikit-learn 1.6 casts X to int for "
-            "categorical-input estimators, then fails in its own `X -= X.mean()`",
-            "check_sample_weight_equivalence_on_sparse_data": "scikit-learn 1.6 feeds sparse "
-            "X whatever input_tags.sparse says; we refuse sparse input (1.7 skips the check)",
-        })
+        _EXPECTED_FAILED[_name].update(
+            {
+                "check_positive_only_tag_during_fit": "scikit-learn 1.6 casts X to int for "
+                "categorical-input estimators, then fails in its own `X -= X.mean()`",
+                "check_sample_weight_equivalence_on_sparse_data": "scikit-learn 1.6 feeds sparse "
+                "X whatever input_tags.sparse says; we refuse sparse input (1.7 skips the check)",
+            }
+        )
 
 
 def _expected_failed(estimator):
@@ -121,18 +123,23 @@ def _data(n=150, seed=0):
 
 
 def _tree():
-    return OptimalTreeRegressor(binarizer=Binarizer(n_thresholds=3), depth_budget=3,
-                                regularization=0.01)
+    return OptimalTreeRegressor(
+        binarizer=Binarizer(n_thresholds=3), depth_budget=3, regularization=0.01
+    )
 
 
 _CV = KFold(3)  # 100 training rows in every fold
 
 
-@pytest.mark.parametrize("make", [
-    lambda: SymbolicRegressor(max_iterations=3, max_nodes=7),
-    _tree,
-    lambda: make_pipeline(Binarizer(n_thresholds=3), OptimalTreeRegressor(depth_budget=3)),
-], ids=["symbolic", "tree", "binarizer"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SymbolicRegressor(max_iterations=3, max_nodes=7),
+        _tree,
+        lambda: make_pipeline(Binarizer(n_thresholds=3), OptimalTreeRegressor(depth_budget=3)),
+    ],
+    ids=["symbolic", "tree", "binarizer"],
+)
 def test_cross_val_score_and_pipeline_with_scaler(make):
     X, y = _data()
     scores = cross_val_score(make(), X, y, cv=_CV)
@@ -155,15 +162,21 @@ def test_grid_search_over_each_estimator():
     X, y = _data()
     # refit=False: no fit on all 150 rows (a new data shape, compiled again)
     # the search from the mean (a rational start is a model before any iteration)
-    gs = GridSearchCV(SymbolicRegressor(max_nodes=7, rational_start=False),
-                      {"max_iterations": [0, 3]}, cv=_CV, refit=False).fit(X, y)
+    gs = GridSearchCV(
+        SymbolicRegressor(max_nodes=7, rational_start=False),
+        {"max_iterations": [0, 3]},
+        cv=_CV,
+        refit=False,
+    ).fit(X, y)
     assert gs.best_params_ == {"max_iterations": 3}  # 0 iterations: the mean, R^2 <= 0
-    np.testing.assert_allclose(gs.cv_results_["mean_test_score"], [gs.cv_results_[
-        "mean_test_score"][0], 1.0], atol=1e-12)
+    np.testing.assert_allclose(
+        gs.cv_results_["mean_test_score"], [gs.cv_results_["mean_test_score"][0], 1.0], atol=1e-12
+    )
     assert gs.cv_results_["mean_test_score"][0] <= 0.0
 
-    gs = GridSearchCV(_tree(), {"depth_budget": [1, 3], "binarizer__n_thresholds": [1, 3]},
-                      cv=_CV).fit(X, y)
+    gs = GridSearchCV(
+        _tree(), {"depth_budget": [1, 3], "binarizer__n_thresholds": [1, 3]}, cv=_CV
+    ).fit(X, y)
     assert gs.best_params_ == {"depth_budget": 3, "binarizer__n_thresholds": 3}
     assert gs.best_estimator_.binarizer_.n_thresholds == 3
 
@@ -174,11 +187,15 @@ def test_grid_search_over_each_estimator():
 
 
 # ------------------------------------------------------------------ feature names
-@pytest.mark.parametrize("make", [
-    lambda: SymbolicRegressor(max_iterations=3, max_nodes=7),
-    _tree,
-    lambda: Binarizer(n_thresholds=3),
-], ids=["symbolic", "tree", "binarizer"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SymbolicRegressor(max_iterations=3, max_nodes=7),
+        _tree,
+        lambda: Binarizer(n_thresholds=3),
+    ],
+    ids=["symbolic", "tree", "binarizer"],
+)
 def test_feature_names_as_scikit_learn_does_them(make):
     X, y = _data()
     frame = pd.DataFrame(X, columns=["a", "b"])
@@ -235,5 +252,4 @@ def test_to_jax_equals_predict_in_the_model_dtype(dtype):
     with jax.enable_x64(True):  # the caller's jit: XLA may fuse, equal to an ulp or two
         out = jax.jit(f)(X)
         assert out.dtype == np.dtype(dtype)
-        np.testing.assert_allclose(np.asarray(out), pred,
-                                   rtol=4 * np.finfo(np.dtype(dtype)).eps)
+        np.testing.assert_allclose(np.asarray(out), pred, rtol=4 * np.finfo(np.dtype(dtype)).eps)

@@ -21,8 +21,12 @@ from jaxsr._validation import (
 
 @pytest.mark.parametrize(
     "column, dtype",
-    [(["x", "y", "z"], None), (["x", "y", "z"], "string"), (["u", "v", "u"], "category"),
-     ([object(), object(), object()], object)],
+    [
+        (["x", "y", "z"], None),
+        (["x", "y", "z"], "string"),
+        (["u", "v", "u"], "category"),
+        ([object(), object(), object()], object),
+    ],
 )
 def test_non_numeric_columns_are_named(column, dtype):
     df = pd.DataFrame({"ok": [1.0, 2.0, 3.0], "bad col": pd.Series(column, dtype=dtype)})
@@ -44,8 +48,11 @@ def test_nullable_integer_and_bool_columns_are_numeric():
         (np.ones((0, 2)), np.ones(0), "no rows"),
         (np.ones((3, 0)), np.ones(3), "no columns"),
         (np.ones(3), np.ones(3), "1-D array"),
-        (np.array([[1.0, np.nan], [2.0, 3.0]]), np.ones(2),
-         "NaN or infinite values in 1 row\\(s\\), in column 1;"),
+        (
+            np.array([[1.0, np.nan], [2.0, 3.0]]),
+            np.ones(2),
+            "NaN or infinite values in 1 row\\(s\\), in column 1;",
+        ),
         (np.array([[1.0, 2.0], [2.0, 3.0]]), np.array([1.0, np.inf]), "y contains NaN"),
         (np.ones((2, 2)), np.ones((2, 2)), "y must be 1-D"),
         (np.array([["a", "b"]]), np.ones(1), "X must be numeric"),
@@ -71,8 +78,11 @@ def test_messages_name_columns_and_count_rows():
     with pytest.raises(ValueError, match=r"in 3 row\(s\), in 'a', 'b c'; impute"):
         as_2d_float(df)
     y = pd.Series([1.0, np.nan, 2.0, np.inf], name="sales")
-    with pytest.raises(ValueError, match=r"y \(column 'sales'\) contains NaN or infinite "
-                                         r"values in 2 row\(s\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"y \(column 'sales'\) contains NaN or infinite "
+        r"values in 2 row\(s\)",
+    ):
         check_X_y(np.ones((4, 1)), y)
     with pytest.raises(ValueError, match=r"column 'u' contains NaN or infinite values in 1 "):
         check_numeric_column(pd.array([1, None, 3], dtype="Int64").to_numpy(), "u")
@@ -141,8 +151,12 @@ def test_hyperparameter_checks():
 
 def test_sample_weight_checks():
     np.testing.assert_array_equal(check_sample_weight(None, 3), np.ones(3))
-    for bad, message in [([1.0, -1.0, 1.0], "non-negative"), ([0.0, 0.0, 0.0], "sums to zero"),
-                         ([1.0, 1.0], "shape"), ([1.0, np.nan, 1.0], "NaN")]:
+    for bad, message in [
+        ([1.0, -1.0, 1.0], "non-negative"),
+        ([0.0, 0.0, 0.0], "sums to zero"),
+        ([1.0, 1.0], "shape"),
+        ([1.0, np.nan, 1.0], "NaN"),
+    ]:
         with pytest.raises(ValueError, match=message):
             check_sample_weight(bad, 3)
 
@@ -170,9 +184,16 @@ def test_to_device_matches_jnp_asarray_and_compiles_nothing():
     from jaxsr._config import to_device
 
     rng = np.random.default_rng(0)
-    cases = [(rng.normal(size=(3, 7)), None), (rng.normal(size=5).astype(np.float32), None),
-             (np.arange(6).reshape(2, 3) > 2, None), (2.5, np.float32), (7, np.int32),
-             (False, None), ([1.0, 2.0], np.float64), (rng.normal(size=(2, 4)).T, None)]
+    cases = [
+        (rng.normal(size=(3, 7)), None),
+        (rng.normal(size=5).astype(np.float32), None),
+        (np.arange(6).reshape(2, 3) > 2, None),
+        (2.5, np.float32),
+        (7, np.int32),
+        (False, None),
+        ([1.0, 2.0], np.float64),
+        (rng.normal(size=(2, 4)).T, None),
+    ]
     for x64 in (True, False):
         with jax.enable_x64(x64):
             for x, dt in cases:

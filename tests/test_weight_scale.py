@@ -35,10 +35,16 @@ def test_symbolic_model_is_the_same_at_any_weight_scale():
     w0 = _weights(150)
     # the search from the mean gives the same tree to the last bit at any weight scale; the
     # rational start's least-squares constants agree to rounding (checked below)
-    fits = [SymbolicRegressor(max_nodes=9, verbose=False, rational_start=False).fit(
-        X, y, sample_weight=w0 * s) for s in (1e-300, 1.0, 1e300)]
-    started = [SymbolicRegressor(max_nodes=9, verbose=False).fit(X, y, sample_weight=w0 * s)
-               for s in (1e-300, 1.0, 1e300)]
+    fits = [
+        SymbolicRegressor(max_nodes=9, verbose=False, rational_start=False).fit(
+            X, y, sample_weight=w0 * s
+        )
+        for s in (1e-300, 1.0, 1e300)
+    ]
+    started = [
+        SymbolicRegressor(max_nodes=9, verbose=False).fit(X, y, sample_weight=w0 * s)
+        for s in (1e-300, 1.0, 1e300)
+    ]
     for m in started:
         np.testing.assert_allclose(m.predict(X), started[1].predict(X), rtol=1e-9)
     # uniform weights at the extremes of float64 give the unweighted fit exactly
@@ -58,10 +64,15 @@ def test_tree_model_and_certificate_are_the_same_at_any_weight_scale():
 
     X, y = load_diabetes(return_X_y=True)
     w0 = _weights(len(y))
-    params = dict(regularization=0.01, depth_budget=3,
-                  binarizer=Binarizer(strategy="quantile", n_thresholds=3))
-    fits = [OptimalTreeRegressor(**params).fit(X, y, sample_weight=w0 * s)
-            for s in (1e-300, 1.0, 1e300, 1e308 / 4)]
+    params = dict(
+        regularization=0.01,
+        depth_budget=3,
+        binarizer=Binarizer(strategy="quantile", n_thresholds=3),
+    )
+    fits = [
+        OptimalTreeRegressor(**params).fit(X, y, sample_weight=w0 * s)
+        for s in (1e-300, 1.0, 1e300, 1e308 / 4)
+    ]
     ref = fits[1]
     assert ref.optimal_
     for m in fits:
@@ -74,5 +85,8 @@ def test_tree_model_and_certificate_are_the_same_at_any_weight_scale():
     for s in (5e-324, 1e308):
         m = OptimalTreeRegressor(**params).fit(X, y, sample_weight=np.full(len(y), s))
         assert (m.optimal_, m.objective_, m.lower_bound_) == (
-            True, plain.objective_, plain.lower_bound_)
+            True,
+            plain.objective_,
+            plain.lower_bound_,
+        )
         np.testing.assert_array_equal(m.predict(X), plain.predict(X))

@@ -97,8 +97,10 @@ def parse(page: str, text: str) -> list[Block]:
         j = i + 1
         while j < len(lines) and lines[j].rstrip() != indent + fence:
             j += 1
-        body = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1:j]]
-        between = [ln for ln in lines[last_end + 1:i] if ln.strip()]
+        body = [
+            ln[len(indent) :] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1 : j]
+        ]
+        between = [ln for ln in lines[last_end + 1 : i] if ln.strip()]
         marker = ""
         if between and (mk := _MARKER.match(between[-1])):
             marker = mk["what"]
@@ -117,7 +119,7 @@ def parse(page: str, text: str) -> list[Block]:
 
 def _is_open(lines: list[str], i: int) -> bool:
     # a bare ``` opens a block when a closing fence of the same indent follows
-    return any(ln.rstrip() == lines[i].rstrip() for ln in lines[i + 1:])
+    return any(ln.rstrip() == lines[i].rstrip() for ln in lines[i + 1 :])
 
 
 def _kind(b: Block) -> str:
@@ -169,7 +171,7 @@ def _tokens(lines: list[str]) -> list:
         pos = 0
         for m in _NUMBER.finditer(word):
             if m.start() > pos:
-                out.append(word[pos:m.start()])
+                out.append(word[pos : m.start()])
             out.append(float(m.group()))
             pos = m.end()
         if pos < len(word):
@@ -191,7 +193,7 @@ def normalise(lines: list[str]) -> list[str]:
 # --------------------------------------------------------------------------------------
 # running a session: one fresh process per (page, session), driven by _SESSION_DRIVER
 
-_SESSION_DRIVER = r'''
+_SESSION_DRIVER = r"""
 import contextlib, doctest, io, json, os, subprocess, sys, textwrap, time, warnings
 steps = json.load(open(sys.argv[1]))
 results = []
@@ -230,7 +232,7 @@ for kind, payload in steps:
     results.append(buf.getvalue())
     print(f"{time.perf_counter() - t0:7.1f} s  {kind} {payload[:60]!r}", file=sys.stderr)
 json.dump(results, open(sys.argv[2], "w"))
-'''
+"""
 
 
 def _steps(blocks: list[Block]) -> list[tuple[str, str, Block, int]]:
@@ -259,14 +261,31 @@ def run_session(steps: list[tuple[str, str]], timeout: float = 1800) -> list[str
         work.mkdir()
         path = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
         env = dict(os.environ, COLUMNS="80", MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(path))
-        p = subprocess.run([sys.executable, str(tmpd / "driver.py"), str(tmpd / "steps.json"),
-                            str(tmpd / "out.json")], cwd=work, env=env, capture_output=True,
-                           text=True, timeout=timeout)
+        p = subprocess.run(
+            [
+                sys.executable,
+                str(tmpd / "driver.py"),
+                str(tmpd / "steps.json"),
+                str(tmpd / "out.json"),
+            ],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if p.returncode:
             raise RuntimeError(f"the page's code failed:\n{p.stderr[-4000:]}")
         if TIMES:
-            print("".join(ln + "\n" for ln in p.stderr.splitlines() if ln[:9].strip()
-                          .replace(".", "").isdigit()), file=sys.stderr, end="")
+            print(
+                "".join(
+                    ln + "\n"
+                    for ln in p.stderr.splitlines()
+                    if ln[:9].strip().replace(".", "").isdigit()
+                ),
+                file=sys.stderr,
+                end="",
+            )
         return json.loads((tmpd / "out.json").read_text())
 
 
@@ -290,14 +309,14 @@ def run_pages(parsed: dict[str, list[Block]]) -> None:
     keys = [[(k, p) for k, p, _, _ in steps] for steps in sessions]
     runs: list[list[tuple[str, str]]] = []  # the sessions to run: none a prefix of another
     for key in keys:
-        if not any(other[:len(key)] == key for other in runs):
+        if not any(other[: len(key)] == key for other in runs):
             runs.append(key)
     # the sessions are separate processes: as many at once as the machine has cores
     workers = max(1, min(len(runs), os.cpu_count() or 1, 4))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         outputs = list(pool.map(run_session, runs))
     for steps, key in zip(sessions, keys, strict=True):
-        outs = next(o for other, o in zip(runs, outputs, strict=True) if other[:len(key)] == key)
+        outs = next(o for other, o in zip(runs, outputs, strict=True) if other[: len(key)] == key)
         _assign(steps, outs)
     for blocks in parsed.values():
         for b in blocks:
@@ -324,8 +343,11 @@ def _assign(steps, outs) -> None:
             shown = {ln.strip() for ln in normalise(b.lines)}
             # standard error: the command's errors, and the other lines the page shows
             # (progress, notices and timings vary from run to run)
-            own = [ln for ln in stderr.splitlines() if ln.startswith("jaxsr: error")
-                   or normalise([ln])[0].strip() in shown]
+            own = [
+                ln
+                for ln in stderr.splitlines()
+                if ln.startswith("jaxsr: error") or normalise([ln])[0].strip() in shown
+            ]
             b.actual += ["$ " + payload, *stdout.splitlines(), *own]
         elif kind == "script":
             b.actual = out.rstrip("\n").split("\n")
@@ -377,14 +399,17 @@ def check(parsed: dict[str, list[Block]]) -> list[str]:
         attach_outputs(blocks)
         for b in blocks:
             if b.kind == "unknown":
-                messages.append(f"{b.where}: a text block that no check covers (put the code "
-                                "that prints it before it, or a <!-- doc-check: ... --> marker)")
+                messages.append(
+                    f"{b.where}: a text block that no check covers (put the code "
+                    "that prints it before it, or a <!-- doc-check: ... --> marker)"
+                )
             for p in b.problems:
                 messages.append(f"{b.where}: doctest failed\n{p}")
             if b.kind in ("output", "transcript", "example", "excerpt") and b.actual is not None:
                 if not same(b.lines, b.actual):
-                    diff = difflib.unified_diff(normalise(b.lines), normalise(b.actual),
-                                                "page", "output", lineterm="", n=1)
+                    diff = difflib.unified_diff(
+                        normalise(b.lines), normalise(b.actual), "page", "output", lineterm="", n=1
+                    )
                     messages.append(f"{b.where}: the page shows another output\n" + "\n".join(diff))
     return messages
 
@@ -405,7 +430,7 @@ def update(page: str, blocks: list[Block]) -> bool:
             continue
         if same(b.lines, b.actual) and _breaks(b.lines) == _breaks(b.actual):
             continue
-        lines[b.start + 1:b.end] = [(b.indent + ln).rstrip() if ln else "" for ln in b.actual]
+        lines[b.start + 1 : b.end] = [(b.indent + ln).rstrip() if ln else "" for ln in b.actual]
         changed = True
     if changed:
         path.write_text("\n".join(lines), encoding="utf-8")

@@ -119,16 +119,30 @@ def strategy_stages(strategy: int):
         [("variable", "const")],
         [("constant-expression", "nonterminal")],
         [("constant-variable", "terminal")],
-        [("constant", "var_nonterminal"), ("variable", "var_nonterminal"),
-         ("constant-variable", "nonterminal")],
+        [
+            ("constant", "var_nonterminal"),
+            ("variable", "var_nonterminal"),
+            ("constant-variable", "nonterminal"),
+        ],
     ]
     if strategy == 1:
-        return [[("constant", "all"), ("variable", "all"), ("constant-variable", "all"),
-                 ("constant-expression", "nonterminal")]], False
+        return [
+            [
+                ("constant", "all"),
+                ("variable", "all"),
+                ("constant-variable", "all"),
+                ("constant-expression", "nonterminal"),
+            ]
+        ], False
     if strategy == 2:
-        return [[("constant", "var_nonterminal"), ("variable", "all"),
-                 ("constant-variable", "all"),
-                 ("constant-expression", "nonterminal")]], True
+        return [
+            [
+                ("constant", "var_nonterminal"),
+                ("variable", "all"),
+                ("constant-variable", "all"),
+                ("constant-expression", "nonterminal"),
+            ]
+        ], True
     if strategy == 3:
         return s3, True
     if strategy == 4:
@@ -191,8 +205,9 @@ def _use_batch() -> bool:
     return BATCH_TREES if BATCH_TREES is not None else jax.default_backend() != "cpu"
 
 
-def search_many(engine: DomeSearch, exprs, mses, specs,
-                k: int | None = None) -> list[list[Candidate]]:
+def search_many(
+    engine: DomeSearch, exprs, mses, specs, k: int | None = None
+) -> list[list[Candidate]]:
     """The ``k`` best successful candidates of ``specs`` for each tree of ``exprs`` (best
     first, as :meth:`DomeSearch.candidates`; ``None``: all). With :data:`BATCH_TREES` the
     trees, padded to one capacity bucket and the batch to a power of two, are searched by
@@ -216,9 +231,17 @@ def search_many(engine: DomeSearch, exprs, mses, specs,
     trees += [trees[-1]] * (nb - len(trees))
     masks += [np.zeros_like(masks[-1])] * (nb - len(masks))
     mn, mh = engine.limits()
-    res = _search_batch(_stack(trees), engine.XT, engine.y, engine.weights,
-                        to_device(np.stack(masks)), engine.var_mask, mn, mh,
-                        n_slots=engine.n_slots)
+    res = _search_batch(
+        _stack(trees),
+        engine.XT,
+        engine.y,
+        engine.weights,
+        to_device(np.stack(masks)),
+        engine.var_mask,
+        mn,
+        mh,
+        n_slots=engine.n_slots,
+    )
     for i, (e, m) in enumerate(zip(exprs, mses, strict=True)):
         _load(engine, e, m)
         found = engine.best_of(jax.tree_util.tree_map(lambda a, i=i: a[i], res), k)
@@ -236,10 +259,13 @@ def check_many(engine: DomeSearch, trees):
     T = len(trees)
     res = []
     for i in range(0, T, CHECK_CHUNK):
-        part = trees[i:i + CHECK_CHUNK]
+        part = trees[i : i + CHECK_CHUNK]
         part = part + [part[-1]] * (CHECK_CHUNK - len(part))
-        res.append(device_get(_check_batch(_stack(part), engine.XT, engine.y,
-                                           engine.weights, vmap=_use_batch())))
+        res.append(
+            device_get(
+                _check_batch(_stack(part), engine.XT, engine.y, engine.weights, vmap=_use_batch())
+            )
+        )
     return tuple(np.concatenate([r[k] for r in res])[:T] for k in range(3))
 
 
@@ -277,8 +303,11 @@ def _children(engine: DomeSearch, member: BeamMember, cands: list[Candidate], wi
     for c in cands[: width + MAX_TRIES - 1]:
         sub = engine.subtree_of(c)
         new = engine.expr.replace(c.node, sub)
-        if new.n_nodes > engine.max_nodes and c.search in ("constant-variable",
-                                                           "constant-expression", "unary"):
+        if new.n_nodes > engine.max_nodes and c.search in (
+            "constant-variable",
+            "constant-expression",
+            "unary",
+        ):
             continue
         trials.append((c, sub, new))
     if not trials:
@@ -291,8 +320,9 @@ def _children(engine: DomeSearch, member: BeamMember, cands: list[Candidate], wi
         # the batched check covers the training rows; the domain proof (domain="box")
         # runs only for a tree that passes everything else
         if engine.accepts(float(mse[i]), bool(ok[i])) and engine.in_domain(new):
-            kids.append((BeamMember(new, float(mse[i]), _record(engine, c, sub)),
-                         np.asarray(out[i])))
+            kids.append(
+                (BeamMember(new, float(mse[i]), _record(engine, c, sub)), np.asarray(out[i]))
+            )
             if len(kids) == width:
                 break
     return kids
@@ -304,7 +334,7 @@ class _Distinct:
     def __init__(self, scale: float, n: int):
         self.texts: set[str] = set()
         self.sems: set[bytes] = set()
-        self.q = 10.0 ** SEMANTIC_DIGITS / max(scale, np.finfo(np.float64).tiny)
+        self.q = 10.0**SEMANTIC_DIGITS / max(scale, np.finfo(np.float64).tiny)
         self.n = n
 
     def add(self, expr: Expression, sem) -> bool:
@@ -366,8 +396,13 @@ def beam_step(engine: DomeSearch, state: BeamState, strategy: int, width: int):
         if not pending or engine.timed_out():
             break
         members = [state.members[i] for i in pending]
-        cands = search_many(engine, [m.expression for m in members],
-                            [m.mse for m in members], specs, width + MAX_TRIES - 1)
+        cands = search_many(
+            engine,
+            [m.expression for m in members],
+            [m.mse for m in members],
+            specs,
+            width + MAX_TRIES - 1,
+        )
         still = []
         for rank, m, cs in zip(pending, members, cands, strict=True):
             got = _children(engine, m, cs, width)
@@ -390,7 +425,8 @@ def beam_step(engine: DomeSearch, state: BeamState, strategy: int, width: int):
     for rank, k, sem in kids:
         # on a search sample, a child enters only if it beats its parent on all rows too
         if seen.add(k.expression, sem) and engine.verified(
-                k.expression, state.members[rank].expression):
+            k.expression, state.members[rank].expression
+        ):
             chosen.append((rank, k))
         if len(chosen) == width:
             break
@@ -499,8 +535,13 @@ class BeamSearch:
             rec = dict(rec, beam_parent=0, beam_size=1, beam_mse=float(self.engine.mse))
         m = BeamMember(self.engine.expr, float(self.engine.mse), rec)
         it = self.state.iteration + 1
-        self.state = BeamState((m,), m, it, BeamStatus.RUNNING,
-                               self.state.front + (FrontModel(m.expression, m.mse, it),))
+        self.state = BeamState(
+            (m,),
+            m,
+            it,
+            BeamStatus.RUNNING,
+            self.state.front + (FrontModel(m.expression, m.mse, it),),
+        )
         return rec
 
     def prune(self) -> int:

@@ -123,10 +123,28 @@ from .._config import program
 from .._sharding import constrain_samples, sample_devices
 from . import sorting
 
-__all__ = ["optimal_constant", "constant_mse", "N_NEWTON", "POLE_EXCLUSION", "POLE_RTOL",
-           "SCORE_BUDGET", "EXHAUSTIVE_MAX", "FANOUT", "POINT_BUDGET", "LEAF_REACH", "LEAF_DIVISOR",
-           "NEAR_FACTOR", "NEAR_CAP", "EXACT_BUDGET", "EXACT_WIDTH", "EXACT_CAP", "TERM_CHUNK",
-           "N_QUANTILES", "N_SUBSAMPLE", "N_POLISH"]
+__all__ = [
+    "optimal_constant",
+    "constant_mse",
+    "N_NEWTON",
+    "POLE_EXCLUSION",
+    "POLE_RTOL",
+    "SCORE_BUDGET",
+    "EXHAUSTIVE_MAX",
+    "FANOUT",
+    "POINT_BUDGET",
+    "LEAF_REACH",
+    "LEAF_DIVISOR",
+    "NEAR_FACTOR",
+    "NEAR_CAP",
+    "EXACT_BUDGET",
+    "EXACT_WIDTH",
+    "EXACT_CAP",
+    "TERM_CHUNK",
+    "N_QUANTILES",
+    "N_SUBSAMPLE",
+    "N_POLISH",
+]
 
 N_NEWTON = 8
 POLE_EXCLUSION = 1e-2  # candidates within 1% of a pole are excluded (section 2.1)
@@ -232,6 +250,7 @@ def _sorted_candidates(cands, admissible, c, zero_order):
     admissible candidate is ``-0.0``, ``0.0`` or subnormal (the argsort keeps those in
     index order, the sort by value). Equal values have the same bits, so their order is
     immaterial. On the CPU only (``lax.cond``; a select of both sides under ``vmap``)."""
+
     def by_sort():
         return sorting.sort(jnp.where(admissible, cands, jnp.inf))
 
@@ -245,12 +264,15 @@ def _sorted_candidates(cands, admissible, c, zero_order):
         seeds = jnp.where(admissible[n:], cands[n:], jnp.inf)  # (2,)
         # a zero goes after the admissible zeros before it and the seeds below it; a seed
         # after the zeros at or below it and, if equal or larger, the other seed
-        z_at = jnp.cumsum(adm, dtype=jnp.int32) - 1 + jnp.sum(
-            seeds[None, :] < zs[:, None], axis=1, dtype=jnp.int32)
+        z_at = (
+            jnp.cumsum(adm, dtype=jnp.int32)
+            - 1
+            + jnp.sum(seeds[None, :] < zs[:, None], axis=1, dtype=jnp.int32)
+        )
         other = seeds[::-1]
-        s_at = (jnp.sum(adm[None, :] & (zs[None, :] <= seeds[:, None]), axis=1,
-                        dtype=jnp.int32)
-                + ((other < seeds) | ((other == seeds) & (jnp.arange(2) == 1))))
+        s_at = jnp.sum(adm[None, :] & (zs[None, :] <= seeds[:, None]), axis=1, dtype=jnp.int32) + (
+            (other < seeds) | ((other == seeds) & (jnp.arange(2) == 1))
+        )
         out = jnp.full((R,), jnp.inf, cands.dtype)
         out = out.at[jnp.where(adm, z_at, R)].set(zs, mode="drop")
         return out.at[jnp.where(admissible[n:], s_at, R)].set(seeds, mode="drop")
@@ -285,8 +307,7 @@ def _score_all(a, b, c, d, cands):
     chunk = int(max(1, min(r, SCORE_BUDGET // max(n, 1))))
     n_chunks = -(-r // chunk)
     pad = n_chunks * chunk - r
-    ks = jnp.concatenate([cands, jnp.full((pad,), jnp.nan, cands.dtype)]).reshape(
-        n_chunks, chunk)
+    ks = jnp.concatenate([cands, jnp.full((pad,), jnp.nan, cands.dtype)]).reshape(n_chunks, chunk)
 
     def one(k):  # (chunk,) -> (chunk,)
         # (chunk, N): split over the samples on a mesh (each device its own terms, the
@@ -299,7 +320,6 @@ def _score_all(a, b, c, d, cands):
         return jnp.where(jnp.isfinite(f) & jnp.isfinite(k), f, jnp.inf)
 
     return lax.map(one, ks).reshape(-1)[:r]
-
 
 
 def _prepare(a, b, c, d, S, n_used, forbidden=True, ps=None):
@@ -323,8 +343,7 @@ def _batch(n: int, fanout: int) -> int:
     return int(max(1, min(16, POINT_BUDGET // (2 * fanout * max(n, 1)))))
 
 
-def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None,
-            near_cap=None):
+def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None, near_cap=None):
     """:func:`_best_candidate` and the sorted pole zones: ``(k, f, n_points, lo, hi)``.
 
     Exhaustive: every candidate outside the pole zones is scored, then the forbidden set
@@ -335,14 +354,14 @@ def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None,
     # the branch and bound sorts the poles and zeros (its near terms): the zones reuse the
     # poles' order, the sorted candidates the zeros'
     perm_p, ps = (None, None) if exhaustive else _pole_order(c, d)
-    cands, admissible, lo, hi = _prepare(a, b, c, d, S, n_used, forbidden=not exhaustive,
-                                         ps=ps)
+    cands, admissible, lo, hi = _prepare(a, b, c, d, S, n_used, forbidden=not exhaustive, ps=ps)
     if exhaustive:
         f = jnp.where(admissible, _score_all(a, b, c, d, cands), jnp.inf)
         n_points = jnp.sum(admissible, dtype=jnp.int32)
         if S is None:
             i = jnp.argmin(f)
         else:
+
             def blocked(carry):
                 f, i = carry
                 return jnp.isfinite(f[i]) & _forbidden_scalar(S, n_used, cands[i])
@@ -358,14 +377,26 @@ def _select(a, b, c, d, S, n_used, exhaustive, fanout=None, leaf_size=None,
     zero_order = _zero_order(a, b, c)
     ks = _sorted_candidates(cands, admissible, c, zero_order)
     n_adm = jnp.sum(admissible, dtype=jnp.int32)
-    k, f, n_points = _branch_and_bound(a, b, c, d, ks, n_adm, fanout,
-                                       _batch(a.shape[0], fanout), leaf_size, near_cap,
-                                       (perm_p, ps), zero_order=zero_order)
+    k, f, n_points = _branch_and_bound(
+        a,
+        b,
+        c,
+        d,
+        ks,
+        n_adm,
+        fanout,
+        _batch(a.shape[0], fanout),
+        leaf_size,
+        near_cap,
+        (perm_p, ps),
+        zero_order=zero_order,
+    )
     return k, f, n_points, lo, hi
 
 
-def _best_candidate(a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=None,
-                    leaf_size=None, near_cap=None):
+def _best_candidate(
+    a, b, c, d, S=None, n_used=None, exhaustive=False, fanout=None, leaf_size=None, near_cap=None
+):
     """The admissible candidate of lowest ``f`` (steps 1-3 of the module docstring):
     ``(k, f(k), n_points)``, ``n_points`` the number of exact evaluations of ``f``
     (exhaustive: the candidates outside the pole zones); ``(nan, inf, .)`` when none is
@@ -394,8 +425,9 @@ def _general(a, b, c, d, S=None, n_used=None, exhaustive=None):
         k2, f2 = step(i, (k, fk))
         return i + 1, k2, f2, f2 < fk
 
-    _, k, fk, _ = lax.while_loop(moving, newton, (jnp.asarray(0, jnp.int32), k0, f0,
-                                                  jnp.asarray(True)))
+    _, k, fk, _ = lax.while_loop(
+        moving, newton, (jnp.asarray(0, jnp.int32), k0, f0, jnp.asarray(True))
+    )
     if S is not None:  # a refined k on a forbidden value: keep the candidate
         hit = _forbidden_scalar(S, n_used, k)
         k, fk = jnp.where(hit, k0, k), jnp.where(hit, f0, fk)
@@ -426,8 +458,7 @@ def _gauss_newton_step(a, b, c, d, steps, k_start, lo_zone, hi_zone):
             kn = jnp.where(kn <= lo, 0.5 * (k + lo), kn)
             kn = jnp.where(kn >= hi, 0.5 * (k + hi), kn)
             fn = constant_mse(a, b, c, d, kn)
-            better = (jnp.isfinite(kn) & jnp.isfinite(fk) & (fn < best_f) & (kn > lo)
-                      & (kn < hi))
+            better = jnp.isfinite(kn) & jnp.isfinite(fk) & (fn < best_f) & (kn > lo) & (kn < hi)
             best_k = jnp.where(better, kn, best_k)
             best_f = jnp.where(better, fn, best_f)
         return best_k, best_f
@@ -438,6 +469,7 @@ def _gauss_newton_step(a, b, c, d, steps, k_start, lo_zone, hi_zone):
 # ---------------------------------------------------------------------------------------
 # General case: the best admissible zero by branch and bound (exact, module docstring)
 # ---------------------------------------------------------------------------------------
+
 
 class _Level(NamedTuple):
     """State of one level of the branch and bound (a ``lax.while_loop``)."""
@@ -468,8 +500,7 @@ def _forbidden_values(S, n_used, k):
         # at most half the slots in use (e.g. 1 of 2): sort only those rows, the same
         # test (on the CPU, where a branch is a branch; vmap-ed elsewhere it would be a
         # select of both)
-        return any_nan | lax.cond(n_used <= K // 2, lambda: member(S[:K // 2]),
-                                  lambda: member(S))
+        return any_nan | lax.cond(n_used <= K // 2, lambda: member(S[: K // 2]), lambda: member(S))
     return any_nan | member(S)
 
 
@@ -548,8 +579,22 @@ def _f_at(a, b, c, d, k):
     return _point_f(jnp.sum(t, axis=-1), k[..., 0], a.shape[-1])
 
 
-def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near_cap=None,
-                      pole_order=None, point_batch=None, groups=None, zero_order=None):
+def _branch_and_bound(
+    a,
+    b,
+    c,
+    d,
+    ks,
+    n_adm,
+    fanout,
+    batch,
+    leaf_size=None,
+    near_cap=None,
+    pole_order=None,
+    point_batch=None,
+    groups=None,
+    zero_order=None,
+):
     """Best ``f`` over the sorted admissible candidates ``ks[:n_adm]`` (``ks`` ``(R,)``,
     ``+inf`` after them): ``(k, f(k), n_points)``, ``n_points`` the number of exact
     evaluations of ``f`` (``N`` terms each); ``(nan, inf, .)`` when ``n_adm == 0``.
@@ -629,9 +674,13 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
     n_chunks, width = _term_chunks(n)
     pad = n_chunks * width - n
     fill = (0.0, 0.0, 0.0, 1.0, jnp.nan, jnp.inf, 0.0, jnp.inf)
-    chunks = jnp.stack([jnp.pad(v, (0, pad), constant_values=f).reshape(n_chunks, width)
-                        for v, f in zip((a, b, c, d, z, pg, beta, zg), fill, strict=True)],
-                       axis=1)  # (n_chunks, 8, width)
+    chunks = jnp.stack(
+        [
+            jnp.pad(v, (0, pad), constant_values=f).reshape(n_chunks, width)
+            for v, f in zip((a, b, c, d, z, pg, beta, zg), fill, strict=True)
+        ],
+        axis=1,
+    )  # (n_chunks, 8, width)
     chunks = constrain_samples(chunks)  # a mesh: one pass, its width split over devices
 
     def block_sums(kp, lo, hi, far=None):
@@ -662,16 +711,19 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
             g_max = jnp.sqrt(jnp.maximum(t_raw[..., 0, :], t_raw[..., 1, :]))
             curv = 2 * (beta_**2 / r**4 + 2 * g_max * beta_ / r**3)  # >= |t_i''| there
             f_raw, rough_sum, min_sum, f_lo, f_hi, c_sum = acc
-            return (f_raw + jnp.sum(t_raw, axis=-1),
-                    rough_sum + jnp.sum(jnp.where(rough & ~inside, tmin, 0.0), axis=-1),
-                    min_sum + jnp.sum(jnp.where(smooth, tmin, 0.0), axis=-1),
-                    f_lo + jnp.sum(jnp.where(smooth, tlo, 0.0), axis=-1),
-                    f_hi + jnp.sum(jnp.where(smooth, thi, 0.0), axis=-1),
-                    c_sum + jnp.sum(jnp.where(smooth, curv, 0.0), axis=-1))
+            return (
+                f_raw + jnp.sum(t_raw, axis=-1),
+                rough_sum + jnp.sum(jnp.where(rough & ~inside, tmin, 0.0), axis=-1),
+                min_sum + jnp.sum(jnp.where(smooth, tmin, 0.0), axis=-1),
+                f_lo + jnp.sum(jnp.where(smooth, tlo, 0.0), axis=-1),
+                f_hi + jnp.sum(jnp.where(smooth, thi, 0.0), axis=-1),
+                c_sum + jnp.sum(jnp.where(smooth, curv, 0.0), axis=-1),
+            )
 
         zero = jnp.zeros(shape, dt)
         f_raw, rough_sum, min_sum, f_lo, f_hi, curv = lax.fori_loop(
-            0, n_chunks, body, (jnp.zeros(kp.shape, dt), zero, zero, zero, zero, zero))
+            0, n_chunks, body, (jnp.zeros(kp.shape, dt), zero, zero, zero, zero, zero)
+        )
         f_pts = _point_f(f_raw, kp, n)
         curv = curv * (1 + margin)
         curv = jnp.where(jnp.isfinite(curv), curv, jnp.inf)
@@ -685,8 +737,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         end = jnp.minimum(start + csize, n_adm) - 1
         kp = jnp.where(valid[..., None], at(jnp.stack([start, end], axis=-1)), jnp.nan)
         lo, hi = kp[..., 0], kp[..., 1]
-        f_pts, rough_sum, min_sum, f_lo, f_hi, curv = block_sums(kp, lo[..., None],
-                                                                 hi[..., None])
+        f_pts, rough_sum, min_sum, f_lo, f_hi, curv = block_sums(kp, lo[..., None], hi[..., None])
         # min over [lo, hi] of the interpolation less the curvature term, a convex
         # quadratic q(k) = f_lo + slope (k - lo) + curv/2 (k - lo)(k - hi)
         width = hi - lo
@@ -696,8 +747,7 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         q = jnp.where(jnp.isnan(q), -jnp.inf, q)
         bound = (rough_sum + jnp.maximum(min_sum, q) + quad_bound(lo, hi)) / n
         bound = jnp.where(valid, bound, jnp.inf)
-        best_f, best_k = take(jnp.where(valid[..., None], f_pts, jnp.inf), kp,
-                              s.best_f, s.best_k)
+        best_f, best_k = take(jnp.where(valid[..., None], f_pts, jnp.inf), kp, s.best_f, s.best_k)
         target = jnp.where(live[:, None], child, n_children)  # dropped if not live
         child_lb = s.child_lb.at[target.reshape(-1)].set(bound.reshape(-1), mode="drop")
         return best_f, best_k, child_lb, 2 * jnp.sum(valid, dtype=jnp.int32)
@@ -718,24 +768,19 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
 
         # the near terms: zero or pole in a window [wlo, whi] around [lo, hi], the block
         # and LEAF_REACH neighbours on each side if their terms fit G, else the block
-        wide = counts(jnp.maximum(start - LEAF_REACH, 0),
-                      jnp.minimum(end + LEAF_REACH, n_adm - 1))
+        wide = counts(jnp.maximum(start - LEAF_REACH, 0), jnp.minimum(end + LEAF_REACH, n_adm - 1))
         tight = counts(start, end)
         use_wide = (wide[1] <= G) & (wide[3] <= G)
-        z0, nzw, p0, npw = (jnp.where(use_wide, w, t) for w, t in zip(wide, tight,
-                                                                       strict=True))
+        z0, nzw, p0, npw = (jnp.where(use_wide, w, t) for w, t in zip(wide, tight, strict=True))
         wlo = jnp.where(use_wide, at(jnp.maximum(start - LEAF_REACH, 0)), lo[:, 0])[:, None]
-        whi = jnp.where(use_wide, at(jnp.minimum(end + LEAF_REACH, n_adm - 1)),
-                        hi[:, 0])[:, None]
+        whi = jnp.where(use_wide, at(jnp.minimum(end + LEAF_REACH, n_adm - 1)), hi[:, 0])[:, None]
         capz, capp = (nzw <= G)[:, None], (npw <= G)[:, None]  # all of them gathered
 
         def far(zg_, pg_):  # not a near term (those are evaluated at each candidate)
-            return ~((capz & (zg_ >= wlo) & (zg_ <= whi))
-                     | (capp & (pg_ >= wlo) & (pg_ <= whi)))
+            return ~((capz & (zg_ >= wlo) & (zg_ <= whi)) | (capp & (pg_ >= wlo) & (pg_ <= whi)))
 
         f_pts, rough_sum, min_sum, f_lo, f_hi, curv = block_sums(kp, lo, hi, far)
-        best_f, best_k = take(jnp.where(valid[:, None], f_pts, jnp.inf), kp, s.best_f,
-                              s.best_k)
+        best_f, best_k = take(jnp.where(valid[:, None], f_pts, jnp.inf), kp, s.best_f, s.best_k)
         g = jnp.arange(G)
         zi = perm_z[jnp.clip(z0[:, None] + g, 0, n - 1)]
         pi = perm_p[jnp.clip(p0[:, None] + g, 0, n - 1)]
@@ -746,19 +791,29 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         m = jnp.concatenate([zm, pm], axis=1)
         pos = start[:, None] + jnp.arange(size)[None, :]  # (batch, L)
         kj = at(pos)[..., None]
-        tn = ((a[idx][:, None, :] * kj - b[idx][:, None, :])
-              / (c[idx][:, None, :] * kj - d[idx][:, None, :])) ** 2  # (batch, L, 2G)
+        tn = (
+            (a[idx][:, None, :] * kj - b[idx][:, None, :])
+            / (c[idx][:, None, :] * kj - d[idx][:, None, :])
+        ) ** 2  # (batch, L, 2G)
         tn = jnp.where(m[:, None, :] & jnp.isfinite(tn), tn, 0.0)
         width = hi - lo
         u = jnp.where(width > 0, (kj[..., 0] - lo) / jnp.where(width > 0, width, 1.0), 0.0)
-        interp = (f_lo[:, None] * (1 - u) + f_hi[:, None] * u
-                  - 0.5 * curv[:, None] * (kj[..., 0] - lo) * (hi - kj[..., 0]))
+        interp = (
+            f_lo[:, None] * (1 - u)
+            + f_hi[:, None] * u
+            - 0.5 * curv[:, None] * (kj[..., 0] - lo) * (hi - kj[..., 0])
+        )
         interp = jnp.where(jnp.isnan(interp), -jnp.inf, interp)
         smooth_j = jnp.maximum(min_sum[:, None], interp)
-        lb_j = (rough_sum[:, None] + smooth_j + quad_bound(kj[..., 0], kj[..., 0])
-                + jnp.sum(tn, axis=-1)) / n
-        todo = (valid[:, None] & (pos < n_adm) & (pos != start[:, None])
-                & (pos != end[:, None]))  # the ends are evaluated already
+        lb_j = (
+            rough_sum[:, None]
+            + smooth_j
+            + quad_bound(kj[..., 0], kj[..., 0])
+            + jnp.sum(tn, axis=-1)
+        ) / n
+        todo = (
+            valid[:, None] & (pos < n_adm) & (pos != start[:, None]) & (pos != end[:, None])
+        )  # the ends are evaluated already
         target = jnp.where(todo, pos, R)
         cand_lb = s.child_lb.at[target.reshape(-1)].set(lb_j.reshape(-1), mode="drop")
         return best_f, best_k, cand_lb, 2 * jnp.sum(valid, dtype=jnp.int32)
@@ -776,13 +831,19 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
             slot = s.pos + jnp.arange(per_step)
             blk = order[jnp.minimum(slot, n_in - 1)]
             # a block past the stopping point of this level (or its end) does nothing
-            live = (slot < n_in) & (lb_sorted[jnp.minimum(slot, n_in - 1)]
-                                    < s.best_f * (1 + margin))
+            live = (slot < n_in) & (
+                lb_sorted[jnp.minimum(slot, n_in - 1)] < s.best_f * (1 + margin)
+            )
             bf, bk, out, used = process(s, blk, live)
             return _Level(s.pos + per_step, bf, bk, out, s.n_points + used)
 
-        s = lax.while_loop(cond, body, _Level(jnp.asarray(0, jnp.int32), best_f, best_k,
-                                             jnp.full((n_out,), jnp.inf, dt), n_points))
+        s = lax.while_loop(
+            cond,
+            body,
+            _Level(
+                jnp.asarray(0, jnp.int32), best_f, best_k, jnp.full((n_out,), jnp.inf, dt), n_points
+            ),
+        )
         return s.child_lb, s.best_f, s.best_k, s.n_points
 
     best_f = jnp.asarray(jnp.inf, dt)
@@ -797,15 +858,17 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
 
         def level_body(level, carry):
             size = sizes[level]
-            return run_level(*carry, n_leaves,
-                             lambda s, blk, live: inner(s, blk, live, size, n_leaves), batch)
+            return run_level(
+                *carry, n_leaves, lambda s, blk, live: inner(s, blk, live, size, n_leaves), batch
+            )
 
-        lb, best_f, best_k, n_points = lax.fori_loop(0, T, level_body,
-                                                     (lb, best_f, best_k, n_points))
+        lb, best_f, best_k, n_points = lax.fori_loop(
+            0, T, level_body, (lb, best_f, best_k, n_points)
+        )
     leaf_batch = int(max(1, min(16, POINT_BUDGET // (2 * max(n, 1)))))
     lb, best_f, best_k, n_points = run_level(
-        lb, best_f, best_k, n_points, R,
-        lambda s, blk, live: leaf(s, blk, live, L), leaf_batch)
+        lb, best_f, best_k, n_points, R, lambda s, blk, live: leaf(s, blk, live, L), leaf_batch
+    )
 
     # the exact stage: the candidates whose own bound is below the incumbent, in increasing
     # order of it, ``point_batch`` at a time (the order of the earlier loop, whose results
@@ -842,7 +905,8 @@ def _branch_and_bound(a, b, c, d, ks, n_adm, fanout, batch, leaf_size=None, near
         return pos + groups * point_batch, bf, bk, npts
 
     _, best_f, best_k, n_points = lax.while_loop(
-        exact_cond, exact_body, (jnp.asarray(0, jnp.int32), best_f, best_k, n_points))
+        exact_cond, exact_body, (jnp.asarray(0, jnp.int32), best_f, best_k, n_points)
+    )
     return best_k, best_f, n_points
 
 
@@ -850,9 +914,11 @@ def _solve(a, b, c, d, S, n_used, general: bool):
     """``(k, f(k), ok)``; ``general=False`` assumes ``c == 0`` everywhere (eq. 29 only)."""
     if general:
         cz, case33, case34, undefined = _case_flags(a, b, c, d)
-        k = jax.lax.cond(cz | case33 | case34,
-                         lambda: _closed_form(a, b, c, d, cz, case33),
-                         lambda: _general(a, b, c, d, S, n_used)[0])
+        k = jax.lax.cond(
+            cz | case33 | case34,
+            lambda: _closed_form(a, b, c, d, cz, case33),
+            lambda: _general(a, b, c, d, S, n_used)[0],
+        )
         f = jnp.mean(((a * k - b) / (c * k - d)) ** 2)
         ok = ~undefined & jnp.isfinite(k) & jnp.isfinite(f) & ~_near_pole(c, d, k)
     else:  # c == 0: f(k) = mean(((a*k - b)/d)**2), eq. 29

@@ -33,8 +33,17 @@ import numpy as np
 
 from .expression import ADD, CONST, COS, DIV, EXP, LOG, MUL, SIN, SQRT, SUB, VAR, Expression
 
-__all__ = ["N_FOLDS", "SEED", "MAX_ROWS", "GAUSS_NEWTON_STEPS", "CrossValidation",
-           "constant_jacobian", "refit_constants", "fold_rows", "cross_validated_loss"]
+__all__ = [
+    "N_FOLDS",
+    "SEED",
+    "MAX_ROWS",
+    "GAUSS_NEWTON_STEPS",
+    "CrossValidation",
+    "constant_jacobian",
+    "refit_constants",
+    "fold_rows",
+    "cross_validated_loss",
+]
 
 N_FOLDS = 5
 """Folds of :func:`cross_validated_loss` (scikit-learn's default ``cv``)."""
@@ -94,8 +103,11 @@ def constant_jacobian(expr: Expression, X, constants=None, *, jacobian: bool = T
     X = np.asarray(X, np.float64)
     op, feature = np.asarray(expr.op), np.asarray(expr.feature)
     where = _constant_nodes(expr)
-    values = (np.asarray(expr.value, np.float64)[where] if constants is None
-              else np.asarray(constants, np.float64))
+    values = (
+        np.asarray(expr.value, np.float64)[where]
+        if constants is None
+        else np.asarray(constants, np.float64)
+    )
     slot = {int(node): j for j, node in enumerate(where)}
     n, p = X.shape[0], values.shape[0]
     left, right = expr.left, expr.right
@@ -176,8 +188,9 @@ def _weighted_sse(f, y, w) -> float:
     return s if np.isfinite(s) else np.inf
 
 
-def refit_constants(expr: Expression, X, y, w=None, constants=None,
-                    steps: int = GAUSS_NEWTON_STEPS) -> np.ndarray:
+def refit_constants(
+    expr: Expression, X, y, w=None, constants=None, steps: int = GAUSS_NEWTON_STEPS
+) -> np.ndarray:
     """Least-squares constants of a fixed structure on rows ``X, y`` by Gauss-Newton.
 
     Each step solves the linearised problem (columns of the Jacobian scaled to unit norm,
@@ -196,8 +209,11 @@ def refit_constants(expr: Expression, X, y, w=None, constants=None,
     Returns:
       ``(p,)`` float64 constants (the start when no step lowers the loss).
     """
-    c = (np.asarray(expr.value, np.float64)[_constant_nodes(expr)] if constants is None
-         else np.asarray(constants, np.float64).copy())
+    c = (
+        np.asarray(expr.value, np.float64)[_constant_nodes(expr)]
+        if constants is None
+        else np.asarray(constants, np.float64).copy()
+    )
     if c.shape[0] == 0:
         return c
     y = np.asarray(y, np.float64)
@@ -244,15 +260,23 @@ def fold_rows(n_rows: int, n_folds: int = N_FOLDS, seed: int = SEED) -> list[np.
       ValueError: fewer rows than ``2 * n_folds`` or fewer than 2 folds.
     """
     if n_folds < 2 or n_rows < 2 * n_folds:
-        raise ValueError(f"cross-validation needs at least 2 folds and 2 rows a fold; got "
-                         f"{n_rows} rows for {n_folds} folds")
+        raise ValueError(
+            f"cross-validation needs at least 2 folds and 2 rows a fold; got "
+            f"{n_rows} rows for {n_folds} folds"
+        )
     perm = np.random.default_rng(seed).permutation(n_rows)
     return [np.sort(part) for part in np.array_split(perm, n_folds)]
 
 
-def cross_validated_loss(models: Sequence[Expression], X, y, w=None,
-                         n_folds: int = N_FOLDS, max_rows: int | None = MAX_ROWS,
-                         scale: float = 1.0) -> CrossValidation:
+def cross_validated_loss(
+    models: Sequence[Expression],
+    X,
+    y,
+    w=None,
+    n_folds: int = N_FOLDS,
+    max_rows: int | None = MAX_ROWS,
+    scale: float = 1.0,
+) -> CrossValidation:
     """K-fold cross-validated MSE of each structure, constants refitted on each fold.
 
     Args:
@@ -276,7 +300,7 @@ def cross_validated_loss(models: Sequence[Expression], X, y, w=None,
     w = None if w is None else np.asarray(w, np.float64)
     n = y.shape[0]
     if max_rows is not None and n > max_rows:
-        keep = np.sort(np.random.default_rng(SEED).permutation(n)[:int(max_rows)])
+        keep = np.sort(np.random.default_rng(SEED).permutation(n)[: int(max_rows)])
         X, y, w = X[keep], y[keep], None if w is None else w[keep]
         n = y.shape[0]
     ys = y / scale
@@ -299,6 +323,9 @@ def cross_validated_loss(models: Sequence[Expression], X, y, w=None,
             sse += s
         total[m] = sse / wsum if np.isfinite(sse) else np.inf
     with np.errstate(invalid="ignore"):
-        se = np.where(np.all(np.isfinite(fold_loss), axis=1),
-                      np.std(fold_loss, axis=1) / np.sqrt(len(folds)), np.inf)
+        se = np.where(
+            np.all(np.isfinite(fold_loss), axis=1),
+            np.std(fold_loss, axis=1) / np.sqrt(len(folds)),
+            np.inf,
+        )
     return CrossValidation(total, fold_loss, se)

@@ -56,9 +56,20 @@ import numpy as np
 
 from .expression import ADD, CONST, COS, DIV, EXP, LOG, MUL, SIN, SQRT, SUB, VAR, Expression
 
-__all__ = ["MAX_BOXES", "MAX_ROUNDS", "DOMAINS", "DomainProof", "data_box", "node_intervals",
-           "prove_box", "EDGE_WIDENING", "EDGE_ROWS", "widened_box", "edge_probes",
-           "EdgeProbes"]
+__all__ = [
+    "MAX_BOXES",
+    "MAX_ROUNDS",
+    "DOMAINS",
+    "DomainProof",
+    "data_box",
+    "node_intervals",
+    "prove_box",
+    "EDGE_WIDENING",
+    "EDGE_ROWS",
+    "widened_box",
+    "edge_probes",
+    "EdgeProbes",
+]
 
 DOMAINS = ("box", "rows")
 """The values of the estimator's ``domain`` option: ``"box"`` (no pole anywhere in the
@@ -204,8 +215,9 @@ class EdgeProbes:
         m = self.base.shape[1]
         is_var = expr.op == VAR
         used = np.unique(expr.feature[is_var])
-        local = Expression(expr.op, expr.value,
-                           np.where(is_var, np.searchsorted(used, expr.feature), 0))
+        local = Expression(
+            expr.op, expr.value, np.where(is_var, np.searchsorted(used, expr.feature), 0)
+        )
         part = EdgeProbes(self.base[:, used], self.lo[used], self.hi[used])
         values = [local.evaluate(part._blocks(range(len(used))))] if len(used) else []
         if len(used) < m:  # some probe moves an unused feature: the base rows' values
@@ -213,8 +225,9 @@ class EdgeProbes:
         return np.concatenate(values) if values else np.zeros(0)
 
 
-def edge_probes(X, sample_weight=None, fraction: float = EDGE_WIDENING,
-                max_rows: int = EDGE_ROWS) -> EdgeProbes:
+def edge_probes(
+    X, sample_weight=None, fraction: float = EDGE_WIDENING, max_rows: int = EDGE_ROWS
+) -> EdgeProbes:
     """Points just outside the data: up to ``max_rows`` training rows (of positive weight,
     evenly spaced), each copied once per feature and side with that feature moved to the
     edge of :func:`widened_box`. A model that is tame on the data but explodes at these
@@ -237,8 +250,7 @@ def edge_probes(X, sample_weight=None, fraction: float = EDGE_WIDENING,
     if sample_weight is not None:
         X = X[np.asarray(sample_weight) > 0]
     wlo, whi = widened_box(lo, hi, fraction)
-    idx = np.unique(np.linspace(0, X.shape[0] - 1, min(max_rows, X.shape[0])).round()
-                    .astype(int))
+    idx = np.unique(np.linspace(0, X.shape[0] - 1, min(max_rows, X.shape[0])).round().astype(int))
     return EdgeProbes(X[idx], wlo, whi)
 
 
@@ -319,8 +331,9 @@ def _intervals(op, value, feature, left, right, blo, bhi):
                 else:
                     nonzero = (bl > 0) | (bh < 0)
                     ok = ok & nonzero
-                    lo, hi = _four(np.divide, al, ah, np.where(nonzero, bl, 1.0),
-                                   np.where(nonzero, bh, 1.0))
+                    lo, hi = _four(
+                        np.divide, al, ah, np.where(nonzero, bl, 1.0), np.where(nonzero, bh, 1.0)
+                    )
             elif code == SQRT:
                 ok = ok & (al >= 0)
                 lo = np.maximum(_down(np.sqrt(np.maximum(al, 0.0))), 0.0)
@@ -330,8 +343,10 @@ def _intervals(op, value, feature, left, right, blo, bhi):
                 lo = np.maximum(lo, 0.0)
             elif code == LOG:
                 ok = ok & (al > 0)
-                lo, hi = _libm_widen(np.log(np.maximum(al, np.finfo(np.float64).tiny)),
-                                     np.log(np.maximum(ah, np.finfo(np.float64).tiny)))
+                lo, hi = _libm_widen(
+                    np.log(np.maximum(al, np.finfo(np.float64).tiny)),
+                    np.log(np.maximum(ah, np.finfo(np.float64).tiny)),
+                )
             else:  # SIN, COS
                 lo, hi = _trig(code, al, ah)
             ok = ok & np.isfinite(lo) & np.isfinite(hi)
@@ -420,15 +435,16 @@ def _as_boxes(expr: Expression, lo, hi):
     lo = np.asarray(lo, dtype=np.float64)
     hi = np.asarray(hi, dtype=np.float64)
     if lo.shape != hi.shape or lo.ndim not in (1, 2):
-        raise ValueError(f"lo and hi must have one shape, (n_features,) or (n_boxes, "
-                         f"n_features); got {lo.shape} and {hi.shape}")
+        raise ValueError(
+            f"lo and hi must have one shape, (n_features,) or (n_boxes, "
+            f"n_features); got {lo.shape} and {hi.shape}"
+        )
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
         raise ValueError("a box needs finite ends with lo <= hi")
     m = lo.shape[-1]
     vars_ = expr.feature[expr.op == VAR]
     if vars_.size and (vars_.min() < 0 or vars_.max() >= m):
-        raise ValueError(f"the expression uses a variable index outside the box's {m} "
-                         "features")
+        raise ValueError(f"the expression uses a variable index outside the box's {m} features")
     return lo, hi
 
 
@@ -453,8 +469,15 @@ def node_intervals(expr: Expression, lo, hi) -> tuple[np.ndarray, np.ndarray, np
         outside the box.
     """
     lo, hi = _as_boxes(expr, lo, hi)
-    return _intervals(expr.op, expr.value, expr.feature, expr.left, expr.right,
-                      np.atleast_2d(lo), np.atleast_2d(hi))
+    return _intervals(
+        expr.op,
+        expr.value,
+        expr.feature,
+        expr.left,
+        expr.right,
+        np.atleast_2d(lo),
+        np.atleast_2d(hi),
+    )
 
 
 def _refuted(op, left, right, L, H, OK) -> bool:
@@ -497,8 +520,9 @@ def _subtree_vars(expr: Expression, m: int) -> np.ndarray:
     return own
 
 
-def prove_box(expr: Expression, lo, hi, *, max_boxes: int = MAX_BOXES,
-              max_rounds: int = MAX_ROUNDS) -> DomainProof:
+def prove_box(
+    expr: Expression, lo, hi, *, max_boxes: int = MAX_BOXES, max_rounds: int = MAX_ROUNDS
+) -> DomainProof:
     """Prove that no denominator of ``expr`` vanishes anywhere on the box ``[lo, hi]``.
 
     Interval arithmetic over the tree, rounded outward, with bisection of the box where
@@ -532,16 +556,28 @@ def prove_box(expr: Expression, lo, hi, *, max_boxes: int = MAX_BOXES,
     """
     lo, hi = _as_boxes(expr, lo, hi)
     if lo.ndim != 1:
-        raise ValueError(f"prove_box takes one box, lo and hi of shape (n_features,); got "
-                         f"{lo.shape}")
+        raise ValueError(
+            f"prove_box takes one box, lo and hi of shape (n_features,); got {lo.shape}"
+        )
     if int(max_boxes) < 1 or int(max_rounds) < 0:
-        raise ValueError(f"max_boxes must be >= 1 and max_rounds >= 0; got {max_boxes!r}, "
-                         f"{max_rounds!r}")
+        raise ValueError(
+            f"max_boxes must be >= 1 and max_rounds >= 0; got {max_boxes!r}, {max_rounds!r}"
+        )
     op, value, feature = expr.op, expr.value, expr.feature
     left, right = expr.left, expr.right
     # the whole box in Python floats first: most trees are proved in this one pass
-    if _scalar_intervals(op.tolist(), value.tolist(), feature.tolist(), left.tolist(),
-                         right.tolist(), lo.tolist(), hi.tolist()) is not None:
+    if (
+        _scalar_intervals(
+            op.tolist(),
+            value.tolist(),
+            feature.tolist(),
+            left.tolist(),
+            right.tolist(),
+            lo.tolist(),
+            hi.tolist(),
+        )
+        is not None
+    ):
         return DomainProof(True, "proved", 1)
     span = hi - lo
     scale = np.where(span > 0, span, 1.0)
@@ -557,8 +593,15 @@ def prove_box(expr: Expression, lo, hi, *, max_boxes: int = MAX_BOXES,
         count += nb
         # the boxes and their centres (degenerate boxes, for the refutation) in one call
         centre = np.clip(blo + 0.5 * (bhi - blo), blo, bhi)
-        L, H, OK = _intervals(op, value, feature, left, right,
-                              np.concatenate([blo, centre]), np.concatenate([bhi, centre]))
+        L, H, OK = _intervals(
+            op,
+            value,
+            feature,
+            left,
+            right,
+            np.concatenate([blo, centre]),
+            np.concatenate([bhi, centre]),
+        )
         if _refuted(op, left, right, L[:, nb:], H[:, nb:], OK[:, nb:]):
             return DomainProof(False, "refuted", count)
         todo = ~OK[0, :nb]

@@ -92,8 +92,7 @@ def eliminate(engine, n_samples: float) -> list[FrontModel]:
             for tree in deletions(cur, constants):
                 mse, ok = engine._true_mse(tree)
                 if ok and np.isfinite(mse):
-                    scored.append((crit(mse, tree.n_nodes), tree.n_nodes, len(scored), tree,
-                                   mse))
+                    scored.append((crit(mse, tree.n_nodes), tree.n_nodes, len(scored), tree, mse))
             scored.sort(key=lambda t: t[:3])
             best = None
             for _, _, _, tree, mse in scored[:TRIES]:

@@ -80,20 +80,28 @@ def child_equation(op, first, a, b, c, d, other):
         return _static_child_equation(op, first, a, b, c, d, w)
     # first child
     fa = jnp.where(op == MUL, a * w, a)
-    fb = jnp.where(op == ADD, b - a * w,
-                   jnp.where(op == SUB, b + a * w, jnp.where(op == MUL, b, b * w)))
+    fb = jnp.where(
+        op == ADD, b - a * w, jnp.where(op == SUB, b + a * w, jnp.where(op == MUL, b, b * w))
+    )
     fc = jnp.where(op == MUL, c * w, c)
-    fd = jnp.where(op == ADD, d - c * w,
-                   jnp.where(op == SUB, d + c * w, jnp.where(op == MUL, d, d * w)))
+    fd = jnp.where(
+        op == ADD, d - c * w, jnp.where(op == SUB, d + c * w, jnp.where(op == MUL, d, d * w))
+    )
     # second child
     sa = jnp.where(op == MUL, a * w, jnp.where(op == DIV, b, a))
-    sb = jnp.where(op == ADD, b - a * w,
-                   jnp.where(op == SUB, a * w - b, jnp.where(op == MUL, b, a * w)))
+    sb = jnp.where(
+        op == ADD, b - a * w, jnp.where(op == SUB, a * w - b, jnp.where(op == MUL, b, a * w))
+    )
     sc = jnp.where(op == MUL, c * w, jnp.where(op == DIV, d, c))
-    sd = jnp.where(op == ADD, d - c * w,
-                   jnp.where(op == SUB, c * w - d, jnp.where(op == MUL, d, c * w)))
-    return (jnp.where(first, fa, sa), jnp.where(first, fb, sb),
-            jnp.where(first, fc, sc), jnp.where(first, fd, sd))
+    sd = jnp.where(
+        op == ADD, d - c * w, jnp.where(op == SUB, c * w - d, jnp.where(op == MUL, d, c * w))
+    )
+    return (
+        jnp.where(first, fa, sa),
+        jnp.where(first, fb, sb),
+        jnp.where(first, fc, sc),
+        jnp.where(first, fd, sd),
+    )
 
 
 def child_forbidden(op, first, S, other):
@@ -112,10 +120,8 @@ def child_forbidden(op, first, S, other):
     if isinstance(op, int) and isinstance(first, bool):
         out = _STATIC_S[(op, first)](S, w)
         return jnp.where(jnp.isinf(out), jnp.inf, out)
-    f = jnp.where(op == ADD, S - w, jnp.where(op == SUB, S + w,
-                  jnp.where(op == MUL, S / w, S * w)))
-    s = jnp.where(op == ADD, S - w, jnp.where(op == SUB, w - S,
-                  jnp.where(op == MUL, S / w, w / S)))
+    f = jnp.where(op == ADD, S - w, jnp.where(op == SUB, S + w, jnp.where(op == MUL, S / w, S * w)))
+    s = jnp.where(op == ADD, S - w, jnp.where(op == SUB, w - S, jnp.where(op == MUL, S / w, w / S)))
     out = jnp.where(first, f, s)
     return jnp.where(jnp.isinf(out), jnp.inf, out)
 
@@ -133,16 +139,21 @@ def _static_child_equation(op, first, a, b, c, d, w):
 
 
 _STATIC_S = {
-    (ADD, True): lambda S, w: S - w, (ADD, False): lambda S, w: S - w,
-    (SUB, True): lambda S, w: S + w, (SUB, False): lambda S, w: w - S,
-    (MUL, True): lambda S, w: S / w, (MUL, False): lambda S, w: S / w,
-    (DIV, True): lambda S, w: S * w, (DIV, False): lambda S, w: w / S,
+    (ADD, True): lambda S, w: S - w,
+    (ADD, False): lambda S, w: S - w,
+    (SUB, True): lambda S, w: S + w,
+    (SUB, False): lambda S, w: w - S,
+    (MUL, True): lambda S, w: S / w,
+    (MUL, False): lambda S, w: S / w,
+    (DIV, True): lambda S, w: S * w,
+    (DIV, False): lambda S, w: w / S,
 }
 
 
 @program
-def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array,
-                   weights: jax.Array | None = None) -> Equations:
+def node_equations(
+    tree: TreeArrays, sem: jax.Array, y: jax.Array, weights: jax.Array | None = None
+) -> Equations:
     """Equations ``a, b, c, d`` of every node, top-down from the root.
 
     Args:
@@ -169,8 +180,7 @@ def node_equations(tree: TreeArrays, sem: jax.Array, y: jax.Array,
     sw = jnp.ones((n,), dt) if weights is None else jnp.sqrt(weights.astype(dt))
     # a broadcast, not a (4, N) literal that XLA would fold into the program
     pad_row = jnp.broadcast_to(jnp.asarray([[0.0], [0.0], [0.0], [-1.0]], dt), (4, n))
-    root = jnp.stack([sw, sw * y.astype(dt), jnp.zeros((n,), dt),
-                      jnp.full((n,), -1.0, dt)])
+    root = jnp.stack([sw, sw * y.astype(dt), jnp.zeros((n,), dt), jnp.full((n,), -1.0, dt)])
     pad_row, root = constrain_samples(pad_row), constrain_samples(root)
     E = constrain_samples(jnp.broadcast_to(pad_row, (cap, 4, n)))
     E = lax.dynamic_update_slice(E, root[None], (0, 0, 0))
@@ -293,6 +303,11 @@ def path_equation(tree: TreeArrays, sem: jax.Array, y: jax.Array, weights, n_slo
         new = jnp.where((op == DIV) & ~first & (slot == cp), 0.0, new)
         return a, b, c, d, new
 
-    start = (sw, sw * y.astype(dt), jnp.zeros((n,), dt), jnp.full((n,), -1.0, dt),
-             jnp.full((n_slots, n), jnp.inf, dt))
+    start = (
+        sw,
+        sw * y.astype(dt),
+        jnp.zeros((n,), dt),
+        jnp.full((n,), -1.0, dt),
+        jnp.full((n_slots, n), jnp.inf, dt),
+    )
     return lax.fori_loop(1, depth + 1, down, start)

@@ -113,8 +113,17 @@ class Expression:
       ValueError: if the arrays are not a valid pre-order binary tree.
     """
 
-    __slots__ = ("op", "value", "feature", "_left", "_right", "_parent", "_size", "_depth",
-                 "_height")
+    __slots__ = (
+        "op",
+        "value",
+        "feature",
+        "_left",
+        "_right",
+        "_parent",
+        "_size",
+        "_depth",
+        "_height",
+    )
 
     def __init__(self, op, value, feature):
         self.op = np.asarray(op, dtype=np.int32).copy()
@@ -122,8 +131,9 @@ class Expression:
         self.feature = np.asarray(feature, dtype=np.int32).copy()
         n = self.op.shape[0]
         if n == 0 or self.value.shape != (n,) or self.feature.shape != (n,):
-            raise ValueError("an expression needs op, value and feature arrays of equal "
-                             "length >= 1")
+            raise ValueError(
+                "an expression needs op, value and feature arrays of equal length >= 1"
+            )
         self._structure()
 
     # ----------------------------------------------------------------- construction
@@ -153,8 +163,11 @@ class Expression:
         code = _UNARY_CODES.get(op) if isinstance(op, str) else int(op)
         if code not in UNARY_NAMES:
             raise ValueError(f"unknown unary operator {op!r}; known: {list(_UNARY_CODES)}")
-        return cls(np.concatenate([[code], child.op]), np.concatenate([[0.0], child.value]),
-                   np.concatenate([[0], child.feature]))
+        return cls(
+            np.concatenate([[code], child.op]),
+            np.concatenate([[0.0], child.value]),
+            np.concatenate([[0], child.feature]),
+        )
 
     @property
     def has_unary(self) -> bool:
@@ -395,8 +408,9 @@ class Expression:
             if dt is None:
                 dt = X.dtype if jnp.issubdtype(X.dtype, jnp.floating) else jnp.result_type(float)
             X = X.astype(dt)
-            return jax_graph(op, feature, left, right, X,
-                             lambda i: jnp.full(X.shape[:-1], value[i], dtype=dt))
+            return jax_graph(
+                op, feature, left, right, X, lambda i: jnp.full(X.shape[:-1], value[i], dtype=dt)
+            )
 
         return f
 
@@ -416,8 +430,11 @@ class Expression:
         def leaf(i, code):
             return repr(float(self.value[i])) if code == CONST else name(int(self.feature[i]))
 
-        return self._fold(leaf, lambda code, a: f"{UNARY_NAMES[code]}({a})",
-                          lambda code, a, b: f"({a} {OP_SYMBOLS[code]} {b})")
+        return self._fold(
+            leaf,
+            lambda code, a: f"{UNARY_NAMES[code]}({a})",
+            lambda code, a, b: f"({a} {OP_SYMBOLS[code]} {b})",
+        )
 
     def __str__(self) -> str:
         return self.to_string()
@@ -478,8 +495,13 @@ class Expression:
 
         return self._fold(leaf, unary, binary)
 
-    def readable(self, feature_names: list[str] | None = None, precision: int = 4,
-                 simplify: bool = True, X=None):
+    def readable(
+        self,
+        feature_names: list[str] | None = None,
+        precision: int = 4,
+        simplify: bool = True,
+        X=None,
+    ):
         """A readable sympy form: exact constants folded by sympy, simplified with
         ``sympy.simplify`` (trees of at most :data:`SIMPLIFY_MAX_NODES` nodes, where it is
         quick), then, given data ``X``, without the additive terms too small to show (see
@@ -512,8 +534,13 @@ class Expression:
                     expr = pruned
         return round_constants(expr, precision)
 
-    def readable_string(self, feature_names: list[str] | None = None, precision: int = 4,
-                        simplify: bool = True, X=None) -> str:
+    def readable_string(
+        self,
+        feature_names: list[str] | None = None,
+        precision: int = 4,
+        simplify: bool = True,
+        X=None,
+    ) -> str:
         """:meth:`readable` as text, e.g. ``6.674e-11*x1*x2/x3**2`` (sympy's ``sstr``,
         constants without trailing zeros; a name that is not a plain identifier bracketed,
         ``3*[T/R]/[Node Number]``, see :func:`sympy_text`). A tree more than
@@ -521,8 +548,7 @@ class Expression:
         :meth:`to_string` form."""
         if self.height > SYMPY_MAX_HEIGHT:
             return self.to_string(feature_names)
-        return sympy_text(self.readable(feature_names, precision, simplify, X),
-                          full_prec=False)
+        return sympy_text(self.readable(feature_names, precision, simplify, X), full_prec=False)
 
     def to_dict(self) -> dict:
         return {
@@ -532,8 +558,9 @@ class Expression:
         }
 
     @classmethod
-    def from_dict(cls, d: dict, *, path: str = "expression",
-                  n_features: int | None = None) -> Expression:
+    def from_dict(
+        cls, d: dict, *, path: str = "expression", n_features: int | None = None
+    ) -> Expression:
         """Rebuild an expression from :meth:`to_dict`, checking every field.
 
         Args:
@@ -555,20 +582,25 @@ class Expression:
         n = op.shape[0]
         bad = np.flatnonzero(~np.isin(op, [CONST, VAR, *OP_SYMBOLS, *UNARY_NAMES]))
         if bad.size:
-            raise ValueError(f"{path}.op[{bad[0]}] is {op[bad[0]]}, not an operator code "
-                             f"(CONST={CONST}, VAR={VAR}, + - * / = {ADD}..{DIV}, unary "
-                             f"{SQRT}..{COS})")
-        value = real_array(field(d, "value", path), f"{path}.value", length=n,
-                           what="constants must be finite")
+            raise ValueError(
+                f"{path}.op[{bad[0]}] is {op[bad[0]]}, not an operator code "
+                f"(CONST={CONST}, VAR={VAR}, + - * / = {ADD}..{DIV}, unary "
+                f"{SQRT}..{COS})"
+            )
+        value = real_array(
+            field(d, "value", path), f"{path}.value", length=n, what="constants must be finite"
+        )
         top = None if n_features is None else n_features - 1
-        feature = int_array(field(d, "feature", path), f"{path}.feature", length=n,
-                            min_value=0)
-        var = np.flatnonzero((op == VAR) & (feature > (top if top is not None else
-                                                       np.iinfo(np.int32).max)))
+        feature = int_array(field(d, "feature", path), f"{path}.feature", length=n, min_value=0)
+        var = np.flatnonzero(
+            (op == VAR) & (feature > (top if top is not None else np.iinfo(np.int32).max))
+        )
         if var.size:
-            raise ValueError(f"{path}.feature[{var[0]}] is {feature[var[0]]}; a variable "
-                             f"indexes one of the {n_features} input columns "
-                             f"(0..{n_features - 1})")
+            raise ValueError(
+                f"{path}.feature[{var[0]}] is {feature[var[0]]}; a variable "
+                f"indexes one of the {n_features} input columns "
+                f"(0..{n_features - 1})"
+            )
         try:
             return cls(op, value, feature)
         except ValueError as err:
@@ -590,10 +622,14 @@ def check_sympy_height(expr: Expression) -> None:
       ValueError: ``expr`` is more than :data:`SYMPY_MAX_HEIGHT` levels high.
     """
     if expr.height > SYMPY_MAX_HEIGHT:
-        raise ValueError(f"the expression is {expr.height} levels high; its sympy form is "
-                         f"limited to SYMPY_MAX_HEIGHT = {SYMPY_MAX_HEIGHT} levels (sympy "
-                         "recurses per level): use to_string(), evaluate() or to_jax() for "
-                         "this tree")
+        raise ValueError(
+            f"the expression is {expr.height} levels high; its sympy form is "
+            f"limited to SYMPY_MAX_HEIGHT = {SYMPY_MAX_HEIGHT} levels (sympy "
+            "recurses per level): use to_string(), evaluate() or to_jax() for "
+            "this tree"
+        )
+
+
 EXPAND_MAX_NODES = 61  # sympy.expand, to find negligible terms, only on trees this small
 
 
@@ -660,22 +696,60 @@ def _symbol(feature_names, j: int):
 # write for a simplified readable form: ``E`` for exp(1), ``I``, ``pi``, ``tan`` ...), so
 # that ``sqrt*x1`` or ``E*x1`` never reads as a function or a constant.
 RESERVED_NAMES = frozenset(UNARY_NAMES.values()) | frozenset(
-    ("inf", "nan", "E", "I", "pi", "oo", "zoo", "tan", "cot", "sec", "csc", "sinh", "cosh",
-     "tanh", "coth", "asin", "acos", "atan", "atan2", "Abs", "sign", "re", "im", "arg",
-     "Min", "Max", "Piecewise", "exp_polar", "LambertW"))
+    (
+        "inf",
+        "nan",
+        "E",
+        "I",
+        "pi",
+        "oo",
+        "zoo",
+        "tan",
+        "cot",
+        "sec",
+        "csc",
+        "sinh",
+        "cosh",
+        "tanh",
+        "coth",
+        "asin",
+        "acos",
+        "atan",
+        "atan2",
+        "Abs",
+        "sign",
+        "re",
+        "im",
+        "arg",
+        "Min",
+        "Max",
+        "Piecewise",
+        "exp_polar",
+        "LambertW",
+    )
+)
 
 # LaTeX's special characters in text mode and how ``\text{...}`` writes them.
-_LATEX_ESCAPES = str.maketrans({
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "_": r"\_", "%": r"\%", "&": r"\&",
-    "#": r"\#", "$": r"\$", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
-})
+_LATEX_ESCAPES = str.maketrans(
+    {
+        "\\": r"\textbackslash{}",
+        "{": r"\{",
+        "}": r"\}",
+        "_": r"\_",
+        "%": r"\%",
+        "&": r"\&",
+        "#": r"\#",
+        "$": r"\$",
+        "^": r"\textasciicircum{}",
+        "~": r"\textasciitilde{}",
+    }
+)
 
 
 def name_is_plain(name: str) -> bool:
     """True if the feature name ``name`` prints as it is: a Python identifier (``x1``,
     ``mass``, ``T_R``) that is not one of :data:`RESERVED_NAMES`."""
-    return (name.isidentifier() and _NAME.fullmatch(name) is not None
-            and name not in RESERVED_NAMES)
+    return name.isidentifier() and _NAME.fullmatch(name) is not None and name not in RESERVED_NAMES
 
 
 def format_name(name: str) -> str:
@@ -710,8 +784,11 @@ def sympy_latex(expr, **settings) -> str:
     them."""
     import sympy
 
-    names = {s: latex_name(s.name) for s in expr.atoms(sympy.Symbol)
-             if type(s) is sympy.Symbol and not name_is_plain(s.name)}
+    names = {
+        s: latex_name(s.name)
+        for s in expr.atoms(sympy.Symbol)
+        if type(s) is sympy.Symbol and not name_is_plain(s.name)
+    }
     names.update(settings.pop("symbol_names", None) or {})
     return sympy.latex(expr, symbol_names=names, **settings)
 
@@ -758,8 +835,9 @@ def drop_negligible_terms(expr, X, feature_names=None, precision: int = 4):
             return None
         f = sympy.lambdify(syms, term, "numpy")
         with np.errstate(all="ignore"):
-            v = np.broadcast_to(np.asarray(f(*[X[:, cols[s]] for s in syms]), np.float64),
-                                (X.shape[0],))
+            v = np.broadcast_to(
+                np.asarray(f(*[X[:, cols[s]] for s in syms]), np.float64), (X.shape[0],)
+            )
         return v if np.all(np.isfinite(v)) else None
 
     terms = list(expr.args)
@@ -768,9 +846,10 @@ def drop_negligible_terms(expr, X, feature_names=None, precision: int = 4):
         return expr
     total = np.sum(vals, axis=0)
     budget = 0.5 * 10.0 ** (-int(precision)) * np.abs(total)
-    order = sorted(range(len(terms)), key=lambda i: float(np.max(np.abs(vals[i]) /
-                                                                 np.maximum(np.abs(total),
-                                                                            1e-300))))
+    order = sorted(
+        range(len(terms)),
+        key=lambda i: float(np.max(np.abs(vals[i]) / np.maximum(np.abs(total), 1e-300))),
+    )
     dropped = np.zeros(X.shape[0])
     keep = set(range(len(terms)))
     for i in order[:-1]:  # never drop every term
@@ -794,8 +873,9 @@ def round_constants(expr, precision: int = 4):
     import sympy
 
     if isinstance(precision, bool) or int(precision) != precision or precision < 1:
-        raise ValueError(f"precision must be an integer >= 1 (significant digits); got "
-                         f"{precision!r}")
+        raise ValueError(
+            f"precision must be an integer >= 1 (significant digits); got {precision!r}"
+        )
     p = int(precision)
     repl = {}
     for f in expr.atoms(sympy.Float):
@@ -868,9 +948,11 @@ class _Parser:
             if m is None or m.end() == pos:
                 at = len(text) - len(text[pos:].lstrip())
                 if text.startswith("[", at):
-                    raise ValueError(f"unterminated bracketed name at position {at} of "
-                                     f"{self.text!r}: a name is written [name], with each ] "
-                                     "inside it doubled (]])")
+                    raise ValueError(
+                        f"unterminated bracketed name at position {at} of "
+                        f"{self.text!r}: a name is written [name], with each ] "
+                        "inside it doubled (]])"
+                    )
                 raise ValueError(f"cannot parse {self.text!r} at position {pos}")
             kind = m.lastgroup
             tok = m.group(kind)
@@ -898,8 +980,7 @@ class _Parser:
             else:
                 bo, bv, bf = operands.pop()
                 ao, av, af = operands.pop()
-                operands.append(([_SYMBOL_OPS[top[1]]] + ao + bo, [0.0] + av + bv,
-                                 [0] + af + bf))
+                operands.append(([_SYMBOL_OPS[top[1]]] + ao + bo, [0.0] + av + bv, [0] + af + bf))
 
         def innermost_open():
             for entry in reversed(operators):
@@ -927,8 +1008,7 @@ class _Parser:
                 elif kind == "num":
                     operands.append(([CONST], [float(tok)], [0]))
                     expect_operand = False
-                elif (kind == "name" and tok in _UNARY_CODES and i < n
-                      and tokens[i] == ("sym", "(")):
+                elif kind == "name" and tok in _UNARY_CODES and i < n and tokens[i] == ("sym", "("):
                     i += 1
                     operators.append(("call", _UNARY_CODES[tok], tok))
                 elif kind in ("name", "quoted"):
@@ -940,8 +1020,10 @@ class _Parser:
             # after an operand: a binary operator, a closing parenthesis or the end
             if kind == "sym" and tok in self._PREC:
                 prec = self._PREC[tok]
-                while operators and (operators[-1][0] == "neg" or (
-                        operators[-1][0] == "bin" and self._PREC[operators[-1][1]] >= prec)):
+                while operators and (
+                    operators[-1][0] == "neg"
+                    or (operators[-1][0] == "bin" and self._PREC[operators[-1][1]] >= prec)
+                ):
                     reduce_one()
                 operators.append(("bin", tok))
                 expect_operand = True

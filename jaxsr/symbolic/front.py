@@ -104,8 +104,9 @@ def pareto_front(models: Sequence[FrontModel]) -> list[FrontModel]:
     ok.sort(key=lambda m: (m.expression.n_nodes, m.loss, m.iteration))
     front: list[FrontModel] = []
     for m in ok:
-        if not front or (m.loss < front[-1].loss
-                         and m.expression.n_nodes > front[-1].expression.n_nodes):
+        if not front or (
+            m.loss < front[-1].loss and m.expression.n_nodes > front[-1].expression.n_nodes
+        ):
             front.append(m)
     return front
 
@@ -181,8 +182,9 @@ def information_criterion(loss, complexity, n_samples: float, floor: float = 0.0
     """
     n = float(n_samples)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (n * np.log(np.maximum(np.asarray(loss, np.float64), float(floor)))
-                + np.asarray(complexity, np.float64) * np.log(n))
+        return n * np.log(np.maximum(np.asarray(loss, np.float64), float(floor))) + np.asarray(
+            complexity, np.float64
+        ) * np.log(n)
 
 
 def edge_excursion(models: Sequence[Expression], probes, y, weights=None) -> np.ndarray:
@@ -216,14 +218,26 @@ def edge_excursion(models: Sequence[Expression], probes, y, weights=None) -> np.
             if not np.all(np.isfinite(f)):
                 out[i] = np.inf
             elif f.size:
-                out[i] = max(0.0, (float(np.max(f)) - yhi) / width,
-                             (ylo - float(np.min(f))) / width)
+                out[i] = max(
+                    0.0, (float(np.max(f)) - yhi) / width, (ylo - float(np.min(f))) / width
+                )
     return out
 
 
-def select_model(model_selection: str, score, loss, floor: float = 0.0,
-                 validation_loss=None, *, complexity=None, n_samples=None,
-                 excursion=None, limit=None, cv_loss=None, cv_standard_error=None) -> int:
+def select_model(
+    model_selection: str,
+    score,
+    loss,
+    floor: float = 0.0,
+    validation_loss=None,
+    *,
+    complexity=None,
+    n_samples=None,
+    excursion=None,
+    limit=None,
+    cv_loss=None,
+    cv_standard_error=None,
+) -> int:
     """Row of the front chosen by ``model_selection`` (see the module doc).
 
     Args:
@@ -250,8 +264,9 @@ def select_model(model_selection: str, score, loss, floor: float = 0.0,
       ValueError: for an unknown ``model_selection`` or an empty front.
     """
     if model_selection not in MODEL_SELECTIONS:
-        raise ValueError(f"model_selection must be one of {MODEL_SELECTIONS}; got "
-                         f"{model_selection!r}")
+        raise ValueError(
+            f"model_selection must be one of {MODEL_SELECTIONS}; got {model_selection!r}"
+        )
     score = np.asarray(score, dtype=np.float64)
     if score.shape[0] == 0:
         raise ValueError("the front is empty")
@@ -279,8 +294,9 @@ def select_model(model_selection: str, score, loss, floor: float = 0.0,
         return int(np.argmax(score))
     if model_selection == "bic":
         if complexity is None or not n_samples:
-            raise ValueError("model_selection='bic' needs the complexity of each row and "
-                             "the number of samples")
+            raise ValueError(
+                "model_selection='bic' needs the complexity of each row and the number of samples"
+            )
         bic = information_criterion(crit, complexity, n_samples, floor)
         bic = np.where(np.isfinite(bic), bic, np.inf)
         return int(np.argmin(bic))  # the first (simplest) of equal values

@@ -183,8 +183,9 @@ def _relative_residual(R, jy, jp, jt):
     return float(sv[-1] ** 2), vt[-1], rt
 
 
-def _backward_path(R: np.ndarray, n_den: int, n_num: int,
-                   degree: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+def _backward_path(
+    R: np.ndarray, n_den: int, n_num: int, degree: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Supports ``(denominator terms, numerator terms)`` from the full library down to one
     term on each side: each step removes the term whose removal leaves the smallest
     relative residual (:func:`_relative_residual`; ties: the higher degree, then the later
@@ -205,7 +206,7 @@ def _backward_path(R: np.ndarray, n_den: int, n_num: int,
     while len(support) > 2:
         best = None
         for pos, j in enumerate(support):
-            rest = support[:pos] + support[pos + 1:]
+            rest = support[:pos] + support[pos + 1 :]
             if not any(r < n_den for r in rest) or not any(r >= n_den for r in rest):
                 continue
             key = (value(rest), -int(degree[j]), -j)
@@ -274,8 +275,7 @@ def rational_tree(num_coefs, num_exps, den_coefs, den_exps) -> Expression:
     num_coefs, den_coefs = num_coefs / scale, den_coefs / scale
     if np.all(deg[nz] == 0):  # Q is a constant: a polynomial
         return _sum_tree(num_coefs, num_exps)
-    return Expression.binary("/", _sum_tree(num_coefs, num_exps),
-                             _sum_tree(den_coefs, den_exps))
+    return Expression.binary("/", _sum_tree(num_coefs, num_exps), _sum_tree(den_coefs, den_exps))
 
 
 def _scaled(y, S, T, rw):
@@ -307,8 +307,12 @@ def _fit_support(y, S, T, sw):
         c = np.linalg.solve(rt, u) / st
         q = T @ c
         top = float(np.max(np.abs(q)))
-        if (not top > 0 or not np.all(np.isfinite(q))
-                or np.any(np.abs(q) <= POLE_MARGIN * top) or np.min(q) < 0 < np.max(q)):
+        if (
+            not top > 0
+            or not np.all(np.isfinite(q))
+            or np.any(np.abs(q) <= POLE_MARGIN * top)
+            or np.min(q) < 0 < np.max(q)
+        ):
             return out
         a = np.linalg.lstsq(S * rw[:, None], y * q * rw, rcond=None)[0]
         out = (a, c)
@@ -328,8 +332,13 @@ def _unit_snapped(y, S, T, sw, a, c, deg_q, scale=1.0):
     fix_q = np.abs(np.abs(c) - 1.0) < UNIT
     fix_p = np.abs(np.abs(a * scale) - 1.0) < UNIT  # P in the target's units (y / scale)
     fix_q[pivot] = True
-    if np.sum(fix_q) + np.sum(fix_p) <= 1 or np.all(np.abs(c[fix_q]) == 1.0) and np.all(
-            np.abs(a[fix_p] * scale) == 1.0) and fix_q.all() and fix_p.all():
+    if (
+        np.sum(fix_q) + np.sum(fix_p) <= 1
+        or np.all(np.abs(c[fix_q]) == 1.0)
+        and np.all(np.abs(a[fix_p] * scale) == 1.0)
+        and fix_q.all()
+        and fix_p.all()
+    ):
         return None
     cf, af = np.sign(c) * fix_q, np.sign(a) * fix_p / scale
     free = np.column_stack([y[:, None] * T[:, ~fix_q], -S[:, ~fix_p]])
@@ -337,24 +346,40 @@ def _unit_snapped(y, S, T, sw, a, c, deg_q, scale=1.0):
     rw = sw
     out = None
     for _ in range(REWEIGHTS + 1):
-        v = (np.linalg.lstsq(free * rw[:, None], rhs * rw, rcond=None)[0] if free.shape[1]
-             else np.zeros(0))
+        v = (
+            np.linalg.lstsq(free * rw[:, None], rhs * rw, rcond=None)[0]
+            if free.shape[1]
+            else np.zeros(0)
+        )
         cc, aa = cf.astype(np.float64).copy(), af.astype(np.float64).copy()
-        cc[~fix_q] = v[:int(np.sum(~fix_q))]
-        aa[~fix_p] = v[int(np.sum(~fix_q)):]
+        cc[~fix_q] = v[: int(np.sum(~fix_q))]
+        aa[~fix_p] = v[int(np.sum(~fix_q)) :]
         q = T @ cc
         top = float(np.max(np.abs(q)))
-        if (not top > 0 or not np.all(np.isfinite(q))
-                or np.any(np.abs(q) <= POLE_MARGIN * top) or np.min(q) < 0 < np.max(q)):
+        if (
+            not top > 0
+            or not np.all(np.isfinite(q))
+            or np.any(np.abs(q) <= POLE_MARGIN * top)
+            or np.min(q) < 0 < np.max(q)
+        ):
             return out
         out = (aa, cc)
         rw = sw / np.abs(q) * np.median(np.abs(q))
     return out
 
 
-def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_COLUMNS,
-                        degree_pairs=DEGREE_PAIRS, max_nodes=None,
-                        floor=None, deadline=None) -> list[RationalCandidate]:
+def rational_candidates(
+    X,
+    y,
+    weights=None,
+    *,
+    const_cols=None,
+    max_columns=MAX_COLUMNS,
+    degree_pairs=DEGREE_PAIRS,
+    max_nodes=None,
+    floor=None,
+    deadline=None,
+) -> list[RationalCandidate]:
     """Rational models ``P/Q`` of ``y`` (module docstring), by increasing criterion.
 
     Args:
@@ -390,18 +415,23 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
     sw = np.sqrt(w)
     # the fit in units of the target's RMS (a target near 1e300 or 1e-300 neither overflows
     # nor underflows in the products y * t_j); the numerator is scaled back in the trees
-    scale = float(np.sqrt(np.mean(w * (y / np.max(np.abs(y))) ** 2))) * float(
-        np.max(np.abs(y))) if np.any(y != 0) else 0.0
+    scale = (
+        float(np.sqrt(np.mean(w * (y / np.max(np.abs(y))) ** 2))) * float(np.max(np.abs(y)))
+        if np.any(y != 0)
+        else 0.0
+    )
     if not (np.isfinite(scale) and scale > 0):
         return []
     y = y / scale
     use = np.ones(m, bool) if const_cols is None else ~np.asarray(const_cols, bool)
     feats = np.flatnonzero(use)
-    floor = (loss_floor(y, np.float64, w) if floor is None
-             else float(floor) / scale / scale)  # in the scaled units
+    floor = (
+        loss_floor(y, np.float64, w) if floor is None else float(floor) / scale / scale
+    )  # in the scaled units
     n_eff = float(np.sum(w) ** 2 / np.sum(w * w))
     found: dict[str, RationalCandidate] = {}
     order: list[str] = []
+
     def late() -> bool:
         return deadline is not None and time.perf_counter() >= deadline
 
@@ -439,8 +469,7 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
             fit = _fit_support(y, S[:, jp], T[:, jq], sw)
             if fit is None:
                 continue
-            snapped = _unit_snapped(y, S[:, jp], T[:, jq], sw, *fit, full_q[jq].sum(axis=1),
-                                    scale)
+            snapped = _unit_snapped(y, S[:, jp], T[:, jq], sw, *fit, full_q[jq].sum(axis=1), scale)
             for a, c in (fit,) if snapped is None else (fit, snapped):
                 tree = rational_tree(a * scale, full_p[jp], c, full_q[jq])
                 if max_nodes is not None and tree.n_nodes > max_nodes:
@@ -456,13 +485,18 @@ def rational_candidates(X, y, weights=None, *, const_cols=None, max_columns=MAX_
                 crit = float(information_criterion(mse, tree.n_nodes, n_eff, floor))
                 with np.errstate(over="ignore"):
                     mse_units = float(np.float64(mse) * scale * scale)
-                found[key] = RationalCandidate(tree, mse_units, crit, (dp, dq), full_p[jp],
-                                               full_q[jq])
+                found[key] = RationalCandidate(
+                    tree, mse_units, crit, (dp, dq), full_p[jp], full_q[jq]
+                )
                 order.append(key)
-        if any(found[k].criterion <= information_criterion(
-                floor, found[k].expression.n_nodes, n_eff, floor) for k in order):
+        if any(
+            found[k].criterion
+            <= information_criterion(floor, found[k].expression.n_nodes, n_eff, floor)
+            for k in order
+        ):
             break  # an exact law at this pair: higher pairs only add longer forms of it
     rank = {k: i for i, k in enumerate(order)}
-    return sorted(found.values(),
-                  key=lambda c: (c.criterion, c.expression.n_nodes,
-                                 rank[c.expression.to_string()]))
+    return sorted(
+        found.values(),
+        key=lambda c: (c.criterion, c.expression.n_nodes, rank[c.expression.to_string()]),
+    )

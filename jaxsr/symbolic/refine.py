@@ -65,8 +65,9 @@ def weighted_mse(expr: Expression, X, y, sample_weight=None) -> float:
         return float(np.sum(w[pos] * r[pos] * r[pos]) / np.sum(w[pos]))
 
 
-def shortest_constants(expr: Expression, X, y, sample_weight=None, *,
-                       max_loss: float = 0.0, scale: float = 1.0) -> Expression:
+def shortest_constants(
+    expr: Expression, X, y, sample_weight=None, *, max_loss: float = 0.0, scale: float = 1.0
+) -> Expression:
     """``expr`` with each constant written with as few significant digits as keep its fit.
 
     A fit in floating point leaves rounding in the last digits of an exact law's
@@ -132,14 +133,28 @@ def _evaluator(op, feature, left, right):
     slot = {int(i): k for k, i in enumerate(np.flatnonzero(op == CONST))}
 
     def g(c, X):
-        return jax_graph(op, feature, left, right, X,
-                         lambda i: jnp.broadcast_to(c[slot[i]], X.shape[:-1]).astype(X.dtype))
+        return jax_graph(
+            op,
+            feature,
+            left,
+            right,
+            X,
+            lambda i: jnp.broadcast_to(c[slot[i]], X.shape[:-1]).astype(X.dtype),
+        )
 
     return g
 
 
-def refine_constants(expr: Expression, X, y, sample_weight=None, *, max_iterations: int = 100,
-                     tol: float = 1e-12, domain: str = "auto") -> RefineResult:
+def refine_constants(
+    expr: Expression,
+    X,
+    y,
+    sample_weight=None,
+    *,
+    max_iterations: int = 100,
+    tol: float = 1e-12,
+    domain: str = "auto",
+) -> RefineResult:
     """Refine all constants of ``expr`` jointly (L-BFGS on the MSE); never raises the MSE.
 
     Runs in float64 (scoped ``jax.enable_x64``), whatever the caller's JAX settings.
@@ -178,12 +193,21 @@ def refine_constants(expr: Expression, X, y, sample_weight=None, *, max_iteratio
     c0 = expr.value[const_idx].astype(np.float64)
     scale = np.where(c0 != 0.0, c0, 1.0)
     offset = np.where(c0 != 0.0, c0, 0.0)
-    run = _compiled(expr.op.tobytes(), expr.feature.tobytes(), expr.left.tobytes(),
-                    expr.right.tobytes())
+    run = _compiled(
+        expr.op.tobytes(), expr.feature.tobytes(), expr.left.tobytes(), expr.right.tobytes()
+    )
     with jax.enable_x64(True):
-        u, n_iter = run(to_device(np.zeros(c0.size)), to_device(scale), to_device(offset),
-                        to_device(X), to_device(y), to_device(w), before,
-                        int(max_iterations), float(tol))
+        u, n_iter = run(
+            to_device(np.zeros(c0.size)),
+            to_device(scale),
+            to_device(offset),
+            to_device(X),
+            to_device(y),
+            to_device(w),
+            before,
+            int(max_iterations),
+            float(tol),
+        )
     u = np.asarray(u, dtype=np.float64)
     if not np.all(np.isfinite(u)):
         return RefineResult(expr, before, before, False, int(n_iter))

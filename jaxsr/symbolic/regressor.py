@@ -60,6 +60,7 @@ class ExtrapolationWarning(UserWarning):
     data (a feature the model uses below its training minimum or above its maximum): a
     closed-form model is fitted to the data's range and may change fast outside it."""
 
+
 _FORMAT = "jaxsr.SymbolicRegressor"
 PAPER_SHARE = 1.0 / 3.0
 """With ``unary_operators``: the share of ``max_time`` that the paper's search (``+ - *
@@ -76,8 +77,10 @@ rational starting structure that is not exact may take before the searches from 
 RATIONAL_SHARE = SEED_SHARE / 2.0
 """With ``rational_start`` and ``max_time``: the share of ``max_time`` after which no further
 rational candidate is fitted (those found so far compete for the start)."""
-_EXACT_STOPS = tuple(s.reason for s in (_search.Status.ROUNDING_LEVEL, _search.Status.GOAL,
-                                         _search.Status.CONSTANT_TARGET))
+_EXACT_STOPS = tuple(
+    s.reason
+    for s in (_search.Status.ROUNDING_LEVEL, _search.Status.GOAL, _search.Status.CONSTANT_TARGET)
+)
 """The stop reasons of a fit that reached its target: nothing runs after it."""
 _LAST_STOPS = _EXACT_STOPS + (_search.Status.MAX_ITERATIONS.reason,)
 """The stop reasons after which no further search of the portfolio or the widening
@@ -117,8 +120,11 @@ def _stop_fits_at_exit() -> None:
     for done, _ in fits:
         if not done.wait(1.0):  # a compilation in flight, which nothing can interrupt
             with contextlib.suppress(Exception):
-                print("jaxsr: the process ends when the symbolic fit's compilation in "
-                      "flight ends", file=sys.stderr, flush=True)
+                print(
+                    "jaxsr: the process ends when the symbolic fit's compilation in flight ends",
+                    file=sys.stderr,
+                    flush=True,
+                )
             done.wait()
 
 
@@ -154,8 +160,11 @@ class _FitRun:
 
     def commit(self, engine, y_scale):
         if not self.stopped:
-            self.snapshot = (self.unscaled(engine.expr, y_scale),
-                             _unscaled_mse(engine.mse, y_scale), len(self.history))
+            self.snapshot = (
+                self.unscaled(engine.expr, y_scale),
+                _unscaled_mse(engine.mse, y_scale),
+                len(self.history),
+            )
 
 
 def _effective_rows(y, w) -> float:
@@ -199,21 +208,26 @@ def _warn_if_variation_is_rounding(ya, w, dt) -> bool:
     var = float(np.sum(wt * (ys - mean) ** 2) / np.sum(wt))
     floor = _pf.loss_floor(ys, dt, wt)
     if 0.0 < var <= ROUNDING_MARGIN * floor:
-        what = ("so the fit can only return a constant" if var <= floor else
-                "so models whose errors differ by less than that count as equal")
+        what = (
+            "so the fit can only return a constant"
+            if var <= floor
+            else "so models whose errors differ by less than that count as equal"
+        )
         warn_user(
             f"y varies by a standard deviation of {np.sqrt(var) * top:.3g} around "
             f"{mean * top:.6g}, close to the rounding level of its magnitude in "
             f"{np.dtype(dt).name} (errors of {np.sqrt(floor) * top:.3g}), {what}; fit "
             f"y - {mean * top:.6g} instead and add the offset back"
             + (", or use dtype='float64'" if np.dtype(dt) != np.float64 else ""),
-            UserWarning)
+            UserWarning,
+        )
         return True
     return False
 
 
-def _warn_budget_before_first_change(max_time: float, compile_seconds: float,
-                                     compiling: bool = False) -> None:
+def _warn_budget_before_first_change(
+    max_time: float, compile_seconds: float, compiling: bool = False
+) -> None:
     """``ConvergenceWarning``: ``max_time`` ran out before the search accepted its first
     change, so the model is the starting one (the mean of ``y``). ``compiling``: the fit
     had not yet compiled all its programs (the first compilation may not have ended, so
@@ -222,17 +236,23 @@ def _warn_budget_before_first_change(max_time: float, compile_seconds: float,
 
     spent = ""
     if compile_seconds >= 0.05 or compiling:
-        done = (f"{compile_seconds:.1f} s of it went to" if compile_seconds >= 0.05
-                else "it ran out while")
-        spent = (f"; {done} compiling the search's programs (once per size bucket of the "
-                 "data: later fits reuse them, and JAX's persistent compilation cache keeps "
-                 "them on disk)")
+        done = (
+            f"{compile_seconds:.1f} s of it went to"
+            if compile_seconds >= 0.05
+            else "it ran out while"
+        )
+        spent = (
+            f"; {done} compiling the search's programs (once per size bucket of the "
+            "data: later fits reuse them, and JAX's persistent compilation cache keeps "
+            "them on disk)"
+        )
     warn_user(
         f"max_time={max_time:g} s ran out before the search accepted its first change, so "
         f"the model is the starting one (the mean of y){spent}. Give a longer max_time "
         "(or none), or compile the programs first (a fit without max_time, or "
         "`jaxsr warmup`).",
-        ConvergenceWarning)
+        ConvergenceWarning,
+    )
 
 
 CONSTANT_WARN_R2 = 0.1
@@ -270,7 +290,8 @@ def _warn_if_constant_model(tree: Expression, Xa, ya, w) -> None:
             f"explains an adjusted R^2 of {r2:.3g} of the training target: the search did not "
             "find a model that uses the features. Try another strategy, a larger max_nodes "
             "or max_time, or look at equations_ for the other models.",
-            ConvergenceWarning)
+            ConvergenceWarning,
+        )
 
 
 PORTFOLIO_MIN_SECONDS = 0.5
@@ -305,7 +326,9 @@ def _check_scales(Xa, ya, dt) -> float:
                 f"[{small:.3g}, {big:.3g}] in magnitude (products of two features and their "
                 "squares must stay finite and normal). Rescale that column (e.g. divide it "
                 "by a power of ten and put the factor back in the formula)"
-                + (", or use dtype='float64'" if np.dtype(dt) != np.float64 else "") + ".")
+                + (", or use dtype='float64'" if np.dtype(dt) != np.float64 else "")
+                + "."
+            )
     ymax = float(np.max(np.abs(ya))) if ya.size else 0.0
     if ymax == 0.0 or small <= ymax <= big:
         return 1.0
@@ -341,12 +364,12 @@ def peak_memory_bytes(n_rows: int, n_columns: int, max_nodes, itemsize: int = 8)
     """
     cap = capacity_bucket(128 if max_nodes is None else int(max_nodes))
     n, m = float(n_rows), float(n_columns)
-    return float(itemsize) * (cap * (MEMORY_PER_ROW * n + MEMORY_PER_COLUMN * m)
-                              + MEMORY_PER_CELL * n * m)
+    return float(itemsize) * (
+        cap * (MEMORY_PER_ROW * n + MEMORY_PER_COLUMN * m) + MEMORY_PER_CELL * n * m
+    )
 
 
-def all_rows_memory_bytes(n_rows: int, n_columns: int, max_nodes,
-                          itemsize: int = 8) -> float:
+def all_rows_memory_bytes(n_rows: int, n_columns: int, max_nodes, itemsize: int = 8) -> float:
     """Memory, in bytes, that the checks on all rows add to a fit whose search runs on a
     sample (``search_sample``): the data (``X`` on the host and the device, ``y`` and
     the weights) and the semantics of one tree on every row, ``(cap, N)``, twice (the
@@ -368,7 +391,7 @@ def _pool(const_cols) -> np.ndarray:
     columns of ``M``, none of the padding columns of :meth:`SymbolicRegressor._device_data`."""
     const_cols = np.asarray(const_cols, bool)
     pool = np.zeros(feature_bucket(const_cols.shape[0]), bool)
-    pool[:const_cols.shape[0]] = ~const_cols
+    pool[: const_cols.shape[0]] = ~const_cols
     return pool
 
 
@@ -662,13 +685,34 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
       1.0
     """
 
-    def __init__(self, max_nodes=50, strategy=2, min_improvement=1e-6, max_iterations=None,
-                 goal_mse=0.0, max_time=None, max_height=None, verbose=False, dtype="float64",
-                 model_selection="bic", validation_fraction=None, precision=4, progress=True,
-                 refine_constants=False, max_constant_passes=None, initial_expression=None,
-                 mesh=None, beam_width=(4, 16), unary_operators=(), domain="box",
-                 extrapolation_limit=_pf.EXTRAPOLATION_LIMIT, bic_patience=10,
-                 backward_elimination=True, search_sample="auto", rational_start=True):
+    def __init__(
+        self,
+        max_nodes=50,
+        strategy=2,
+        min_improvement=1e-6,
+        max_iterations=None,
+        goal_mse=0.0,
+        max_time=None,
+        max_height=None,
+        verbose=False,
+        dtype="float64",
+        model_selection="bic",
+        validation_fraction=None,
+        precision=4,
+        progress=True,
+        refine_constants=False,
+        max_constant_passes=None,
+        initial_expression=None,
+        mesh=None,
+        beam_width=(4, 16),
+        unary_operators=(),
+        domain="box",
+        extrapolation_limit=_pf.EXTRAPOLATION_LIMIT,
+        bic_patience=10,
+        backward_elimination=True,
+        search_sample="auto",
+        rational_start=True,
+    ):
         self.max_nodes = max_nodes
         self.strategy = strategy
         self.min_improvement = min_improvement
@@ -702,45 +746,55 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         check_int(self.max_nodes, "max_nodes", min_value=1, allow_none=True)
         check_int(self.max_height, "max_height", min_value=1, allow_none=True)
         check_int(self.max_iterations, "max_iterations", min_value=0, allow_none=True)
-        check_int(self.max_constant_passes, "max_constant_passes", min_value=1,
-                  allow_none=True)
+        check_int(self.max_constant_passes, "max_constant_passes", min_value=1, allow_none=True)
         check_real(self.min_improvement, "min_improvement", min_value=0)
         check_real(self.goal_mse, "goal_mse", min_value=0)
-        check_real(self.max_time, "max_time", min_value=0, strict=True, allow_none=True,
-                   hint=" (seconds)")
+        check_real(
+            self.max_time, "max_time", min_value=0, strict=True, allow_none=True, hint=" (seconds)"
+        )
         resolve_dtype(self.dtype)
         check_choice(self.model_selection, "model_selection", _pf.MODEL_SELECTIONS)
         check_int(self.precision, "precision", min_value=1)
         self._widths()
         _unary.check_unary_operators(self.unary_operators)
         check_choice(self.domain, "domain", _domain.DOMAINS)
-        check_real(self.extrapolation_limit, "extrapolation_limit", min_value=0,
-                   allow_none=True)
+        check_real(self.extrapolation_limit, "extrapolation_limit", min_value=0, allow_none=True)
         check_int(self.bic_patience, "bic_patience", min_value=1, allow_none=True)
         if not isinstance(self.backward_elimination, bool | np.bool_):
-            raise ValueError(f"backward_elimination must be True or False; got "
-                             f"{self.backward_elimination!r}")
-        check_real(self.validation_fraction, "validation_fraction", min_value=0, strict=True,
-                   allow_none=True)
+            raise ValueError(
+                f"backward_elimination must be True or False; got {self.backward_elimination!r}"
+            )
+        check_real(
+            self.validation_fraction,
+            "validation_fraction",
+            min_value=0,
+            strict=True,
+            allow_none=True,
+        )
         _sampling.sample_size(self.search_sample, 0)
         if not isinstance(self.rational_start, bool | np.bool_):
-            raise ValueError(f"rational_start must be True or False; got "
-                             f"{self.rational_start!r}")
+            raise ValueError(f"rational_start must be True or False; got {self.rational_start!r}")
         if not isinstance(self.refine_constants, bool | np.bool_):
-            raise ValueError(f"refine_constants must be True or False; got "
-                             f"{self.refine_constants!r}")
+            raise ValueError(
+                f"refine_constants must be True or False; got {self.refine_constants!r}"
+            )
         if self.validation_fraction is not None and not self.validation_fraction < 1:
-            raise ValueError(f"validation_fraction must be None or a number in (0, 1); got "
-                             f"{self.validation_fraction!r}")
+            raise ValueError(
+                f"validation_fraction must be None or a number in (0, 1); got "
+                f"{self.validation_fraction!r}"
+            )
         if self.max_time is not None and _sharding.spans_processes(self._sample_mesh()[0]):
             raise ValueError(
                 "max_time must be None on a mesh spanning several processes: each process "
                 "would stop at its own clock and leave the others waiting in a collective; "
-                "bound the fit with max_iterations or max_nodes")
+                "bound the fit with max_iterations or max_nodes"
+            )
         ie = self.initial_expression
         if ie is not None and not isinstance(ie, (str, Expression)):
-            raise ValueError("initial_expression must be None, a string over the feature "
-                             f"names or an Expression; got {type(ie).__name__}")
+            raise ValueError(
+                "initial_expression must be None, a string over the feature "
+                f"names or an Expression; got {type(ie).__name__}"
+            )
 
     def _strategies(self) -> tuple[int, ...]:
         """``strategy`` as a tuple of distinct strategies (one int: a 1-tuple).
@@ -753,8 +807,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         for v in seq:
             check_choice(v, "strategy", (1, 2, 3, 4))
         if not seq or len(set(seq)) != len(seq):
-            raise ValueError(f"strategy must be 1, 2, 3, 4 or a non-empty sequence of distinct "
-                             f"ones (a portfolio, run in that order); got {s!r}")
+            raise ValueError(
+                f"strategy must be 1, 2, 3, 4 or a non-empty sequence of distinct "
+                f"ones (a portfolio, run in that order); got {s!r}"
+            )
         return tuple(int(v) for v in seq)
 
     def _widths(self) -> tuple[int, ...]:
@@ -768,8 +824,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         for v in seq:
             check_int(v, "beam_width", min_value=1)
         if not seq or any(int(v) <= int(u) for u, v in zip(seq, seq[1:], strict=False)):
-            raise ValueError(f"beam_width must be an integer >= 1 or a non-empty increasing "
-                             f"sequence of them (a widening schedule); got {b!r}")
+            raise ValueError(
+                f"beam_width must be an integer >= 1 or a non-empty increasing "
+                f"sequence of them (a widening schedule); got {b!r}"
+            )
         return tuple(int(v) for v in seq)
 
     def _schedule(self) -> list[tuple[int, int]]:
@@ -789,11 +847,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             return None
         e = Expression.parse(ie, names) if isinstance(ie, str) else ie
         if e.n_nodes and np.any((e.op == VAR) & ((e.feature < 0) | (e.feature >= n_features))):
-            raise ValueError(f"initial_expression uses a variable index outside the "
-                             f"{n_features} features")
+            raise ValueError(
+                f"initial_expression uses a variable index outside the {n_features} features"
+            )
         if self.max_nodes is not None and e.n_nodes > self.max_nodes:
-            raise ValueError(f"initial_expression has {e.n_nodes} nodes, more than "
-                             f"max_nodes={self.max_nodes}")
+            raise ValueError(
+                f"initial_expression has {e.n_nodes} nodes, more than max_nodes={self.max_nodes}"
+            )
         return e
 
     def _expected_programs(self, Xs, dt) -> int | None:
@@ -803,9 +863,13 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         rows = getattr(self, "search_rows_", None)
         n = Xs.shape[0] if rows is None else rows.shape[0]
         mesh = self._sample_mesh()[0]
-        key = (sample_bucket(n, 1 if mesh is None else mesh.devices.size),
-               feature_bucket(Xs.shape[1]), self.max_nodes, np.dtype(dt).name,
-               self._widths()[0] >= _beam.MIN_WIDTH)
+        key = (
+            sample_bucket(n, 1 if mesh is None else mesh.devices.size),
+            feature_bucket(Xs.shape[1]),
+            self.max_nodes,
+            np.dtype(dt).name,
+            self._widths()[0] >= _beam.MIN_WIDTH,
+        )
         if key in _FITTED_BUCKETS:
             return None
         _FITTED_BUCKETS.add(key)
@@ -833,9 +897,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         from jax.sharding import PartitionSpec as P
 
         # every process holds the full data; each places its own devices' shards
-        return (_sharding.place(XT, mesh, P(None, axes)), _sharding.place(yp, mesh, P(axes)),
-                _sharding.place(wp, mesh, P(axes)))
-
+        return (
+            _sharding.place(XT, mesh, P(None, axes)),
+            _sharding.place(yp, mesh, P(axes)),
+            _sharding.place(wp, mesh, P(axes)),
+        )
 
     # ---------------------------------------------------------------- fit
     def fit(self, X, y, sample_weight=None):
@@ -867,11 +933,15 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         dt = resolve_dtype(self.dtype)
         Xa, ya = validate_X_y(self, X, y, dtype=dt)
         square_target = self._square_target(ya, dt)  # y**2 for the sqrt(p) search
-        w = (None if sample_weight is None
-             else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt))
+        w = (
+            None
+            if sample_weight is None
+            else check_sample_weight(sample_weight, Xa.shape[0], dtype=dt)
+        )
         # on the user's values: a float32 cast can erase the variation it warns about
         rounding = _warn_if_variation_is_rounding(
-            ya if dt == np.float64 else check_target(y, dtype=np.float64), w, dt)
+            ya if dt == np.float64 else check_target(y, dtype=np.float64), w, dt
+        )
         # the training box (per-feature min and max of every row given to fit): predict
         # warns outside it
         self._train_box_ = _domain.data_box(Xa)
@@ -883,32 +953,48 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             if w is not None:
                 w, w_val = w[train], w[val]
                 if not np.sum(w_val) > 0:
-                    raise ValueError("every validation row has sample_weight 0: the "
-                                     "validation loss is undefined; use another "
-                                     "validation_fraction or weights")
+                    raise ValueError(
+                        "every validation row has sample_weight 0: the "
+                        "validation loss is undefined; use another "
+                        "validation_fraction or weights"
+                    )
                 w = check_sample_weight(w, w.shape[0], dtype=dt)
         # the rows the fit and its search fit (the n of the information criterion)
         self._n_train_rows_ = _effective_rows(ya, w)
         size = _sampling.sample_size(self.search_sample, ya.shape[0])
-        self.search_rows_ = (None if size is None
-                             else _sampling.search_rows(Xa, ya, size, w))
-        self._n_search_rows_ = (self._n_train_rows_ if self.search_rows_ is None
-                                else _effective_rows(ya[self.search_rows_],
-                                                     None if w is None else w[self.search_rows_]))
+        self.search_rows_ = None if size is None else _sampling.search_rows(Xa, ya, size, w)
+        self._n_search_rows_ = (
+            self._n_train_rows_
+            if self.search_rows_ is None
+            else _effective_rows(ya[self.search_rows_], None if w is None else w[self.search_rows_])
+        )
         names = feature_names(self)
-        self._check_memory(ya.shape[0] + (0 if y_val is None else y_val.shape[0]),
-                           Xa.shape[1], dt,
-                           None if self.search_rows_ is None else self.search_rows_.shape[0])
+        self._check_memory(
+            ya.shape[0] + (0 if y_val is None else y_val.shape[0]),
+            Xa.shape[1],
+            dt,
+            None if self.search_rows_ is None else self.search_rows_.shape[0],
+        )
         initial_tree = self._initial_tree(names, Xa.shape[1])
         const_cols = np.all(Xa == Xa[:1], axis=0)
         self.dropped_features_ = [names[j] for j in np.flatnonzero(const_cols)]
         start = time.perf_counter()
         deadline = None if self.max_time is None else start + float(self.max_time)
         self._seeded_ = seeded = False  # the first search starts at a rational structure
-        if (self.rational_start and initial_tree is None and not self.unary_operators
-                and not np.all(ya == ya[0])):  # a constant target is its own model
-            seed = self._rational_seed(Xa, ya, w, const_cols, dt, None if deadline is None
-                                       else start + RATIONAL_SHARE * float(self.max_time))
+        if (
+            self.rational_start
+            and initial_tree is None
+            and not self.unary_operators
+            and not np.all(ya == ya[0])
+        ):  # a constant target is its own model
+            seed = self._rational_seed(
+                Xa,
+                ya,
+                w,
+                const_cols,
+                dt,
+                None if deadline is None else start + RATIONAL_SHARE * float(self.max_time),
+            )
             if seed is not None:
                 initial_tree, seeded = seed.expression, True
                 self._seeded_ = True
@@ -918,29 +1004,41 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         square = transformed = None  # the square-target search (y**2 = p)
         if paper is not None and square_target is not None:
             square = self._square_target_search(
-                X, square_target, sample_weight,
-                None if self.max_time is None else SQUARE_SHARE * float(self.max_time))
+                X,
+                square_target,
+                sample_weight,
+                None if self.max_time is None else SQUARE_SHARE * float(self.max_time),
+            )
             transformed = self._square_target_models(square, square_target[0], Xa, ya, w)
         # when sign * sqrt(p) fits y to the rounding floor the unary search is not run
         square_exact = bool(transformed) and min(m.loss for m in transformed) <= (
-            _pf.loss_floor(ya, dt))
+            _pf.loss_floor(ya, dt)
+        )
         y_scale = _check_scales(Xa, ya, dt)
         wn = np.ones_like(ya) if w is None else w / np.mean(w)  # weights of mean 1
         with np.errstate(over="ignore", invalid="ignore"):  # a target near 1e300
             mean = float(np.mean(wn * ya / y_scale)) * y_scale
             start_tree = Expression.constant(mean) if initial_tree is None else initial_tree
-            run = _FitRun(start_tree, _unscaled_mse(np.mean(
-                wn * ((start_tree.evaluate(Xa) - ya) / y_scale) ** 2), y_scale))
+            run = _FitRun(
+                start_tree,
+                _unscaled_mse(
+                    np.mean(wn * ((start_tree.evaluate(Xa) - ya) / y_scale) ** 2), y_scale
+                ),
+            )
         initial = FrontModel(*run.snapshot[:2], 0)
         if seeded:  # the mean, the paper's starting model, stays a model of the front
             with np.errstate(over="ignore", invalid="ignore"):
-                constant = FrontModel(Expression.constant(mean), _unscaled_mse(np.mean(
-                    wn * ((mean - ya) / y_scale) ** 2), y_scale), 0)
+                constant = FrontModel(
+                    Expression.constant(mean),
+                    _unscaled_mse(np.mean(wn * ((mean - ya) / y_scale) ** 2), y_scale),
+                    0,
+                )
         # unary operators: transformed variables u(x_m) as extra terminal
         # columns of the search (jaxsr.symbolic.unary); the search's trees are mapped back
         Xs, const_s, names_s, initial_s = Xa, const_cols, names, initial_tree
-        cols, terms = _unary.transformed_terminals(Xa, self.unary_operators, dt,
-                                                   skip=const_cols, pairs=_unary.PAIR_TERMINALS)
+        cols, terms = _unary.transformed_terminals(
+            Xa, self.unary_operators, dt, skip=const_cols, pairs=_unary.PAIR_TERMINALS
+        )
         self.unary_terminals_ = [t.name(names) for t in terms]
         if terms:
             m = Xa.shape[1]
@@ -955,10 +1053,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         first_deadline = deadline  # a search from a rational start: SEED_SHARE of it
         if seeded and deadline is not None:
             first_deadline = start + SEED_SHARE * float(self.max_time)
-        args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, first_deadline, w,
-                initial_s)
-        with _progress.FitProgress("SymbolicRegressor", self.progress,
-                                   programs=self._expected_programs(Xs, dt)) as bar:
+        args = (run, Xs, ya, y_scale, const_s, names_s, dt, start, first_deadline, w, initial_s)
+        with _progress.FitProgress(
+            "SymbolicRegressor", self.progress, programs=self._expected_programs(Xs, dt)
+        ) as bar:
             if square_exact:
                 run.stop_reason = square.stop_reason_
             else:
@@ -969,62 +1067,111 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self.history_ = [dict(h) for h in run.history[:n_hist]]
         self.stop_reason_ = run.stop_reason or "max_time"
         self.n_iterations_ = sum(1 for h in self.history_ if h["search"] != "prune")
-        if (self.stop_reason_ == "max_time" and self.n_iterations_ == 0 and paper is None
-                and not seeded):
+        if (
+            self.stop_reason_ == "max_time"
+            and self.n_iterations_ == 0
+            and paper is None
+            and not seeded
+        ):
             _warn_budget_before_first_change(
-                float(self.max_time), bar.compile_seconds,
-                compiling=bar.programs is not None and bar.compiled < bar.programs)
+                float(self.max_time),
+                bar.compile_seconds,
+                compiling=bar.programs is not None and bar.compiled < bar.programs,
+            )
         final = FrontModel(expr, float(mse), self.n_iterations_)
         first_seconds = time.perf_counter() - start
-        others = self._portfolio_searches(X, y, sample_weight, initial_tree, deadline,
-                                          last=self.stop_reason_ in _LAST_STOPS,
-                                          seeded=seeded)
-        self.searches_ = [{"strategy": self._strategies()[0],
-                           "beam_width": 1 if seeded else self._widths()[0],
-                           "expression": expr.to_string(names), "mse": float(mse),
-                           "stop_reason": self.stop_reason_,
-                           "n_iterations": self.n_iterations_,
-                           "seconds": first_seconds,
-                           "start": ("rational" if seeded else "mean" if initial_tree is None
-                                     else "initial_expression")}]
-        self.searches_ += [{"strategy": o.strategy, "beam_width": o.beam_width,
-                            "expression": o.expression_,
-                            "mse": float(o.history_[-1]["mse"]) if o.history_ else o.mse_,
-                            "stop_reason": o.stop_reason_, "n_iterations": o.n_iterations_,
-                            "seconds": o.fit_seconds_, "start": "mean"} for o in others]
+        others = self._portfolio_searches(
+            X,
+            y,
+            sample_weight,
+            initial_tree,
+            deadline,
+            last=self.stop_reason_ in _LAST_STOPS,
+            seeded=seeded,
+        )
+        self.searches_ = [
+            {
+                "strategy": self._strategies()[0],
+                "beam_width": 1 if seeded else self._widths()[0],
+                "expression": expr.to_string(names),
+                "mse": float(mse),
+                "stop_reason": self.stop_reason_,
+                "n_iterations": self.n_iterations_,
+                "seconds": first_seconds,
+                "start": (
+                    "rational"
+                    if seeded
+                    else "mean"
+                    if initial_tree is None
+                    else "initial_expression"
+                ),
+            }
+        ]
+        self.searches_ += [
+            {
+                "strategy": o.strategy,
+                "beam_width": o.beam_width,
+                "expression": o.expression_,
+                "mse": float(o.history_[-1]["mse"]) if o.history_ else o.mse_,
+                "stop_reason": o.stop_reason_,
+                "n_iterations": o.n_iterations_,
+                "seconds": o.fit_seconds_,
+                "start": "mean",
+            }
+            for o in others
+        ]
         # the fit ended where its last search ended (the schedule's last, or the one that
         # reached the rounding level, the goal or the time limit)
         self.stop_reason_ = self.searches_[-1]["stop_reason"]
         self.refinement_ = None
-        if (self.refine_constants and self.stop_reason_ != "constant target"
-                and not square_exact):
+        if self.refine_constants and self.stop_reason_ != "constant target" and not square_exact:
             self.refinement_ = _refine.refine_constants(expr, Xa, ya, w, domain=self.domain)
             if self.refinement_.accepted:  # the true MSE dropped: the refined tree is final
-                final = FrontModel(self.refinement_.expression, self.refinement_.mse,
-                                   self.n_iterations_)
+                final = FrontModel(
+                    self.refinement_.expression, self.refinement_.mse, self.n_iterations_
+                )
         n = ya.shape[0]  # rows on which the readable form drops terms too small to show
         self._readable_X_ = np.asarray(
             Xa[np.unique(np.linspace(0, n - 1, min(n, READABLE_ROWS)).round().astype(int))],
-            dtype=np.float64)
+            dtype=np.float64,
+        )
         models = self._path_models(initial, final)
         if seeded:
             models.insert(0, constant)
-        models += [FrontModel(run.unscaled(m.expression, y_scale),
-                              _unscaled_mse(m.loss, y_scale), m.iteration)
-                   for m in getattr(run.engine, "front_models", ())]  # the beam's trees
-        models += [FrontModel(run.unscaled(m.expression, y_scale),
-                              _unscaled_mse(m.loss, y_scale), self.n_iterations_)
-                   for m in run.eliminated]  # the backward elimination's trees
+        models += [
+            FrontModel(
+                run.unscaled(m.expression, y_scale), _unscaled_mse(m.loss, y_scale), m.iteration
+            )
+            for m in getattr(run.engine, "front_models", ())
+        ]  # the beam's trees
+        models += [
+            FrontModel(
+                run.unscaled(m.expression, y_scale),
+                _unscaled_mse(m.loss, y_scale),
+                self.n_iterations_,
+            )
+            for m in run.eliminated
+        ]  # the backward elimination's trees
         own = {m.expression.to_string(names) for m in models}
         if paper is not None:  # the front over both searches' models
-            models += [FrontModel(e, float(loss), int(it)) for e, loss, it in zip(
-                paper._front_, paper._front_table_["loss"], paper._front_table_["iteration"],
-                strict=True)]
+            models += [
+                FrontModel(e, float(loss), int(it))
+                for e, loss, it in zip(
+                    paper._front_,
+                    paper._front_table_["loss"],
+                    paper._front_table_["iteration"],
+                    strict=True,
+                )
+            ]
         if transformed:
             models += transformed
         for o in others:  # the other strategies of a portfolio
-            models += [FrontModel(e, float(loss), int(it)) for e, loss, it in zip(
-                o._front_, o._front_table_["loss"], o._front_table_["iteration"], strict=True)]
+            models += [
+                FrontModel(e, float(loss), int(it))
+                for e, loss, it in zip(
+                    o._front_, o._front_table_["loss"], o._front_table_["iteration"], strict=True
+                )
+            ]
         edges = (Xa, ya, w)  # the extrapolation guard's probes start from the search's rows
         if self.search_rows_ is not None and y_scale == 1.0:
             models = self._all_rows_models(models, Xa, ya, w)
@@ -1032,37 +1179,65 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             self._set_front(models, _pf.loss_floor(ya, dt), X_val, y_val, w_val, edges)
         else:  # |y| near the float limits: the front compares losses of y / y_scale
             with np.errstate(all="ignore"):
-                models = [m._replace(loss=float(np.mean(
-                    (m.expression.evaluate(Xa) / y_scale - ya / y_scale) ** 2)))
-                    for m in models]
-                self._set_front(models, _pf.loss_floor(ya / y_scale, dt), X_val, y_val,
-                                w_val, edges, scale=y_scale)
+                models = [
+                    m._replace(
+                        loss=float(
+                            np.mean((m.expression.evaluate(Xa) / y_scale - ya / y_scale) ** 2)
+                        )
+                    )
+                    for m in models
+                ]
+                self._set_front(
+                    models,
+                    _pf.loss_floor(ya / y_scale, dt),
+                    X_val,
+                    y_val,
+                    w_val,
+                    edges,
+                    scale=y_scale,
+                )
                 self.mse_ = _unscaled_mse(self.mse_, y_scale)
                 self._front_table_["loss"] = np.array(  # an exact model's 0 stays 0
-                    [_unscaled_mse(v, y_scale) for v in self._front_table_["loss"]])
+                    [_unscaled_mse(v, y_scale) for v in self._front_table_["loss"]]
+                )
         self.n_nodes_ = int(self.expression_tree_.n_nodes)
         names_t = {m.expression.to_string(names) for m in transformed or ()}
-        names_p = (set() if paper is None
-                   else {e.to_string(names) for e in paper._front_})
+        names_p = set() if paper is None else {e.to_string(names) for e in paper._front_}
         for o in others:  # the wider beams: their unary searches' models
             own |= {e.to_string(names) for e in o._front_} - names_p - names_t
-        selected = ("unary" if self.expression_ in own
-                    else "square target" if self.expression_ in names_t else "paper")
-        self.portfolio_ = None if paper is None else self._portfolio(
-            paper, selected, run=not square_exact, square=square,
-            square_models=transformed or (), names=names)
+        selected = (
+            "unary"
+            if self.expression_ in own
+            else "square target"
+            if self.expression_ in names_t
+            else "paper"
+        )
+        self.portfolio_ = (
+            None
+            if paper is None
+            else self._portfolio(
+                paper,
+                selected,
+                run=not square_exact,
+                square=square,
+                square_models=transformed or (),
+                names=names,
+            )
+        )
         self.fit_seconds_ = time.perf_counter() - start
         # a constant after the search gave up (not after a limit the user set on the
         # iterations, nor after the budget warning above) is a failure to report
-        if not rounding and (self.stop_reason_ in ("no improvement", "max_nodes",
-                                                   "information criterion") or (
-                self.stop_reason_ == "max_time" and self.n_iterations_ > 0)):
+        if not rounding and (
+            self.stop_reason_ in ("no improvement", "max_nodes", "information criterion")
+            or (self.stop_reason_ == "max_time" and self.n_iterations_ > 0)
+        ):
             _warn_if_constant_model(self.expression_tree_, Xa, ya, w)
         return self
 
     # ---------------------------------------------------------------- portfolio
-    def _portfolio_searches(self, X, y, sample_weight, initial_tree, deadline,
-                            last: bool, seeded: bool = False) -> list:
+    def _portfolio_searches(
+        self, X, y, sample_weight, initial_tree, deadline, last: bool, seeded: bool = False
+    ) -> list:
         """With a portfolio ``strategy=(s1, s2, ...)`` or a widening schedule
         ``beam_width=(b1, b2, ...)``: after the first search (``s1``, ``b1``), each other
         search of :meth:`_schedule` in turn, as a fit of its own (the same parameters and
@@ -1080,12 +1255,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         out = []
         if last or (initial_tree is not None and not seeded):
             return out
-        for s, b in self._schedule()[0 if seeded else 1:]:
+        for s, b in self._schedule()[0 if seeded else 1 :]:
             left = None if deadline is None else deadline - time.perf_counter()
             if left is not None and left < PORTFOLIO_MIN_SECONDS:
                 break
-            params = dict(self.get_params(deep=False), strategy=s, beam_width=b,
-                          max_time=left, rational_start=False)
+            params = dict(
+                self.get_params(deep=False),
+                strategy=s,
+                beam_width=b,
+                max_time=left,
+                rational_start=False,
+            )
             with warnings.catch_warnings():  # the portfolio's own result is checked once
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 other = type(self)(**params).fit(X, y, sample_weight)
@@ -1100,16 +1280,21 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         rational_candidates`, on the search sample when there is one, fitted until
         ``deadline``) that meets the ``domain`` rule, or ``None``."""
         rows = getattr(self, "search_rows_", None)
-        Xr, yr, wr = (Xa, ya, w) if rows is None else (
-            Xa[rows], ya[rows], None if w is None else w[rows])
+        Xr, yr, wr = (
+            (Xa, ya, w) if rows is None else (Xa[rows], ya[rows], None if w is None else w[rows])
+        )
         with np.errstate(all="ignore"):
             found = _rational.rational_candidates(
-                np.asarray(Xr, np.float64), np.asarray(yr, np.float64),
-                None if wr is None else np.asarray(wr, np.float64), const_cols=const_cols,
-                max_nodes=self.max_nodes, floor=_pf.loss_floor(yr, dt, wr),
-                deadline=deadline)
+                np.asarray(Xr, np.float64),
+                np.asarray(yr, np.float64),
+                None if wr is None else np.asarray(wr, np.float64),
+                const_cols=const_cols,
+                max_nodes=self.max_nodes,
+                floor=_pf.loss_floor(yr, dt, wr),
+                deadline=deadline,
+            )
         box = _domain.data_box(Xa) if self.domain == "box" else None
-        for cand in found[:_rational.TRIES]:
+        for cand in found[: _rational.TRIES]:
             if box is None or _domain.prove_box(cand.expression, *box).proved:
                 return cand
         return None
@@ -1125,22 +1310,32 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             params["max_time"] = PAPER_SHARE * float(self.max_time)
         return type(self)(**params).fit(X, y, sample_weight)
 
-    def _portfolio(self, paper, selected: str, run: bool, square=None, square_models=(),
-                   names=None) -> dict:
-        out = {"selected": selected, "unary_search_run": run,
-               "paper": {"expression": paper.expression_, "mse": paper.mse_,
-                         "stop_reason": paper.stop_reason_,
-                         "n_iterations": paper.n_iterations_,
-                         "seconds": paper.fit_seconds_},
-               "square_target": None}
+    def _portfolio(
+        self, paper, selected: str, run: bool, square=None, square_models=(), names=None
+    ) -> dict:
+        out = {
+            "selected": selected,
+            "unary_search_run": run,
+            "paper": {
+                "expression": paper.expression_,
+                "mse": paper.mse_,
+                "stop_reason": paper.stop_reason_,
+                "n_iterations": paper.n_iterations_,
+                "seconds": paper.fit_seconds_,
+            },
+            "square_target": None,
+        }
         if square is not None:
             best = min(square_models, key=lambda m: m.loss, default=None)
             out["square_target"] = {
                 "expression": None if best is None else best.expression.to_string(names),
                 "mse": None if best is None else float(best.loss),
-                "target_expression": square.expression_, "target_mse": square.mse_,
-                "stop_reason": square.stop_reason_, "n_iterations": square.n_iterations_,
-                "seconds": square.fit_seconds_}
+                "target_expression": square.expression_,
+                "target_mse": square.mse_,
+                "stop_reason": square.stop_reason_,
+                "n_iterations": square.n_iterations_,
+                "seconds": square.fit_seconds_,
+            }
         return out
 
     # ---------------------------------------------------------------- square target
@@ -1158,8 +1353,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         with np.errstate(all="ignore"):
             g = y * y
         fi = np.finfo(dt)
-        if not (np.all(np.isfinite(g)) and g.min() >= np.sqrt(fi.tiny)
-                and g.max() <= np.sqrt(fi.max)):
+        if not (
+            np.all(np.isfinite(g)) and g.min() >= np.sqrt(fi.tiny) and g.max() <= np.sqrt(fi.max)
+        ):
             return None
         return sign, g
 
@@ -1173,8 +1369,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         :mod:`jaxsr.symbolic.unary`). AI Feynman tries such transformations of the target
         too. The models are then read back as ``sign * sqrt(p)`` and compared by their
         true loss on ``y`` (:meth:`_square_target_models`)."""
-        params = dict(self.get_params(deep=False), unary_operators=(),
-                      max_time=None if seconds is None else float(seconds))
+        params = dict(
+            self.get_params(deep=False),
+            unary_operators=(),
+            max_time=None if seconds is None else float(seconds),
+        )
         return type(self)(**params).fit(X, square_target[1], sample_weight)
 
     @staticmethod
@@ -1202,8 +1401,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         search is not run); ``unary_terminals_`` still lists the terminals offered."""
         fitted = {k: v for k, v in vars(paper).items() if k not in self.get_params(deep=False)}
         self.__dict__.update(fitted)
-        terms = _unary.transformed_terminals(Xa, self.unary_operators, dt, skip=const_cols,
-                                             pairs=_unary.PAIR_TERMINALS)[1]
+        terms = _unary.transformed_terminals(
+            Xa, self.unary_operators, dt, skip=const_cols, pairs=_unary.PAIR_TERMINALS
+        )[1]
         self.unary_terminals_ = [t.name(names) for t in terms]
         self.portfolio_ = self._portfolio(paper, "paper", run=False)
         self.fit_seconds_ = time.perf_counter() - start
@@ -1242,8 +1442,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     _FITS.pop(id(done), None)
                 done.set()
 
-        worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
-                                  name="jaxsr-fit", daemon=True)
+        worker = threading.Thread(
+            target=contextvars.copy_context().run, args=(work,), name="jaxsr-fit", daemon=True
+        )
         reserve = 0.0 if deadline is None else min(1.0, 0.25 * float(self.max_time))
         stop_at = None if deadline is None else deadline - reserve
         with _FITS_LOCK:
@@ -1267,8 +1468,20 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             done.wait(1.0)
             raise
 
-    def _fit_run(self, run, Xa, ya, y_scale, const_cols, names, dt, start, deadline, w=None,
-                 initial_tree=None):
+    def _fit_run(
+        self,
+        run,
+        Xa,
+        ya,
+        y_scale,
+        const_cols,
+        names,
+        dt,
+        start,
+        deadline,
+        w=None,
+        initial_tree=None,
+    ):
         """The fit proper, in the worker thread of :meth:`_run_in_worker`."""
         try:
             with precision(dt), _sharding.sample_mesh(self._sample_mesh()[0]):
@@ -1277,26 +1490,39 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 if rows is None:
                     XT, yj, wj = self._device_data(Xa, ya / y_scale, w, dt)
                 else:  # the search sample (sampling.py); all rows verify its changes
-                    XT, yj, wj = self._device_data(Xa[rows], ya[rows] / y_scale,
-                                                   None if w is None else w[rows], dt)
+                    XT, yj, wj = self._device_data(
+                        Xa[rows], ya[rows] / y_scale, None if w is None else w[rows], dt
+                    )
                     all_rows = self._device_data(Xa, ya / y_scale, w, dt)
                 engine = DomeSearch(
-                    XT, yj, _pool(const_cols), max_nodes=self.max_nodes, max_height=self.max_height,
-                    min_improvement=self.min_improvement, feature_names=names,
-                    deadline=deadline, max_constant_passes=self.max_constant_passes,
-                    weights=wj, domain=self.domain, all_rows=all_rows,
+                    XT,
+                    yj,
+                    _pool(const_cols),
+                    max_nodes=self.max_nodes,
+                    max_height=self.max_height,
+                    min_improvement=self.min_improvement,
+                    feature_names=names,
+                    deadline=deadline,
+                    max_constant_passes=self.max_constant_passes,
+                    weights=wj,
+                    domain=self.domain,
+                    all_rows=all_rows,
                 )
                 if self.unary_operators:  # the move p -> u(p) (unary.py)
                     engine.unary_search = _unary.UnarySearch(self.unary_operators)
                 if initial_tree is not None:
-                    start_tree = (initial_tree if y_scale == 1.0
-                                  else scale_output(initial_tree, 1.0 / y_scale))
+                    start_tree = (
+                        initial_tree
+                        if y_scale == 1.0
+                        else scale_output(initial_tree, 1.0 / y_scale)
+                    )
                     mse, ok = engine._true_mse(start_tree)
                     if not ok:
                         raise ValueError(
                             f"initial_expression {initial_tree.to_string(names)!r} is not "
                             "defined on the training data (a zero denominator, a pole inside "
-                            "the training range or a non-finite value)")
+                            "the training range or a non-finite value)"
+                        )
                     engine.expr, engine.mse, engine._cache = start_tree, mse, None
                 # from a rational start, the greedy search (the start is near its law)
                 width = 1 if getattr(self, "_seeded_", False) else self._widths()[0]
@@ -1307,8 +1533,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     return
                 run.commit(engine, y_scale)
                 if self.verbose:
-                    msg = (f"[jaxsr] iteration 0: MSE {_unscaled_mse(engine.mse, y_scale):.6g}, "
-                           f"{engine.expr.to_string(names)}")
+                    msg = (
+                        f"[jaxsr] iteration 0: MSE {_unscaled_mse(engine.mse, y_scale):.6g}, "
+                        f"{engine.expr.to_string(names)}"
+                    )
                     if self.dropped_features_:
                         msg += f" (constant columns dropped: {self.dropped_features_})"
                     _progress.write(msg)
@@ -1316,20 +1544,27 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                     run.snapshot = (Expression.constant(float(ya[0])), 0.0, 0)
                     run.stop_reason = _search.Status.CONSTANT_TARGET.reason
                 else:
-                    reason = self._loop(run, engine, start, deadline, names, y_scale,
-                                        int(np.sum(~np.asarray(const_cols))))
+                    reason = self._loop(
+                        run,
+                        engine,
+                        start,
+                        deadline,
+                        names,
+                        y_scale,
+                        int(np.sum(~np.asarray(const_cols))),
+                    )
                     if not run.stopped:
                         run.stop_reason = reason
-                    if (self.backward_elimination and not run.stopped
-                            and not self.unary_operators):
+                    if self.backward_elimination and not run.stopped and not self.unary_operators:
                         dome = getattr(engine, "engine", engine)  # a beam's DomeSearch
                         dome.expr, dome.mse, dome._cache = engine.expr, engine.mse, None
                         run.eliminated = _elimination.eliminate(dome, self._n_search_rows_)
         except BaseException as err:  # re-raised in the caller's thread
             run.error = err
 
-    def _loop(self, run, engine: _search.Engine, start, deadline, names, y_scale,
-              n_pool: int) -> str:
+    def _loop(
+        self, run, engine: _search.Engine, start, deadline, names, y_scale, n_pool: int
+    ) -> str:
         """The iterations of the search until a stop rule holds (:func:`search.run
         <jaxsr.symbolic.search.run>`, which owns every rule and prunes the final tree);
         returns the stop reason (``stop_reason_``). Here each accepted change (and the
@@ -1355,20 +1590,27 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             run.commit(engine, y_scale)
             _progress.update(1, MSE=f"{rec['mse']:.4g}", nodes=rec["n_nodes"])
             if self.verbose:
-                _progress.write(f"[jaxsr] iteration {it}: {rec['search']} search at node "
-                                f"{rec['node']} -> {rec['subtree']}; MSE {rec['mse']:.6g}, "
-                                f"{rec['n_nodes']} nodes, {rec['seconds']:.2f} s")
+                _progress.write(
+                    f"[jaxsr] iteration {it}: {rec['search']} search at node "
+                    f"{rec['node']} -> {rec['subtree']}; MSE {rec['mse']:.6g}, "
+                    f"{rec['n_nodes']} nodes, {rec['seconds']:.2f} s"
+                )
 
-        state = _search.init(engine, goal=goal, max_iterations=self.max_iterations,
-                             max_nodes=self.max_nodes, deadline=deadline, n_pool=n_pool,
-                             stopped=lambda: run.stopped,
-                             n_samples=getattr(self, "_n_search_rows_", None),
-                             patience=self.bic_patience)
+        state = _search.init(
+            engine,
+            goal=goal,
+            max_iterations=self.max_iterations,
+            max_nodes=self.max_nodes,
+            deadline=deadline,
+            n_pool=n_pool,
+            stopped=lambda: run.stopped,
+            n_samples=getattr(self, "_n_search_rows_", None),
+            patience=self.bic_patience,
+        )
         return _search.run(engine, state, self._strategies()[0], record).status.reason
 
     # ---------------------------------------------------------------- front (front.py)
-    def _check_memory(self, n_rows: int, n_features: int, dt,
-                      n_search: int | None = None) -> None:
+    def _check_memory(self, n_rows: int, n_features: int, dt, n_search: int | None = None) -> None:
         """Refuse, before anything is allocated, a fit whose peak memory
         (:func:`peak_memory_bytes`) exceeds the memory available
         (:func:`jaxsr._memory.check_memory`; ``JAXSR_MEMORY_LIMIT`` overrides it). With
@@ -1386,14 +1628,17 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if n_search is None:
             need = peak_memory_bytes(n_rows, columns, self.max_nodes, size)
         else:
-            need = (peak_memory_bytes(n_search, columns, self.max_nodes, size)
-                    + all_rows_memory_bytes(n_rows, columns, self.max_nodes, size))
+            need = peak_memory_bytes(
+                n_search, columns, self.max_nodes, size
+            ) + all_rows_memory_bytes(n_rows, columns, self.max_nodes, size)
         terminals = f" (with {columns - n_features} unary terminals)" if n_ops else ""
         _memory.check_memory(
-            need, f"X has {n_rows} rows and {n_features} columns{terminals}: a symbolic "
+            need,
+            f"X has {n_rows} rows and {n_features} columns{terminals}: a symbolic "
             f"fit with max_nodes={self.max_nodes}",
             "Use fewer columns (select the features first), fewer rows, a smaller "
-            "max_nodes or dtype='float32'")
+            "max_nodes or dtype='float32'",
+        )
 
     def _validation_split(self, n: int):
         """Deterministic split (a shuffle with a fixed seed) of ``validation_fraction``:
@@ -1402,8 +1647,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             return None, None
         n_val = int(np.ceil(float(self.validation_fraction) * n))
         if n_val < 1 or n - n_val < 2:
-            raise ValueError(f"validation_fraction={self.validation_fraction} of {n} rows "
-                             "leaves no validation row or fewer than 2 training rows")
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} of {n} rows "
+                "leaves no validation row or fewer than 2 training rows"
+            )
         perm = np.random.default_rng(0).permutation(n)
         return np.sort(perm[n_val:]), np.sort(perm[:n_val])
 
@@ -1452,8 +1699,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         n_folds = min(_crossval.N_FOLDS, y.shape[0] // 2)
         if n_folds < 2:
             return None
-        part = _crossval.cross_validated_loss([trees[i] for i in idx], X, y, w,
-                                              n_folds=n_folds, scale=scale)
+        part = _crossval.cross_validated_loss(
+            [trees[i] for i in idx], X, y, w, n_folds=n_folds, scale=scale
+        )
         loss = np.full(len(trees), np.inf)
         se = np.full(len(trees), np.inf)
         loss[idx], se[idx] = part.loss, part.standard_error
@@ -1479,8 +1727,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         ys = np.asarray(y, np.float64) / scale
         with np.errstate(all="ignore"):
             var = float(np.average((ys - np.average(ys, weights=w)) ** 2, weights=w))
-        short = _refine.shortest_constants(m.expression, X, y, w,
-                                           max_loss=min(floor, 1e-3 * var), scale=scale)
+        short = _refine.shortest_constants(
+            m.expression, X, y, w, max_loss=min(floor, 1e-3 * var), scale=scale
+        )
         if short is m.expression:
             return front
         with np.errstate(all="ignore"):
@@ -1489,8 +1738,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         new = m._replace(expression=short, loss=loss)  # the units of floor
         return _pf.pareto_front([new if x is m else x for x in models])
 
-    def _set_front(self, models, floor: float, X_val=None, y_val=None, w_val=None,
-                   edges=None, scale: float = 1.0) -> None:
+    def _set_front(
+        self,
+        models,
+        floor: float,
+        X_val=None,
+        y_val=None,
+        w_val=None,
+        edges=None,
+        scale: float = 1.0,
+    ) -> None:
         """``equations_``, ``selected_index_`` and the selected model's attributes, from the
         models met during the fit and the rounding floor of the training loss; with a
         validation split, each model's (weighted, ``w_val``) MSE on the held-out rows;
@@ -1512,19 +1769,25 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         val = None
         if X_val is not None:
             with np.errstate(all="ignore"):
-                val = np.array([float(np.average((m.expression.evaluate(X_val) - y_val) ** 2,
-                                                 weights=w_val)) for m in front])
+                val = np.array(
+                    [
+                        float(
+                            np.average((m.expression.evaluate(X_val) - y_val) ** 2, weights=w_val)
+                        )
+                        for m in front
+                    ]
+                )
             table["validation_loss"] = np.where(np.isfinite(val), val, np.inf)
         excursion = None
         if edges is not None:
             Xe, ye, we = edges
-            excursion = _pf.edge_excursion([m.expression for m in front],
-                                           _domain.edge_probes(Xe, we), ye, we)
+            excursion = _pf.edge_excursion(
+                [m.expression for m in front], _domain.edge_probes(Xe, we), ye, we
+            )
             table["edge_excursion"] = excursion
         cv = None
         if self.model_selection == "cv" and edges is not None and len(front) > 1:
-            cv = self._cross_validation([m.expression for m in front], edges, excursion,
-                                        scale)
+            cv = self._cross_validation([m.expression for m in front], edges, excursion, scale)
             if cv is not None:
                 table["cv_loss"] = cv.loss
         self._front_ = [m.expression for m in front]
@@ -1534,12 +1797,18 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._front_precision_ = self.precision
         self.__dict__.pop("_equations_", None)
         self.selected_index_ = _pf.select_model(
-            self.model_selection, table["score"], loss, floor,
-            None if val is None else table["validation_loss"], complexity=complexity,
-            n_samples=getattr(self, "_n_train_rows_", None), excursion=excursion,
+            self.model_selection,
+            table["score"],
+            loss,
+            floor,
+            None if val is None else table["validation_loss"],
+            complexity=complexity,
+            n_samples=getattr(self, "_n_train_rows_", None),
+            excursion=excursion,
             limit=self.extrapolation_limit,
             cv_loss=None if cv is None else cv.loss,
-            cv_standard_error=None if cv is None else cv.standard_error)
+            cv_standard_error=None if cv is None else cv.standard_error,
+        )
         best = front[self.selected_index_]
         self.expression_tree_ = best.expression
         self.expression_ = best.expression.to_string(names)
@@ -1563,8 +1832,12 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             import pandas as pd
 
             names = feature_names(self)
-            equation = [t.readable_string(names, self._front_precision_, X=self._readable_X_,
-                                          simplify=False) for t in self._front_]
+            equation = [
+                t.readable_string(
+                    names, self._front_precision_, X=self._readable_X_, simplify=False
+                )
+                for t in self._front_
+            ]
             later = ("validation_loss", "cv_loss", "edge_excursion", "iteration")
             cols = {k: v for k, v in table.items() if k not in ("expression",) + later}
             # the wide exact ``expression`` last: a terminal that cannot show every column
@@ -1585,10 +1858,14 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         if index is None:
             return self.expression_tree_
         n = len(self._front_)
-        if isinstance(index, bool) or not isinstance(index, int | np.integer) or not (
-                -n <= index < n):
-            raise IndexError(f"index must be an integer row of equations_ (0..{n - 1}); got "
-                             f"{index!r}")
+        if (
+            isinstance(index, bool)
+            or not isinstance(index, int | np.integer)
+            or not (-n <= index < n)
+        ):
+            raise IndexError(
+                f"index must be an integer row of equations_ (0..{n - 1}); got {index!r}"
+            )
         return self._front_[int(index)]
 
     # ---------------------------------------------------------------- use
@@ -1633,10 +1910,10 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         self._warn_outside_box(tree, Xa)
         # size buckets (the fit's own): no recompile
         XT = np.ones((feature_bucket(Xa.shape[1]), sample_bucket(n)), dt)
-        XT[:Xa.shape[1], :n] = Xa.T
+        XT[: Xa.shape[1], :n] = Xa.T
         with precision(dt):
             if tree.has_unary:  # the kernels take + - * / trees: the tree's own JAX graph
-                return np.asarray(_jit_tree(tree, dt)(to_device(XT[:Xa.shape[1]].T)))[:n]
+                return np.asarray(_jit_tree(tree, dt)(to_device(XT[: Xa.shape[1]].T)))[:n]
             tree = tree.padded(dtype=dt)
             return np.asarray(tree_output(tree, to_device(XT)))[:n]
 
@@ -1661,12 +1938,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         parts = []
         for k in np.flatnonzero(out.any(axis=0))[:5]:
             j = int(used[k])
-            parts.append(f"{names[j]!r} ({int(np.count_nonzero(out[:, k]))} rows outside "
-                         f"[{lo[j]:.4g}, {hi[j]:.4g}])")
+            parts.append(
+                f"{names[j]!r} ({int(np.count_nonzero(out[:, k]))} rows outside "
+                f"[{lo[j]:.4g}, {hi[j]:.4g}])"
+            )
         warn_user(
             f"{rows} of {Xa.shape[0]} rows lie outside the training range of the features "
             f"the model uses: {', '.join(parts)}; a closed-form model may change fast "
-            "outside its data, so check these predictions.", ExtrapolationWarning)
+            "outside its data, so check these predictions.",
+            ExtrapolationWarning,
+        )
 
     def sympy(self, index=None):
         """The selected expression (or row ``index`` of ``equations_``) as sympy, with its
@@ -1708,8 +1989,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         names (``sympy.Symbol("T/R")``); print it with
         :func:`~jaxsr.symbolic.expression.sympy_text` or
         :func:`~jaxsr.symbolic.expression.sympy_latex` to have such names bracketed."""
-        return self._tree(index).readable(feature_names(self), self._precision(precision),
-                                          X=self._readable_X_)
+        return self._tree(index).readable(
+            feature_names(self), self._precision(precision), X=self._readable_X_
+        )
 
     def latex(self, index=None, precision=None) -> str:
         """LaTeX of the readable form of the selected expression (or row ``index``), as
@@ -1724,8 +2006,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
         return sympy_latex(self.readable(index, precision))
 
-    def latex_table(self, indices=None, precision=None,
-                    columns=("equation", "complexity", "loss", "score")) -> str:
+    def latex_table(
+        self, indices=None, precision=None, columns=("equation", "complexity", "loss", "score")
+    ) -> str:
         """The front (rows ``indices``, default all) as a LaTeX ``booktabs`` table, as PySR's
         ``latex_table``: one row per model, the equation as ``$y = ...$``, losses and scores
         with ``precision`` significant digits. Needs ``\\usepackage{booktabs}``.
@@ -1738,20 +2021,34 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         from .expression import sympy_latex
 
         self._check_fitted()
-        known = {"equation": "Equation", "complexity": "Complexity", "loss": "Loss",
-                 "score": "Score", "validation_loss": "Validation loss"}
+        known = {
+            "equation": "Equation",
+            "complexity": "Complexity",
+            "loss": "Loss",
+            "score": "Score",
+            "validation_loss": "Validation loss",
+        }
         columns = list(columns)
-        bad = [c for c in columns if c not in known or (c != "equation"
-                                                        and c not in self.equations_)]
+        bad = [
+            c for c in columns if c not in known or (c != "equation" and c not in self.equations_)
+        ]
         if bad:
-            raise ValueError(f"unknown latex_table column(s) {bad}; choose from "
-                             f"{[c for c in known if c == 'equation' or c in self.equations_]}")
+            raise ValueError(
+                f"unknown latex_table column(s) {bad}; choose from "
+                f"{[c for c in known if c == 'equation' or c in self.equations_]}"
+            )
         p = self._precision(precision)
         rows = range(len(self.equations_)) if indices is None else list(indices)
-        lines = [r"\begin{table}[h]", r"\begin{center}",
-                 r"\begin{tabular}{@{}" + "".join("l" if c == "equation" else "c"
-                                                   for c in columns) + r"@{}}",
-                 r"\toprule", " & ".join(known[c] for c in columns) + r" \\", r"\midrule"]
+        lines = [
+            r"\begin{table}[h]",
+            r"\begin{center}",
+            r"\begin{tabular}{@{}"
+            + "".join("l" if c == "equation" else "c" for c in columns)
+            + r"@{}}",
+            r"\toprule",
+            " & ".join(known[c] for c in columns) + r" \\",
+            r"\midrule",
+        ]
         for i in rows:
             tree = self._tree(i)
             cells = []
@@ -1791,9 +2088,11 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
     def _summary(self) -> str:
         row = self.equations_.iloc[self.selected_index_]
-        return (f"{self!r}\n{self}\n({int(row['complexity'])} nodes, training MSE "
-                f"{row['loss']:.4g}; row {self.selected_index_} of {len(self.equations_)} in "
-                f"equations_, chosen by model_selection={self.model_selection!r})")
+        return (
+            f"{self!r}\n{self}\n({int(row['complexity'])} nodes, training MSE "
+            f"{row['loss']:.4g}; row {self.selected_index_} of {len(self.equations_)} in "
+            f"equations_, chosen by model_selection={self.model_selection!r})"
+        )
 
     def _repr_html_(self) -> str:
         """Notebook display: the parameters, the selected equation and its front row."""
@@ -1810,7 +2109,6 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
             return super()._repr_mimebundle_(**kwargs)
         return {"text/plain": self._summary(), "text/html": self._repr_html_()}
 
-
     # ---------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
         """JSON-able dict of the hyperparameters and the fitted model."""
@@ -1818,33 +2116,45 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         return {
             "format": _FORMAT,
             "version": _VERSION,
-            "params": {**self.get_params(), "dtype": str(resolve_dtype(self.dtype)),
-                       # JSON-able: the warm start as text, a device mesh is not saved
-                       "initial_expression": (
-                           self.initial_expression.to_string(feature_names(self))
-                           if isinstance(self.initial_expression, Expression)
-                           else self.initial_expression),
-                       "mesh": self.mesh if isinstance(self.mesh, str) else None},
+            "params": {
+                **self.get_params(),
+                "dtype": str(resolve_dtype(self.dtype)),
+                # JSON-able: the warm start as text, a device mesh is not saved
+                "initial_expression": (
+                    self.initial_expression.to_string(feature_names(self))
+                    if isinstance(self.initial_expression, Expression)
+                    else self.initial_expression
+                ),
+                "mesh": self.mesh if isinstance(self.mesh, str) else None,
+            },
             "expression": self.expression_,
             "tree": self.expression_tree_.to_dict(),
             "feature_names": feature_names(self),
-            "feature_names_in_": (None if not hasattr(self, "feature_names_in_")
-                                  else [str(c) for c in self.feature_names_in_]),
+            "feature_names_in_": (
+                None
+                if not hasattr(self, "feature_names_in_")
+                else [str(c) for c in self.feature_names_in_]
+            ),
             "n_features_in_": int(self.n_features_in_),
             "dropped_features_": list(self.dropped_features_),
-            "train_box": (None if getattr(self, "_train_box_", None) is None
-                          else [self._train_box_[0].tolist(), self._train_box_[1].tolist()]),
+            "train_box": (
+                None
+                if getattr(self, "_train_box_", None) is None
+                else [self._train_box_[0].tolist(), self._train_box_[1].tolist()]
+            ),
             "mse_": float(self.mse_),
             "n_iterations_": int(self.n_iterations_),
             "stop_reason_": self.stop_reason_,
             "history_": [dict(h) for h in self.history_],
-            "front": {"trees": [t.to_dict() for t in self._front_],
-                      "equations_": {k: list(v) for k, v in
-                                     self.equations_.to_dict(orient="list").items()},
-                      "selected_index_": int(self.selected_index_),
-                      "loss_floor": float(self._loss_floor_),
-                      "readable_X": (None if self._readable_X_ is None
-                                     else self._readable_X_.tolist())},
+            "front": {
+                "trees": [t.to_dict() for t in self._front_],
+                "equations_": {
+                    k: list(v) for k, v in self.equations_.to_dict(orient="list").items()
+                },
+                "selected_index_": int(self.selected_index_),
+                "loss_floor": float(self._loss_floor_),
+                "readable_X": (None if self._readable_X_ is None else self._readable_X_.tolist()),
+            },
         }
 
     @classmethod
@@ -1874,8 +2184,9 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         est = L.build_estimator(cls, params)
         n_features = L.integer(L.field(d, "n_features_in_"), "n_features_in_", min_value=1)
         est.n_features_in_ = n_features
-        est.expression_tree_ = Expression.from_dict(L.field(d, "tree"), path="tree",
-                                                    n_features=n_features)
+        est.expression_tree_ = Expression.from_dict(
+            L.field(d, "tree"), path="tree", n_features=n_features
+        )
         for key in ("feature_names", "feature_names_in_"):
             if d.get(key) is not None:
                 L.string_list(d[key], key, length=n_features)
@@ -1883,8 +2194,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         est.expression_ = est.expression_tree_.to_string(names)
         if d.get("feature_names_in_") is not None:
             est.feature_names_in_ = np.asarray(d["feature_names_in_"], dtype=object)
-        est.dropped_features_ = L.string_list(d.get("dropped_features_", []),
-                                              "dropped_features_")
+        est.dropped_features_ = L.string_list(d.get("dropped_features_", []), "dropped_features_")
         box = d.get("train_box")  # predict's extrapolation warning (absent: no warning)
         est._train_box_ = None
         if box is not None:
@@ -1892,15 +2202,25 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
                 lo, hi = (np.asarray(b, np.float64) for b in box)
             except (TypeError, ValueError) as err:
                 raise ValueError(f"train_box must be two lists of numbers; got {box!r}") from err
-            if not (lo.shape == hi.shape == (est.n_features_in_,) and np.all(np.isfinite(lo))
-                    and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
-                raise ValueError(f"train_box must hold the finite minimum and maximum of each "
-                                 f"of the {est.n_features_in_} features, minimum <= maximum")
+            if not (
+                lo.shape == hi.shape == (est.n_features_in_,)
+                and np.all(np.isfinite(lo))
+                and np.all(np.isfinite(hi))
+                and np.all(lo <= hi)
+            ):
+                raise ValueError(
+                    f"train_box must hold the finite minimum and maximum of each "
+                    f"of the {est.n_features_in_} features, minimum <= maximum"
+                )
             est._train_box_ = (lo, hi)
-        est.mse_ = L.real(L.field(d, "mse_"), "mse_", min_value=0, allow_inf=True,
-                          what="the training MSE is a number >= 0")
-        est.n_iterations_ = L.integer(L.field(d, "n_iterations_"), "n_iterations_",
-                                      min_value=0)
+        est.mse_ = L.real(
+            L.field(d, "mse_"),
+            "mse_",
+            min_value=0,
+            allow_inf=True,
+            what="the training MSE is a number >= 0",
+        )
+        est.n_iterations_ = L.integer(L.field(d, "n_iterations_"), "n_iterations_", min_value=0)
         est.stop_reason_ = L.string(d.get("stop_reason_", ""), "stop_reason_")
         est.n_nodes_ = int(est.expression_tree_.n_nodes)
         history = d.get("history_", [])
@@ -1909,16 +2229,16 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         for i, h in enumerate(history):  # flat records: JSON scalars or lists of them
             for k, v in L.mapping(h, f"history_[{i}]").items():
                 for j, x in enumerate(v if isinstance(v, list) else [v]):
-                    L.scalar(x, f"history_[{i}].{k}" + (f"[{j}]" if isinstance(v, list)
-                                                          else ""))
+                    L.scalar(x, f"history_[{i}].{k}" + (f"[{j}]" if isinstance(v, list) else ""))
         est.history_ = [dict(h) for h in history]
         front = d.get("front")
         if front is not None:
             est._front_from_dict(L.mapping(front, "front"), n_features)
         else:  # saved before the front existed: a one-row front of the saved tree
             est._readable_X_ = None
-            est._set_front([FrontModel(est.expression_tree_, est.mse_, est.n_iterations_)],
-                           floor=0.0)
+            est._set_front(
+                [FrontModel(est.expression_tree_, est.mse_, est.n_iterations_)], floor=0.0
+            )
         return est
 
     def _front_from_dict(self, front: dict, n_features: int) -> None:
@@ -1932,36 +2252,53 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
 
         trees = L.field(front, "trees", "front")
         if not isinstance(trees, list) or not trees:
-            raise ValueError("front.trees must be a non-empty list of expressions; got "
-                             f"{L._what(trees)}")
-        self._front_ = [Expression.from_dict(t, path=f"front.trees[{k}]",
-                                             n_features=n_features)
-                        for k, t in enumerate(trees)]
+            raise ValueError(
+                f"front.trees must be a non-empty list of expressions; got {L._what(trees)}"
+            )
+        self._front_ = [
+            Expression.from_dict(t, path=f"front.trees[{k}]", n_features=n_features)
+            for k, t in enumerate(trees)
+        ]
         table = L.mapping(L.field(front, "equations_", "front"), "front.equations_")
         for col, values in table.items():
             path = f"front.equations_.{col}"
             if not isinstance(values, list) or len(values) != len(trees):
-                raise ValueError(f"{path} must be a list of {len(trees)} entries, one per "
-                                 "tree of front.trees")
+                raise ValueError(
+                    f"{path} must be a list of {len(trees)} entries, one per tree of front.trees"
+                )
             for k, v in enumerate(values):
                 L.scalar(v, f"{path}[{k}]")
         if "complexity" in table:
             for k, (v, t) in enumerate(zip(table["complexity"], self._front_, strict=True)):
                 if L.integer(v, f"front.equations_.complexity[{k}]") != t.n_nodes:
-                    raise ValueError(f"front.equations_.complexity[{k}] is {v}, but "
-                                     f"front.trees[{k}] has {t.n_nodes} nodes")
+                    raise ValueError(
+                        f"front.equations_.complexity[{k}] is {v}, but "
+                        f"front.trees[{k}] has {t.n_nodes} nodes"
+                    )
         self.equations_ = pd.DataFrame(table)
-        self.selected_index_ = L.integer(L.field(front, "selected_index_", "front"),
-                                         "front.selected_index_", min_value=0,
-                                         max_value=len(trees) - 1)
-        self._loss_floor_ = L.real(L.field(front, "loss_floor", "front"), "front.loss_floor",
-                                   min_value=0, what="the loss floor is a finite number >= 0")
+        self.selected_index_ = L.integer(
+            L.field(front, "selected_index_", "front"),
+            "front.selected_index_",
+            min_value=0,
+            max_value=len(trees) - 1,
+        )
+        self._loss_floor_ = L.real(
+            L.field(front, "loss_floor", "front"),
+            "front.loss_floor",
+            min_value=0,
+            what="the loss floor is a finite number >= 0",
+        )
         rx = front.get("readable_X")
         if rx is not None:
             rows = rx if isinstance(rx, list) else None
             if rows is None or not rows:
-                raise ValueError("front.readable_X must be null or a non-empty list of rows; "
-                                 f"got {L._what(rx)}")
-            rx = np.stack([L.real_array(r, f"front.readable_X[{i}]", length=n_features)
-                           for i, r in enumerate(rows)])
+                raise ValueError(
+                    f"front.readable_X must be null or a non-empty list of rows; got {L._what(rx)}"
+                )
+            rx = np.stack(
+                [
+                    L.real_array(r, f"front.readable_X[{i}]", length=n_features)
+                    for i, r in enumerate(rows)
+                ]
+            )
         self._readable_X_ = rx

@@ -49,20 +49,26 @@ def sample_size(search_sample, n_rows: int) -> int | None:
         return None
     if isinstance(search_sample, str):
         if search_sample != "auto":
-            raise ValueError(f"search_sample must be 'auto', None or an int >= 2; got "
-                             f"{search_sample!r}")
+            raise ValueError(
+                f"search_sample must be 'auto', None or an int >= 2; got {search_sample!r}"
+            )
         size = DEFAULT_ROWS
-    elif (isinstance(search_sample, bool | np.bool_)
-          or not isinstance(search_sample, int | np.integer) or search_sample < 2):
-        raise ValueError(f"search_sample must be 'auto', None or an int >= 2; got "
-                         f"{search_sample!r}")
+    elif (
+        isinstance(search_sample, bool | np.bool_)
+        or not isinstance(search_sample, int | np.integer)
+        or search_sample < 2
+    ):
+        raise ValueError(
+            f"search_sample must be 'auto', None or an int >= 2; got {search_sample!r}"
+        )
     else:
         size = int(search_sample)
     return size if n_rows > size else None
 
 
-def search_rows(X: np.ndarray, y: np.ndarray, size: int,
-                weights: np.ndarray | None = None) -> np.ndarray:
+def search_rows(
+    X: np.ndarray, y: np.ndarray, size: int, weights: np.ndarray | None = None
+) -> np.ndarray:
     """The row indices of the search sample, sorted: ``size`` rows stratified on the
     target, plus for each feature a row at its minimum and one at its maximum.
 

@@ -157,17 +157,26 @@ def _track(engine: Engine, state: SearchState) -> SearchState:
     """``state`` with ``best_bic`` updated by the engine's current tree."""
     if state.n_samples is None or state.patience is None:
         return state
-    bic = float(information_criterion(engine.mse, engine.expr.n_nodes, state.n_samples,
-                                      engine.floor))
+    bic = float(
+        information_criterion(engine.mse, engine.expr.n_nodes, state.n_samples, engine.floor)
+    )
     if bic < state.best_bic[0]:
         return state._replace(best_bic=(bic, int(engine.expr.n_nodes)))
     return state
 
 
-def init(engine: Engine, *, goal: float, max_iterations: int | None, max_nodes: int | None,
-         deadline: float | None, n_pool: int,
-         stopped: Callable[[], bool] = lambda: False, n_samples: float | None = None,
-         patience: int | None = None) -> SearchState:
+def init(
+    engine: Engine,
+    *,
+    goal: float,
+    max_iterations: int | None,
+    max_nodes: int | None,
+    deadline: float | None,
+    n_pool: int,
+    stopped: Callable[[], bool] = lambda: False,
+    n_samples: float | None = None,
+    patience: int | None = None,
+) -> SearchState:
     """The loop's state before its first iteration (``engine`` holds the starting tree;
     it is read only for the information-criterion stop, whose lowest criterion starts at
     that tree).
@@ -182,11 +191,20 @@ def init(engine: Engine, *, goal: float, max_iterations: int | None, max_nodes: 
       stopped: returns True once another thread has stopped the fit.
       n_samples, patience: the information-criterion stop (both given) or ``None``.
     """
-    state = SearchState(iteration=0, status=Status.RUNNING, record=None, stuck=False,
-                        n_pool=int(n_pool), goal=float(goal), max_iterations=max_iterations,
-                        max_nodes=max_nodes, deadline=deadline, stopped=stopped,
-                        n_samples=None if n_samples is None else float(n_samples),
-                        patience=None if patience is None else int(patience))
+    state = SearchState(
+        iteration=0,
+        status=Status.RUNNING,
+        record=None,
+        stuck=False,
+        n_pool=int(n_pool),
+        goal=float(goal),
+        max_iterations=max_iterations,
+        max_nodes=max_nodes,
+        deadline=deadline,
+        stopped=stopped,
+        n_samples=None if n_samples is None else float(n_samples),
+        patience=None if patience is None else int(patience),
+    )
     return _track(engine, state)
 
 
@@ -209,16 +227,18 @@ def terminate(engine: Engine, state: SearchState) -> Status:
         return Status.ROUNDING_LEVEL
     if state.max_iterations is not None and state.iteration >= state.max_iterations:
         return Status.MAX_ITERATIONS
-    if (state.patience is not None and state.n_samples is not None
-            and engine.expr.n_nodes - state.best_bic[1] >= state.patience):
+    if (
+        state.patience is not None
+        and state.n_samples is not None
+        and engine.expr.n_nodes - state.best_bic[1] >= state.patience
+    ):
         return Status.INFORMATION_CRITERION
     if state.deadline is not None and time.perf_counter() > state.deadline:
         return Status.MAX_TIME
     return Status.RUNNING
 
 
-def step(engine: Engine, state: SearchState,
-         strategy: int) -> tuple[SearchState, Record | None]:
+def step(engine: Engine, state: SearchState, strategy: int) -> tuple[SearchState, Record | None]:
     """One iteration: the strategy's step (section 2.8), and when it accepts nothing and
     time is left, the stuck-tree fallback. Returns the new state and the record of the
     accepted change (``None`` when none was accepted); the new state's status is decided
@@ -233,8 +253,12 @@ def step(engine: Engine, state: SearchState,
     return _track(engine, state._replace(iteration=state.iteration + 1, record=rec)), rec
 
 
-def run(engine: Engine, state: SearchState, strategy: int,
-        on_record: Callable[[Record, SearchState], None] | None = None) -> SearchState:
+def run(
+    engine: Engine,
+    state: SearchState,
+    strategy: int,
+    on_record: Callable[[Record, SearchState], None] | None = None,
+) -> SearchState:
     """Iterate until a stop rule holds, then prune the tree (section 2.5's deletion,
     :meth:`~jaxsr.symbolic.strategies.DomeSearch.prune`) unless another thread stopped
     the fit. Returns the final state (its status is not ``RUNNING``).
@@ -260,6 +284,16 @@ def run(engine: Engine, state: SearchState, strategy: int,
     n0, mse0 = engine.expr.n_nodes, engine.mse
     removed = engine.prune()
     if removed:
-        on_record({"search": "prune", "node": 0, "replaced": "", "subtree": "",
-                   "removed_nodes": removed, "mse_before": mse0, "n_nodes_before": n0}, state)
+        on_record(
+            {
+                "search": "prune",
+                "node": 0,
+                "replaced": "",
+                "subtree": "",
+                "removed_nodes": removed,
+                "mse_before": mse0,
+                "n_nodes_before": n0,
+            },
+            state,
+        )
     return state

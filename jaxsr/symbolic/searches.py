@@ -122,8 +122,9 @@ N_REFINE = 32
 GENERAL_VMAP = None
 
 
-def chunk_rows(n_samples: int, itemsize: int = 8, budget: int | None = None,
-               vmap: bool | None = None) -> int:
+def chunk_rows(
+    n_samples: int, itemsize: int = 8, budget: int | None = None, vmap: bool | None = None
+) -> int:
     """Rows scored together in one chunk: as many as fit ``budget`` bytes (default
     :data:`CHUNK_BYTES`), between 1 and 512; 1 if ``vmap`` is False (default: the
     general-case choice :data:`GENERAL_VMAP`)."""
@@ -167,8 +168,9 @@ def _chunked_map(fn, active, outs, chunk):
             vals = tuple(jnp.reshape(v, (1,)) for v in fn(safe[0]))
         else:
             vals = jax.vmap(fn)(safe)
-        return tuple(o.at[ids].set(v.astype(o.dtype), mode="drop")
-                     for o, v in zip(outs, vals, strict=True))
+        return tuple(
+            o.at[ids].set(v.astype(o.dtype), mode="drop") for o, v in zip(outs, vals, strict=True)
+        )
 
     # the loop only when there is work: XLA may hoist loop-invariant parts of a large
     # body out of the loop, and a call with nothing to do must not pay for them
@@ -208,8 +210,7 @@ def variable_features(XT: jax.Array) -> jax.Array:
     return jnp.concatenate([XT, XT * XT, inv, inv * inv], axis=0).T
 
 
-def sample_chunks(n_samples: int, n_rows: int, itemsize: int = 8,
-                  budget: int | None = None) -> int:
+def sample_chunks(n_samples: int, n_rows: int, itemsize: int = 8, budget: int | None = None) -> int:
     """Number of equal chunks the samples are split into for the closed-form sums: each
     chunk's ``(n_rows, N / chunks)`` temporaries fit ``budget`` bytes (default
     :data:`CHUNK_BYTES`). A divisor of ``n_samples`` (1 when none is close)."""
@@ -265,16 +266,25 @@ def _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_rows, v_rows, ro
     def sums(i, acc):
         u, v, p, x, dnz = chunk(i)
         up = u * p
-        part = [jnp.sum(u * v, -1), jnp.sum(u * u, -1), jnp.sum(v * v, -1),
-                jnp.sum(u * up, -1), jnp.sum(up * v, -1), jnp.sum(up * up, -1)]
+        part = [
+            jnp.sum(u * v, -1),
+            jnp.sum(u * u, -1),
+            jnp.sum(v * v, -1),
+            jnp.sum(u * up, -1),
+            jnp.sum(up * v, -1),
+            jnp.sum(up * up, -1),
+        ]
         G = jnp.concatenate([u * v, u * u], axis=0) @ variable_features(x)
         *s6, G0, ok0 = acc
         return (*[s0 + s1 for s0, s1 in zip(s6, part, strict=True)], G0 + G, ok0 & dnz)
 
     zc = jnp.zeros((C,), dt)
     SP, SQ, V2, SQp, SPp, SQpp, G, d_all = lax.fori_loop(
-        0, n_chunks, sums, (zc, zc, zc, zc, zc, zc, jnp.zeros((2 * C, 4 * M), dt),
-                            jnp.ones((C,), bool)))
+        0,
+        n_chunks,
+        sums,
+        (zc, zc, zc, zc, zc, zc, jnp.zeros((2 * C, 4 * M), dt), jnp.ones((C,), bool)),
+    )
     d_ok = d_all & closed
 
     def ratio(num, den):
@@ -287,23 +297,30 @@ def _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_rows, v_rows, ro
 
     def residuals(i, acc):
         u, v, p, _, _ = chunk(i)
-        return (acc[0] + jnp.sum((u * k_c[:, None] - v) ** 2, -1),
-                acc[1] + jnp.sum((u * (k_ce_add[:, None] + p) - v) ** 2, -1),
-                acc[2] + jnp.sum((u * p * k_ce_mul[:, None] - v) ** 2, -1))
+        return (
+            acc[0] + jnp.sum((u * k_c[:, None] - v) ** 2, -1),
+            acc[1] + jnp.sum((u * (k_ce_add[:, None] + p) - v) ** 2, -1),
+            acc[2] + jnp.sum((u * p * k_ce_mul[:, None] - v) ** 2, -1),
+        )
 
-    f_c, f_ce_add, f_ce_mul = (r / n for r in lax.fori_loop(0, n_chunks, residuals,
-                                                            (zc, zc, zc)))
+    f_c, f_ce_add, f_ce_mul = (r / n for r in lax.fori_loop(0, n_chunks, residuals, (zc, zc, zc)))
 
     # k op x and the variables from the product
     GP, GQ = G[:C], G[C:]
-    SPx, SPi = GP[:, :M], GP[:, 2 * M:3 * M]
-    SQx, SQxx, SQii = GQ[:, :M], GQ[:, M:2 * M], GQ[:, 3 * M:]
+    SPx, SPi = GP[:, :M], GP[:, 2 * M : 3 * M]
+    SQx, SQxx, SQii = GQ[:, :M], GQ[:, M : 2 * M], GQ[:, 3 * M :]
     SPb, SQb, V2b = SP[:, None], SQ[:, None], V2[:, None]
     num = jnp.stack([SPb - SQx, SPb + SQx, SPx, SPi], axis=-1)  # (C, M, 4)
     den = jnp.stack([jnp.broadcast_to(SQb, SQx.shape)] * 2 + [SQxx, SQii], axis=-1)
-    vv = jnp.stack([V2b - 2 * SPx + SQxx, V2b + 2 * SPx + SQxx,
-                    jnp.broadcast_to(V2b, SQx.shape), jnp.broadcast_to(V2b, SQx.shape)],
-                   axis=-1)
+    vv = jnp.stack(
+        [
+            V2b - 2 * SPx + SQxx,
+            V2b + 2 * SPx + SQxx,
+            jnp.broadcast_to(V2b, SQx.shape),
+            jnp.broadcast_to(V2b, SQx.shape),
+        ],
+        axis=-1,
+    )
     k_cv = ratio(num, den)
     f_cv = jnp.maximum((vv - k_cv * num) / n, 0.0)
     f_var = jnp.maximum((SQxx - 2 * SPx + V2b) / n, 0.0)
@@ -311,8 +328,9 @@ def _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_rows, v_rows, ro
     # re-score the best N_REFINE closed-form candidates from their rows
     ok_cv = cv_rows & d_ok[:, None, None] & jnp.isfinite(k_cv) & jnp.isfinite(f_cv)
     ok_v = v_rows & d_ok[:, None] & jnp.isfinite(f_var)
-    pool = jnp.concatenate([jnp.where(ok_cv, f_cv, jnp.inf).reshape(C, 4 * M),
-                            jnp.where(ok_v, f_var, jnp.inf)], axis=1).reshape(-1)
+    pool = jnp.concatenate(
+        [jnp.where(ok_cv, f_cv, jnp.inf).reshape(C, 4 * M), jnp.where(ok_v, f_var, jnp.inf)], axis=1
+    ).reshape(-1)
     T = min(N_REFINE, pool.shape[0])
     _, pick = lax.top_k(-pool, T)
     j, col = pick // (5 * M), pick % (5 * M)
@@ -345,16 +363,18 @@ def _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_rows, v_rows, ro
 
     k = jnp.concatenate([k_c[:, None], k_cv_flat, k_ce_add[:, None], k_ce_mul[:, None]], 1)
     f = jnp.concatenate([f_c[:, None], f_cv_flat, f_ce_add[:, None], f_ce_mul[:, None]], 1)
-    ok_rows = jnp.concatenate([jnp.broadcast_to(row_c[:, None], (C, 1)),
-                               cv_rows.reshape(C, 4 * M), row_ce], axis=1)
+    ok_rows = jnp.concatenate(
+        [jnp.broadcast_to(row_c[:, None], (C, 1)), cv_rows.reshape(C, 4 * M), row_ce], axis=1
+    )
     ok = ok_rows & d_ok[:, None] & jnp.isfinite(k) & jnp.isfinite(f)
     ok_var = v_rows & d_ok[:, None] & jnp.isfinite(f_var)
     return k, jnp.where(ok, f, jnp.inf), ok, jnp.where(ok_var, f_var, jnp.inf), ok_var
 
 
 @program
-def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, max_nodes,
-               max_height) -> SearchResults:
+def search_all(
+    tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, max_nodes, max_height
+) -> SearchResults:
     """The four searches (sections 2.1-2.4) of one tree in one jitted call.
 
     Args:
@@ -387,13 +407,15 @@ def search_all(tree: TreeArrays, sem, eqs: Equations, S, XT, masks, var_mask, ma
       ``jax.vmap``-ed over chunks of :func:`chunk_rows` pairs (a loop over
       ``ceil(pairs / chunk)`` chunks: memory bounded by :data:`CHUNK_BYTES`).
     """
-    return _search(tree, sem, XT, masks, var_mask, max_nodes, max_height,
-                   _array_equations(sem, eqs, S))
+    return _search(
+        tree, sem, XT, masks, var_mask, max_nodes, max_height, _array_equations(sem, eqs, S)
+    )
 
 
 @program(static_argnames=("n_slots",))
-def search_lean(tree: TreeArrays, sem, XT, y, weights, masks, var_mask, max_nodes, max_height,
-                n_slots: int) -> SearchResults:
+def search_lean(
+    tree: TreeArrays, sem, XT, y, weights, masks, var_mask, max_nodes, max_height, n_slots: int
+) -> SearchResults:
     """:func:`search_all` from the semantics alone, in bounded memory.
 
     The same results as ``search_all(tree, sem, node_equations(tree, sem, y, weights),
@@ -410,8 +432,16 @@ def search_lean(tree: TreeArrays, sem, XT, y, weights, masks, var_mask, max_node
       n_slots: static int ``K``, the forbidden-set slots (``>= max(tree.n_slots)``);
       the other arguments and the result as :func:`search_all`.
     """
-    return _search(tree, sem, XT, masks, var_mask, max_nodes, max_height,
-                   _lean_equations(tree, sem, y, weights, n_slots, XT.shape[0]))
+    return _search(
+        tree,
+        sem,
+        XT,
+        masks,
+        var_mask,
+        max_nodes,
+        max_height,
+        _lean_equations(tree, sem, y, weights, n_slots, XT.shape[0]),
+    )
 
 
 def _array_equations(sem, eqs: Equations, S):
@@ -456,8 +486,7 @@ def _lean_equations(tree, sem, y, weights, n_slots, M):
         t = ((e.a * s - e.b) / (e.c * s - e.d)) ** 2
         return acc[0] + jnp.sum(t, axis=-1), acc[1] | jnp.any(e.c != 0, axis=-1)
 
-    tot, any_c = lax.fori_loop(0, n_chunks, sums, (jnp.zeros((C,), dt),
-                                                   jnp.zeros((C,), bool)))
+    tot, any_c = lax.fori_loop(0, n_chunks, sums, (jnp.zeros((C,), dt), jnp.zeros((C,), bool)))
     return tot / jnp.asarray(N, dt), any_c, chunk_eqs, node_eq
 
 
@@ -487,11 +516,14 @@ def _search(tree, sem, XT, masks, var_mask, max_nodes, max_height, providers):
     # exclusions known before scoring (a k op x row that is never a candidate is not solved)
     l, r = tree.left, tree.right
     ops = jnp.asarray(CV_OPS, jnp.int32)
-    hides = ((tree.op[:, None, None] == ops[None, None, :])
-             & (tree.op[l] == CONST)[:, None, None] & (tree.op[r] == VAR)[:, None, None]
-             & (tree.feature[r][:, None, None] == jnp.arange(M)[None, :, None]))
+    hides = (
+        (tree.op[:, None, None] == ops[None, None, :])
+        & (tree.op[l] == CONST)[:, None, None]
+        & (tree.op[r] == VAR)[:, None, None]
+        & (tree.feature[r][:, None, None] == jnp.arange(M)[None, :, None])
+    )
     div_zero = (ops == DIV)[None, None, :] & x_zero[None, :, None]
-    cv_rows = (cv_act[:, None, None] & var_mask[None, :, None] & ~hides & ~div_zero)
+    cv_rows = cv_act[:, None, None] & var_mask[None, :, None] & ~hides & ~div_zero
     const_child = (tree.op[l] == CONST) | (tree.op[r] == CONST)
     hide_add = ((tree.op == ADD) | (tree.op == SUB)) & const_child
     hide_mul = ((tree.op == MUL) | (tree.op == DIV)) & const_child
@@ -512,15 +544,29 @@ def _search(tree, sem, XT, masks, var_mask, max_nodes, max_height, providers):
     want_product = jnp.any(cv_closed) | jnp.any(v_closed)
 
     def no_closed():
-        return (jnp.full((cap, R), jnp.nan, dt), jnp.full((cap, R), jnp.inf, dt),
-                jnp.zeros((cap, R), bool), jnp.full((cap, M), jnp.inf, dt),
-                jnp.zeros((cap, M), bool))
+        return (
+            jnp.full((cap, R), jnp.nan, dt),
+            jnp.full((cap, R), jnp.inf, dt),
+            jnp.zeros((cap, R), bool),
+            jnp.full((cap, M), jnp.inf, dt),
+            jnp.zeros((cap, M), bool),
+        )
 
     k, f, ok, f_var, ok_var = lax.cond(
         want_product,
-        lambda: _closed_form_scores(chunk_eqs, node_eq, sem, XT, closed, cv_closed, v_closed,
-                                    c_act & closed, ce_rows & closed[:, None]),
-        no_closed)
+        lambda: _closed_form_scores(
+            chunk_eqs,
+            node_eq,
+            sem,
+            XT,
+            closed,
+            cv_closed,
+            v_closed,
+            c_act & closed,
+            ce_rows & closed[:, None],
+        ),
+        no_closed,
+    )
 
     # general case: (node, row) pairs in chunks
     B = chunk_rows(N, jnp.dtype(dt).itemsize)
@@ -537,13 +583,20 @@ def _search(tree, sem, XT, masks, var_mask, max_nodes, max_height, providers):
         kk, ff, okk = optimal_constant(a2, b2, c2, d2, S2, tree.n_slots[j])
         return kk, jnp.where(okk, ff, jnp.inf), okk
 
-    by_row = general[:, None] | (~want_product & closed[:, None]
-                                 & jnp.asarray(kind_np != _K_CV)[None, :])
+    by_row = general[:, None] | (
+        ~want_product & closed[:, None] & jnp.asarray(kind_np != _K_CV)[None, :]
+    )
     gen_rows = (rows & by_row).reshape(-1)
-    kg, fg, okg = _chunked_map(general_row, gen_rows,
-                               (jnp.full((cap * R,), jnp.nan, dt),
-                                jnp.full((cap * R,), jnp.inf, dt),
-                                jnp.zeros((cap * R,), bool)), B)
+    kg, fg, okg = _chunked_map(
+        general_row,
+        gen_rows,
+        (
+            jnp.full((cap * R,), jnp.nan, dt),
+            jnp.full((cap * R,), jnp.inf, dt),
+            jnp.zeros((cap * R,), bool),
+        ),
+        B,
+    )
     k = jnp.where(by_row, kg.reshape(cap, R), k)
     f = jnp.where(by_row, fg.reshape(cap, R), f)
     ok = jnp.where(by_row, okg.reshape(cap, R), ok)
@@ -558,27 +611,33 @@ def _search(tree, sem, XT, masks, var_mask, max_nodes, max_height, providers):
         return jnp.where(okv, fv, jnp.inf), okv
 
     gen_v = (v_rows & general[:, None]).reshape(-1)
-    fgv, okgv = _chunked_map(general_var, gen_v,
-                             (jnp.full((cap * M,), jnp.inf, dt), jnp.zeros((cap * M,), bool)),
-                             B)
+    fgv, okgv = _chunked_map(
+        general_var, gen_v, (jnp.full((cap * M,), jnp.inf, dt), jnp.zeros((cap * M,), bool)), B
+    )
     f_var = jnp.where(gsel, fgv.reshape(cap, M), f_var)
     ok_var = jnp.where(gsel, okgv.reshape(cap, M), ok_var)
 
     # constant search: row 0
     c_red = _finish(base, f[:, 0], ok[:, 0])
     # constant-variable search: rows 1 .. 4M, variable-major
-    cv_k = k[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS))
-    cv_f = f[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS))
-    cv_ok = ok[:, 1:1 + n_cv].reshape(cap, M, len(CV_OPS)) & cv_rows
+    cv_k = k[:, 1 : 1 + n_cv].reshape(cap, M, len(CV_OPS))
+    cv_f = f[:, 1 : 1 + n_cv].reshape(cap, M, len(CV_OPS))
+    cv_ok = ok[:, 1 : 1 + n_cv].reshape(cap, M, len(CV_OPS)) & cv_rows
     cv_red = _finish(base[:, None, None], cv_f, cv_ok)
     # constant-expression search: the last two rows
-    ce_k, ce_f, ce_ok = k[:, 1 + n_cv:], f[:, 1 + n_cv:], ok[:, 1 + n_cv:] & ce_rows
+    ce_k, ce_f, ce_ok = k[:, 1 + n_cv :], f[:, 1 + n_cv :], ok[:, 1 + n_cv :] & ce_rows
     ce_red = _finish(base[:, None], ce_f, ce_ok)
     # variable search
     v_red = _finish(base[:, None], f_var, ok_var & v_rows)
-    return SearchResults(c_red, jnp.where(c_act, k[:, 0], jnp.nan), v_red, cv_red,
-                         jnp.where(cv_rows, cv_k, jnp.nan), ce_red,
-                         jnp.where(ce_rows, ce_k, jnp.nan))
+    return SearchResults(
+        c_red,
+        jnp.where(c_act, k[:, 0], jnp.nan),
+        v_red,
+        cv_red,
+        jnp.where(cv_rows, cv_k, jnp.nan),
+        ce_red,
+        jnp.where(ce_rows, ce_k, jnp.nan),
+    )
 
 
 def _masks(node_mask, which):
@@ -609,8 +668,9 @@ def constant_search(tree: TreeArrays, sem, eqs: Equations, S, node_mask):
       ``(reduction, constant)``, each ``(capacity,)``.
     """
     XT, pool = _no_vars(sem)
-    res = search_all(tree, sem, eqs, S, XT, _masks(node_mask, 0), pool, _int(NO_LIMIT),
-                     _int(NO_LIMIT))
+    res = search_all(
+        tree, sem, eqs, S, XT, _masks(node_mask, 0), pool, _int(NO_LIMIT), _int(NO_LIMIT)
+    )
     return res.constant, res.constant_k
 
 
@@ -625,13 +685,15 @@ def variable_search(tree: TreeArrays, sem, eqs: Equations, S, XT, node_mask, var
       ``(reduction,)`` of shape ``(capacity, M)``; a variable node is not replaced by
       itself.
     """
-    res = search_all(tree, sem, eqs, S, XT, _masks(node_mask, 1), var_mask, _int(NO_LIMIT),
-                     _int(NO_LIMIT))
+    res = search_all(
+        tree, sem, eqs, S, XT, _masks(node_mask, 1), var_mask, _int(NO_LIMIT), _int(NO_LIMIT)
+    )
     return (res.variable,)
 
 
-def constant_variable_search(tree: TreeArrays, sem, eqs: Equations, S, XT, node_mask,
-                             var_mask, max_nodes, max_height):
+def constant_variable_search(
+    tree: TreeArrays, sem, eqs: Equations, S, XT, node_mask, var_mask, max_nodes, max_height
+):
     """Constant-variable search (section 2.3): every (node, variable, ``k op x``).
 
     Args:
@@ -645,13 +707,15 @@ def constant_variable_search(tree: TreeArrays, sem, eqs: Equations, S, XT, node_
       ``k+x, k-x, k*x, k/x``. Excluded (besides invalid ones): a node that already is
       ``k op x`` with a constant first child and the same variable and operator.
     """
-    res = search_all(tree, sem, eqs, S, XT, _masks(node_mask, 2), var_mask,
-                     _int(max_nodes), _int(max_height))
+    res = search_all(
+        tree, sem, eqs, S, XT, _masks(node_mask, 2), var_mask, _int(max_nodes), _int(max_height)
+    )
     return res.constant_variable, res.constant_variable_k
 
 
-def constant_expression_search(tree: TreeArrays, sem, eqs: Equations, S, node_mask,
-                               max_nodes, max_height):
+def constant_expression_search(
+    tree: TreeArrays, sem, eqs: Equations, S, node_mask, max_nodes, max_height
+):
     """Constant-expression search (section 2.4): ``k+p`` and ``k*p`` on non-terminals.
 
     Args:
@@ -665,8 +729,9 @@ def constant_expression_search(tree: TreeArrays, sem, eqs: Equations, S, node_ma
       with a constant child (they would hide a constant search).
     """
     XT, pool = _no_vars(sem)
-    res = search_all(tree, sem, eqs, S, XT, _masks(node_mask, 3), pool,
-                     _int(max_nodes), _int(max_height))
+    res = search_all(
+        tree, sem, eqs, S, XT, _masks(node_mask, 3), pool, _int(max_nodes), _int(max_height)
+    )
     return res.constant_expression, res.constant_expression_k
 
 
@@ -702,16 +767,27 @@ def top_candidates(res: SearchResults, threshold, k: int):
       ``-inf`` past the last candidate; ``constant`` is the candidate's constant (NaN for
       the variable search, which has none).
     """
-    red = jnp.concatenate([res.constant, res.variable.ravel(),
-                           res.constant_variable.ravel(), res.constant_expression.ravel()])
-    const = jnp.concatenate([res.constant_k, jnp.full(res.variable.size, jnp.nan,
-                                                      res.constant_k.dtype),
-                             res.constant_variable_k.ravel(),
-                             res.constant_expression_k.ravel()])
+    red = jnp.concatenate(
+        [
+            res.constant,
+            res.variable.ravel(),
+            res.constant_variable.ravel(),
+            res.constant_expression.ravel(),
+        ]
+    )
+    const = jnp.concatenate(
+        [
+            res.constant_k,
+            jnp.full(res.variable.size, jnp.nan, res.constant_k.dtype),
+            res.constant_variable_k.ravel(),
+            res.constant_expression_k.ravel(),
+        ]
+    )
     red = jnp.where(red > threshold, red, -jnp.inf)
     # a stable sort (lax.top_k's ties are documented too, but not its cost on every
     # backend)
-    neg, index = lax.sort((-red, jnp.arange(red.shape[0], dtype=jnp.int32)), num_keys=1,
-                          is_stable=True)
+    neg, index = lax.sort(
+        (-red, jnp.arange(red.shape[0], dtype=jnp.int32)), num_keys=1, is_stable=True
+    )
     index = index[:k]
     return -neg[:k], index, const[index]

@@ -34,10 +34,18 @@ def unary(op, x):
     not the one chosen (no ``nan`` in a derivative through an unchosen branch)."""
     one = jnp.ones_like(x)
     return jnp.where(
-        op == SQRT, jnp.sqrt(jnp.where(op == SQRT, x, one)), jnp.where(
-            op == EXP, jnp.exp(jnp.where(op == EXP, x, 0.0 * one)), jnp.where(
-                op == LOG, jnp.log(jnp.where(op == LOG, x, one)),
-                jnp.where(op == SIN, jnp.sin(x), jnp.cos(x)))))
+        op == SQRT,
+        jnp.sqrt(jnp.where(op == SQRT, x, one)),
+        jnp.where(
+            op == EXP,
+            jnp.exp(jnp.where(op == EXP, x, 0.0 * one)),
+            jnp.where(
+                op == LOG,
+                jnp.log(jnp.where(op == LOG, x, one)),
+                jnp.where(op == SIN, jnp.sin(x), jnp.cos(x)),
+            ),
+        ),
+    )
 
 
 def combine(op, x, y):
@@ -49,8 +57,9 @@ def combine(op, x, y):
     IEEE rules: a zero denominator gives ``inf`` or ``nan`` (the searches never accept one).
     """
     op = jnp.asarray(op)
-    return lax.cond(op >= SQRT, lambda: unary(op, x).astype(x.dtype),
-                    lambda: _binary(op, x, y).astype(x.dtype))
+    return lax.cond(
+        op >= SQRT, lambda: unary(op, x).astype(x.dtype), lambda: _binary(op, x, y).astype(x.dtype)
+    )
 
 
 @program
@@ -81,8 +90,7 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
             inner = combine(op, x, y) if with_unary else _binary(op, x, y)
             leaf = jnp.where(op == CONST, tree.value[i].astype(XT.dtype), XT[tree.feature[i]])
             # op >= ADD: binary (or unary, u of the first child) node
-            row = jnp.where(op >= ADD, inner,
-                            jnp.where((op == CONST) | (op == VAR), leaf, 0.0))
+            row = jnp.where(op >= ADD, inner, jnp.where((op == CONST) | (op == VAR), leaf, 0.0))
             return lax.dynamic_update_slice(sem, row[None, :], (i, jnp.zeros_like(i)))
 
         # only the real nodes (pre-order indices below n_nodes; padding rows stay 0): the
@@ -93,7 +101,8 @@ def node_semantics(tree: TreeArrays, XT: jax.Array) -> jax.Array:
     # a tree of + - * / runs the paper's loop as it was (no branch per node); only a tree
     # with a unary node runs the loop that branches on each node's arity
     return constrain_samples(
-        lax.cond(jnp.any(tree.op >= SQRT), lambda: loop(True), lambda: loop(False)))
+        lax.cond(jnp.any(tree.op >= SQRT), lambda: loop(True), lambda: loop(False))
+    )
 
 
 @program

@@ -89,8 +89,7 @@ def argsort(x: jax.Array) -> jax.Array:
     """``jnp.argsort(x)`` (stable) of a 1-D float array, as int32 (module docstring)."""
     x = jnp.asarray(x)
     n = x.shape[0]
-    if (not _fast(x) or _int_type(x.dtype)[0] is None or not jax.config.jax_enable_x64
-            or n >= 2**31):
+    if not _fast(x) or _int_type(x.dtype)[0] is None or not jax.config.jax_enable_x64 or n >= 2**31:
         return jnp.argsort(x).astype(jnp.int32)
     # -0.0 ties with 0.0, and so do subnormals (XLA's CPU comparisons read them as 0)
     tiny = jnp.finfo(x.dtype).tiny
@@ -153,11 +152,14 @@ def argsort_below_inf(x: jax.Array, cap: int) -> tuple[jax.Array, jax.Array]:
 
     def prefix():
         slot = jnp.where(below, jnp.cumsum(below, dtype=jnp.int32) - 1, cap)
-        idx = jnp.full((cap,), n, jnp.int32).at[slot].set(jnp.arange(n, dtype=jnp.int32),
-                                                          mode="drop")
+        idx = (
+            jnp.full((cap,), n, jnp.int32).at[slot].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+        )
         vals = jnp.where(idx < n, x[jnp.minimum(idx, n - 1)], jnp.inf)
         o = argsort(vals)
-        return (jnp.concatenate([idx[o], jnp.full((n - cap,), n, jnp.int32)]),
-                jnp.concatenate([vals[o], jnp.full((n - cap,), jnp.inf, x.dtype)]))
+        return (
+            jnp.concatenate([idx[o], jnp.full((n - cap,), n, jnp.int32)]),
+            jnp.concatenate([vals[o], jnp.full((n - cap,), jnp.inf, x.dtype)]),
+        )
 
     return lax.cond(jnp.sum(below, dtype=jnp.int32) <= cap, prefix, full)

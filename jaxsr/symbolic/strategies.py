@@ -61,8 +61,19 @@ from .front import ROUNDING_ULPS, loss_floor
 from .searches import CE_OPS, CV_OPS, NO_LIMIT, search_all, search_lean, top_candidates
 from .semantics import combine, node_semantics, tree_mse
 
-__all__ = ["DomeSearch", "SEARCH_NAMES", "MAX_TRIES", "ROUNDING_ULPS", "LEAN_BYTES", "slot_bucket",
-           "scale_output", "ConstantPasses", "constant_passes", "Polish", "polish_steps"]
+__all__ = [
+    "DomeSearch",
+    "SEARCH_NAMES",
+    "MAX_TRIES",
+    "ROUNDING_ULPS",
+    "LEAN_BYTES",
+    "slot_bucket",
+    "scale_output",
+    "ConstantPasses",
+    "constant_passes",
+    "Polish",
+    "polish_steps",
+]
 
 SEARCH_NAMES = ("constant", "variable", "constant-variable", "constant-expression")
 MAX_TRIES = 8
@@ -141,9 +152,9 @@ def scale_output(expr: Expression, s: float) -> Expression:
         i = task[1]
         if task[0] == "copy":
             k = int(sizes[i])
-            ops.extend(op_[i:i + k].tolist())
-            vals.extend(expr.value[i:i + k].tolist())
-            feats.extend(expr.feature[i:i + k].tolist())
+            ops.extend(op_[i : i + k].tolist())
+            vals.extend(expr.value[i : i + k].tolist())
+            feats.extend(expr.feature[i : i + k].tolist())
             continue
         inv = task[2]
         f = 1.0 / s if inv else s
@@ -191,6 +202,7 @@ def _checks(trees, XT, y, weights=None, vmap=True):
     """:func:`_check` of a batch of trees of one capacity (stacked on a leading axis):
     ``(mse (T,), ok (T,))``; ``vmap=False`` runs them one after the other (``lax.map``:
     the semantics' branches on unary nodes stay branches on a CPU)."""
+
     def one(tree):
         return _check(tree, XT, y, weights)
 
@@ -295,9 +307,15 @@ class ConstantPasses(NamedTuple):
         """The state before pass ``first``: constants ``value`` ``(capacity,)`` and their
         true MSE (of ``value``'s dtype); nothing visited or changed yet."""
         i32 = functools.partial(to_device, dtype=np.int32)
-        return cls(value=value, mse=to_device(mse, value.dtype), pos=i32(0),
-                   passes=i32(first), changed=to_device(False), changes=i32(0),
-                   status=i32(RUNNING))
+        return cls(
+            value=value,
+            mse=to_device(mse, value.dtype),
+            pos=i32(0),
+            passes=i32(first),
+            changed=to_device(False),
+            changes=i32(0),
+            status=i32(RUNNING),
+        )
 
 
 def _path(tree, j):
@@ -388,8 +406,20 @@ def _write_path(tree, sem, path, dj, k, accept):
 
 
 @program(static_argnames=("n_slots",))
-def constant_passes(tree, XT, y, weights, const_idx, n_const, state: ConstantPasses,
-                    min_improvement, floor, max_passes, max_visits, n_slots):
+def constant_passes(
+    tree,
+    XT,
+    y,
+    weights,
+    const_idx,
+    n_const,
+    state: ConstantPasses,
+    min_improvement,
+    floor,
+    max_passes,
+    max_visits,
+    n_slots,
+):
     """The paper's constant optimisation (section 2.6) in one jitted loop.
 
     Visits the constant nodes ``const_idx[:n_const]`` in turn (passes over them until one
@@ -438,9 +468,9 @@ def constant_passes(tree, XT, y, weights, const_idx, n_const, state: ConstantPas
         base = equation_mse(a, b, c, d, sem[j])
         a2, b2, c2, d2 = child_equation(ADD, True, a, b, c, d, zero)
         # the forbidden set goes into the solver, as in search_all's constant row
-        k, f, ok = optimal_constant(a2, b2, c2, d2,
-                                    child_forbidden(ADD, True, S, zero[None, :]),
-                                    tree.n_slots[j])
+        k, f, ok = optimal_constant(
+            a2, b2, c2, d2, child_forbidden(ADD, True, S, zero[None, :]), tree.n_slots[j]
+        )
         red = base - jnp.where(ok, f, jnp.inf)
         found = ok & jnp.isfinite(red) & (red > thr) & ~at_floor
         k = jnp.where(found, k, s.value[j])
@@ -455,17 +485,24 @@ def constant_passes(tree, XT, y, weights, const_idx, n_const, state: ConstantPas
         end = pos >= n_const
         capped = end & changed & (s.passes >= max_passes)
         again = end & changed & ~capped
-        status = jnp.where(at_floor, AT_FLOOR, jnp.where(
-            end & ~changed, CONVERGED, jnp.where(capped, CAPPED, RUNNING)))
+        status = jnp.where(
+            at_floor,
+            AT_FLOOR,
+            jnp.where(end & ~changed, CONVERGED, jnp.where(capped, CAPPED, RUNNING)),
+        )
         new = ConstantPasses(
-            value=value, mse=jnp.where(accept, mse, s.mse),
+            value=value,
+            mse=jnp.where(accept, mse, s.mse),
             pos=jnp.where(end, 0, pos).astype(jnp.int32),
             passes=(s.passes + again).astype(jnp.int32),
-            changed=changed & ~again, changes=(s.changes + accept).astype(jnp.int32),
-            status=status.astype(jnp.int32))
+            changed=changed & ~again,
+            changes=(s.changes + accept).astype(jnp.int32),
+            status=status.astype(jnp.int32),
+        )
         # at the floor nothing moves (the old code returned before the visit)
-        new = jax.tree.map(lambda n_, o_: jnp.where(at_floor, o_, n_), new,
-                           s._replace(status=jnp.int32(AT_FLOOR)))
+        new = jax.tree.map(
+            lambda n_, o_: jnp.where(at_floor, o_, n_), new, s._replace(status=jnp.int32(AT_FLOOR))
+        )
         return new, sem, visits + 1
 
     out, _, _ = lax.while_loop(cond, body, (state, sem0, jnp.int32(0)))
@@ -491,10 +528,17 @@ class Polish(NamedTuple):
         true MSE, damping ``lam``; the normal equations not yet computed."""
         cap, dt = value.shape[0], value.dtype
         i32 = functools.partial(to_device, dtype=np.int32)
-        return cls(value=value, mse=to_device(mse, dt), lam=to_device(lam, dt),
-                   kept=i32(0), steps=i32(0), status=i32(RUNNING),
-                   jtj=to_device(np.zeros((cap, cap), dt)), jtr=to_device(np.zeros((cap,), dt)),
-                   fresh=to_device(False))
+        return cls(
+            value=value,
+            mse=to_device(mse, dt),
+            lam=to_device(lam, dt),
+            kept=i32(0),
+            steps=i32(0),
+            status=i32(RUNNING),
+            jtj=to_device(np.zeros((cap, cap), dt)),
+            jtr=to_device(np.zeros((cap,), dt)),
+            fresh=to_device(False),
+        )
 
 
 # Under a deadline the device loops of the constant optimisation run in slices, so that
@@ -521,8 +565,7 @@ def next_slice(units: int, seconds: float, deadline: float, cap: int) -> int:
 
 
 @program(static_argnames=("unary",))
-def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_calls,
-                 unary=False):
+def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_calls, unary=False):
     """Up to ``max_calls`` steps (of ``max_steps`` in all) of the joint constant polish
     of :meth:`DomeSearch.polish_constants` in one jitted loop: a damped Gauss-Newton step
     (:func:`_damped_step` on the normal equations of :func:`_normal_equations`, the
@@ -539,19 +582,26 @@ def polish_steps(tree, XT, y, weights, state: Polish, floor, max_steps, max_call
     def body(carry):
         s, calls = carry
         t = tree._replace(value=s.value)
-        JtJ, Jtr = lax.cond(s.fresh, lambda: (s.jtj, s.jtr),
-                            lambda: _normal_equations(t, XT, y, weights, unary))
+        JtJ, Jtr = lax.cond(
+            s.fresh, lambda: (s.jtj, s.jtr), lambda: _normal_equations(t, XT, y, weights, unary)
+        )
         v = _damped_step(t, JtJ, Jtr, s.lam)
         mse, ok = _check(t._replace(value=v), XT, y, weights)
         good = ok & (mse < s.mse)
         lam = jnp.where(good, jnp.maximum(s.lam / 10, 1e-12), s.lam * 100)
         done = jnp.where(good, mse <= floor, lam > 1e6)
         steps = s.steps + 1
-        return Polish(value=jnp.where(good, v, s.value), mse=jnp.where(good, mse, s.mse),
-                      lam=lam, kept=(s.kept + good).astype(jnp.int32),
-                      steps=steps.astype(jnp.int32),
-                      status=jnp.where(done, CONVERGED, RUNNING).astype(jnp.int32),
-                      jtj=JtJ, jtr=Jtr, fresh=~good), calls + 1
+        return Polish(
+            value=jnp.where(good, v, s.value),
+            mse=jnp.where(good, mse, s.mse),
+            lam=lam,
+            kept=(s.kept + good).astype(jnp.int32),
+            steps=steps.astype(jnp.int32),
+            status=jnp.where(done, CONVERGED, RUNNING).astype(jnp.int32),
+            jtj=JtJ,
+            jtr=Jtr,
+            fresh=~good,
+        ), calls + 1
 
     return lax.while_loop(cond, body, (state, jnp.int32(0)))[0]
 
@@ -584,12 +634,14 @@ def decode_candidates(value, index, const, cap: int, m: int) -> list[Candidate]:
         elif i < ends[2]:
             j, rest = divmod(i - ends[1], m * 4)
             var, o = divmod(rest, 4)
-            out.append(Candidate(float(v), "constant-variable", int(j), int(var),
-                                 CV_OPS[o], float(c)))
+            out.append(
+                Candidate(float(v), "constant-variable", int(j), int(var), CV_OPS[o], float(c))
+            )
         else:
             j, o = divmod(i - ends[2], 2)
-            out.append(Candidate(float(v), "constant-expression", int(j), op=CE_OPS[o],
-                                 constant=float(c)))
+            out.append(
+                Candidate(float(v), "constant-expression", int(j), op=CE_OPS[o], constant=float(c))
+            )
     return out
 
 
@@ -632,9 +684,22 @@ class DomeSearch:
     the proof fails (:meth:`_keep_constants`).
     """
 
-    def __init__(self, XT, y, var_mask, *, max_nodes, max_height, min_improvement,
-                 feature_names, deadline=None, max_constant_passes=None,
-                 weights=None, domain="rows", all_rows=None):
+    def __init__(
+        self,
+        XT,
+        y,
+        var_mask,
+        *,
+        max_nodes,
+        max_height,
+        min_improvement,
+        feature_names,
+        deadline=None,
+        max_constant_passes=None,
+        weights=None,
+        domain="rows",
+        all_rows=None,
+    ):
         if domain not in DOMAINS:
             raise ValueError(f"Unknown domain {domain!r}; choose one of {list(DOMAINS)}")
         self.XT = XT
@@ -653,18 +718,19 @@ class DomeSearch:
         self.floor = loss_floor(y64, self.dtype, w64)
         self.domain = domain
         # (lo, hi), each (M,) float64: the box the proof of domain="box" covers
-        self.box = (data_box(np.asarray(to_host(XT), np.float64).T, w64) if domain == "box"
-                    else None)
+        self.box = data_box(np.asarray(to_host(XT), np.float64).T, w64) if domain == "box" else None
         self._proofs: dict[bytes, bool] = {}  # in_domain's answers by tree
         self.all_rows = all_rows
         self._all_rows_checks: dict[bytes, tuple[float, bool]] = {}  # by tree
         self.stop = False  # set by another thread to end the fit at the next check
-        self.expr = Expression.constant(float(
-            np.mean(y64) if w64 is None else np.sum(w64 * y64) / np.sum(w64)))
+        self.expr = Expression.constant(
+            float(np.mean(y64) if w64 is None else np.sum(w64 * y64) / np.sum(w64))
+        )
         # a fit whose max_nodes fits a moderate bucket uses that bucket from the start, so
         # each kernel compiles once per fit, not once per bucket the tree grows through
         self.capacity = capacity_bucket(
-            self.max_nodes if self.max_nodes <= START_CAPACITY_MAX else 3)
+            self.max_nodes if self.max_nodes <= START_CAPACITY_MAX else 3
+        )
         self.n_slots = 2
         self._cache = None
         self.unary_search = None  # a unary.UnarySearch adds the move p -> u(p)
@@ -691,8 +757,7 @@ class DomeSearch:
         # the searches only changes in :meth:`analyse`, so masks and cached analyses of
         # the current tree never meet arrays of another bucket
         cap = max(self.capacity, capacity_bucket(expr.n_nodes))
-        mse, ok = device_get(_check(expr.padded(cap, self.dtype), self.XT, self.y,
-                                    self.weights))
+        mse, ok = device_get(_check(expr.padded(cap, self.dtype), self.XT, self.y, self.weights))
         return float(mse), bool(ok) and self.in_domain(expr)
 
     def in_domain(self, expr: Expression) -> bool:
@@ -842,11 +907,20 @@ class DomeSearch:
         mn, mh = self.limits()
         masks = self.search_masks(specs, cap)
         if eqs is None:  # lean: equations per sample chunk and per node
-            res = search_lean(tree, sem, self.XT, self.y, self.weights, to_device(masks),
-                              self.var_mask, mn, mh, n_slots=self.n_slots)
+            res = search_lean(
+                tree,
+                sem,
+                self.XT,
+                self.y,
+                self.weights,
+                to_device(masks),
+                self.var_mask,
+                mn,
+                mh,
+                n_slots=self.n_slots,
+            )
         else:
-            res = search_all(tree, sem, eqs, S, self.XT, to_device(masks), self.var_mask,
-                             mn, mh)
+            res = search_all(tree, sem, eqs, S, self.XT, to_device(masks), self.var_mask, mn, mh)
         return res, masks
 
     def results(self, specs):
@@ -858,8 +932,10 @@ class DomeSearch:
 
     def limits(self):
         """``(max_nodes, max_height)`` as the int32 scalars :func:`search_all` takes."""
-        return (to_device(min(self.max_nodes, NO_LIMIT), np.int32),
-                to_device(min(self.max_height, NO_LIMIT), np.int32))
+        return (
+            to_device(min(self.max_nodes, NO_LIMIT), np.int32),
+            to_device(min(self.max_height, NO_LIMIT), np.int32),
+        )
 
     def search_masks(self, specs, cap: int) -> np.ndarray:
         """The ``(4, cap)`` node masks of ``specs`` (see :meth:`candidates`) for the
@@ -875,8 +951,7 @@ class DomeSearch:
             masks[SEARCH_NAMES.index(name), : mask.shape[0]] = mask[:cap]
         return masks
 
-    def best_of(self, res, k: int | None = None, threshold: float | None = None
-                ) -> list[Candidate]:
+    def best_of(self, res, k: int | None = None, threshold: float | None = None) -> list[Candidate]:
         """The successful candidates of the current tree's searches ``res``
         (:class:`~jaxsr.symbolic.SearchResults` on the device), best first: those whose
         reduction exceeds ``threshold`` (default :meth:`threshold`), the ``k`` best
@@ -898,14 +973,14 @@ class DomeSearch:
         if c.search == "variable":
             return Expression.variable(c.variable)
         if c.search == "constant-variable":
-            return Expression.binary(c.op, Expression.constant(c.constant),
-                                     Expression.variable(c.variable))
+            return Expression.binary(
+                c.op, Expression.constant(c.constant), Expression.variable(c.variable)
+            )
         if c.search == "unary":  # u(p), u(k op p) (unary.move_subtree)
             from .unary import move_subtree
 
             return move_subtree(self.expr, c)
-        return Expression.binary(c.op, Expression.constant(c.constant),
-                                 self.expr.subtree(c.node))
+        return Expression.binary(c.op, Expression.constant(c.constant), self.expr.subtree(c.node))
 
     def first_accepted(self, cands: list[Candidate]):
         """The first of ``cands[:MAX_TRIES]`` whose tree :meth:`accepts` (and, on a search
@@ -917,8 +992,11 @@ class DomeSearch:
         for c in cands[:MAX_TRIES]:
             new_sub = self.subtree_of(c)
             new = self.expr.replace(c.node, new_sub)
-            if new.n_nodes > self.max_nodes and c.search in ("constant-variable",
-                                                             "constant-expression", "unary"):
+            if new.n_nodes > self.max_nodes and c.search in (
+                "constant-variable",
+                "constant-expression",
+                "unary",
+            ):
                 continue
             trials.append((c, new_sub, new))
         checks = self._trial_checks([t[2] for t in trials])
@@ -956,8 +1034,9 @@ class DomeSearch:
             size *= 2
         padded += [padded[-1]] * (size - len(padded))
         stacked = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *padded)
-        return device_get(_checks(stacked, self.XT, self.y, self.weights,
-                                  vmap=jax.default_backend() != "cpu"))
+        return device_get(
+            _checks(stacked, self.XT, self.y, self.weights, vmap=jax.default_backend() != "cpu")
+        )
 
     def try_apply(self, cands: list[Candidate]):
         """Apply the first candidate that :meth:`accepts`; return a record or None."""
@@ -1014,8 +1093,7 @@ class DomeSearch:
         idx[: const_nodes.size] = const_nodes
         i32 = functools.partial(to_device, dtype=np.int32)
         state = ConstantPasses.start(to_device(tree.value), self.mse, first)
-        max_passes = i32(self._max_passes() if last is None
-                         else min(last, self._max_passes()))
+        max_passes = i32(self._max_passes() if last is None else min(last, self._max_passes()))
         n = int(self.XT.shape[1])
         timed = self.deadline is not None
         if timed and self._visits is None:
@@ -1023,14 +1101,27 @@ class DomeSearch:
         visits = self._visits if timed else 2**31 - 1
         while True:
             t0 = time.perf_counter()
-            state = constant_passes(tree, self.XT, self.y, self.weights, to_device(idx),
-                                    i32(const_nodes.size), state, self.min_improvement,
-                                    self.floor, max_passes, i32(visits), self.n_slots)
-            status, changes, passes = (int(v) for v in device_get(
-                (state.status, state.changes, state.passes)))
+            state = constant_passes(
+                tree,
+                self.XT,
+                self.y,
+                self.weights,
+                to_device(idx),
+                i32(const_nodes.size),
+                state,
+                self.min_improvement,
+                self.floor,
+                max_passes,
+                i32(visits),
+                self.n_slots,
+            )
+            status, changes, passes = (
+                int(v) for v in device_get((state.status, state.changes, state.passes))
+            )
             if timed:
-                visits = self._visits = next_slice(visits, time.perf_counter() - t0,
-                                                   self.deadline, 2**31 - 1)
+                visits = self._visits = next_slice(
+                    visits, time.perf_counter() - t0, self.deadline, 2**31 - 1
+                )
             if status != RUNNING or self.timed_out():
                 break
         if changes:
@@ -1064,12 +1155,22 @@ class DomeSearch:
         calls = min(self._polish_calls, max_steps) if timed else max_steps
         while True:
             t0 = time.perf_counter()
-            state = polish_steps(tree, self.XT, self.y, self.weights, state, self.floor,
-                                 i32(max_steps), i32(calls), unary=bool(self.expr.has_unary))
+            state = polish_steps(
+                tree,
+                self.XT,
+                self.y,
+                self.weights,
+                state,
+                self.floor,
+                i32(max_steps),
+                i32(calls),
+                unary=bool(self.expr.has_unary),
+            )
             status, steps = (int(v) for v in device_get((state.status, state.steps)))
             if timed:
-                calls = self._polish_calls = next_slice(calls, time.perf_counter() - t0,
-                                                        self.deadline, max_steps)
+                calls = self._polish_calls = next_slice(
+                    calls, time.perf_counter() - t0, self.deadline, max_steps
+                )
             if status != RUNNING or steps >= max_steps or self.timed_out():
                 break
         kept = int(state.kept)
@@ -1116,15 +1217,23 @@ class DomeSearch:
     def step(self, strategy: int):
         """One iteration of ``strategy`` (1-4); a record dict or ``None`` (no change)."""
         if strategy == 1:
-            return self.search_and_apply([
-                ("constant", "all"), ("variable", "all"),
-                ("constant-variable", "all"), ("constant-expression", "nonterminal"),
-            ])
+            return self.search_and_apply(
+                [
+                    ("constant", "all"),
+                    ("variable", "all"),
+                    ("constant-variable", "all"),
+                    ("constant-expression", "nonterminal"),
+                ]
+            )
         if strategy == 2:
-            rec = self.search_and_apply([
-                ("constant", "var_nonterminal"), ("variable", "all"),
-                ("constant-variable", "all"), ("constant-expression", "nonterminal"),
-            ])
+            rec = self.search_and_apply(
+                [
+                    ("constant", "var_nonterminal"),
+                    ("variable", "all"),
+                    ("constant-variable", "all"),
+                    ("constant-expression", "nonterminal"),
+                ]
+            )
             if rec is not None:
                 self._optimise_into(rec)
             return rec
@@ -1142,8 +1251,11 @@ class DomeSearch:
             [("variable", "const")],
             [("constant-expression", "nonterminal")],
             [("constant-variable", "terminal")],
-            [("constant", "var_nonterminal"), ("variable", "var_nonterminal"),
-             ("constant-variable", "nonterminal")],
+            [
+                ("constant", "var_nonterminal"),
+                ("variable", "var_nonterminal"),
+                ("constant-variable", "nonterminal"),
+            ],
         )
         rec = None
         for specs in stages:
@@ -1206,7 +1318,8 @@ class DomeSearch:
                 if fit < 1:
                     break
                 extended = Expression.binary(
-                    ADD, base, self.zero_terms(1, self._ranked_pool(base)[:fit]))
+                    ADD, base, self.zero_terms(1, self._ranked_pool(base)[:fit])
+                )
             if self.timed_out():
                 break
             mse, ok = self._true_mse(extended)
@@ -1249,13 +1362,19 @@ class DomeSearch:
         ``None``."""
         changes, _ = self.optimise_constants()
         mse, ok = self._true_mse(self.expr)
-        if not (changes and self.accepts(mse, ok, reference=base_mse)
-                and self.verified(self.expr, base)):
+        if not (
+            changes and self.accepts(mse, ok, reference=base_mse) and self.verified(self.expr, base)
+        ):
             return None
         self.mse = mse
-        return {"search": "constant", "node": 0, "replaced": "", "subtree":
-                self.expr.to_string(self.names), "predicted_reduction": base_mse - mse,
-                "constants_optimised": int(changes)}
+        return {
+            "search": "constant",
+            "node": 0,
+            "replaced": "",
+            "subtree": self.expr.to_string(self.names),
+            "predicted_reduction": base_mse - mse,
+            "constants_optimised": int(changes),
+        }
 
     def prune(self) -> int:
         """Remove every branch whose removal changes the true MSE by at most the floor
@@ -1272,8 +1391,11 @@ class DomeSearch:
             for j in range(self.expr.n_nodes):
                 if self.expr.op[j] < ADD:
                     continue
-                kids = ((int(self.expr.left[j]),) if self.expr.op[j] >= SQRT  # unary
-                        else (int(self.expr.right[j]), int(self.expr.left[j])))
+                kids = (
+                    (int(self.expr.left[j]),)
+                    if self.expr.op[j] >= SQRT  # unary
+                    else (int(self.expr.right[j]), int(self.expr.left[j]))
+                )
                 trials += [self.expr.replace(j, self.expr.subtree(child)) for child in kids]
             for new, (mse, ok) in zip(trials, self._trial_checks(trials), strict=False):
                 if ok and mse <= start_mse + self.floor:

@@ -140,10 +140,24 @@ from .expression import (
     _jax_unary,
 )
 
-__all__ = ["UNARY_OPERATORS", "Terminal", "transformed_terminals", "expand_terminals",
-           "contract_terminals", "check_unary_operators", "unary_moves", "scaled_unary_moves",
-           "scaled_forms", "move_subtree", "UnarySearch", "chain_jacobian", "pair_arguments",
-           "PAIR_TERMINALS", "PAIR_TERMINALS_MAX", "PAIR_OPERATORS"]
+__all__ = [
+    "UNARY_OPERATORS",
+    "Terminal",
+    "transformed_terminals",
+    "expand_terminals",
+    "contract_terminals",
+    "check_unary_operators",
+    "unary_moves",
+    "scaled_unary_moves",
+    "scaled_forms",
+    "move_subtree",
+    "UnarySearch",
+    "chain_jacobian",
+    "pair_arguments",
+    "PAIR_TERMINALS",
+    "PAIR_TERMINALS_MAX",
+    "PAIR_OPERATORS",
+]
 
 UNARY_OPERATORS = tuple(UNARY_NAMES.values())  # ("sqrt", "exp", "log", "sin", "cos")
 _CODES = {v: k for k, v in UNARY_NAMES.items()}
@@ -191,13 +205,16 @@ def check_unary_operators(ops) -> tuple[str, ...]:
     if ops is None:
         return ()
     if isinstance(ops, str) or not all(isinstance(o, str) for o in ops):
-        raise ValueError(f"unary_operators must be a sequence of names from "
-                         f"{UNARY_OPERATORS}, e.g. ('sqrt', 'exp'); got {ops!r}")
+        raise ValueError(
+            f"unary_operators must be a sequence of names from "
+            f"{UNARY_OPERATORS}, e.g. ('sqrt', 'exp'); got {ops!r}"
+        )
     ops = tuple(ops)
     bad = [o for o in ops if o not in _CODES]
     if bad or len(set(ops)) != len(ops):
-        raise ValueError(f"unary_operators must be distinct names from {UNARY_OPERATORS}; "
-                         f"got {ops!r}")
+        raise ValueError(
+            f"unary_operators must be distinct names from {UNARY_OPERATORS}; got {ops!r}"
+        )
     return ops
 
 
@@ -220,8 +237,11 @@ def pair_arguments(code: int, n_features: int, skip=None):
     ``x_m * x_n`` (``m <= n``), then quotients ``x_m / x_n`` (``m != n``)."""
     if code not in PAIR_OPERATORS:
         return []
-    return [(m, inner, n) for m, inner, n in _all_pairs(n_features)
-            if skip is None or not (skip[m] or skip[n])]
+    return [
+        (m, inner, n)
+        for m, inner, n in _all_pairs(n_features)
+        if skip is None or not (skip[m] or skip[n])
+    ]
 
 
 def _all_pairs(n_features: int):
@@ -270,8 +290,12 @@ def transformed_terminals(X, ops, dtype=np.float64, skip=None, pairs=False):
         with np.errstate(all="ignore"):
             v = expr.evaluate(X)
         a = np.abs(v)
-        if (not np.all(np.isfinite(v)) or np.any(a > big) or np.any((a > 0) & (a < small))
-                or np.all(v == v[0])):
+        if (
+            not np.all(np.isfinite(v))
+            or np.any(a > big)
+            or np.any((a > 0) & (a < small))
+            or np.all(v == v[0])
+        ):
             return
         v = v.astype(dtype)
         if v.tobytes() in seen:
@@ -327,8 +351,7 @@ def contract_terminals(expr: Expression, n_features: int, terminals) -> Expressi
     unary node stays a unary interior node of the search tree (module docstring)."""
     if not expr.has_unary:
         return expr
-    index = {(t.op, t.feature, t.other, t.inner): n_features + k
-             for k, t in enumerate(terminals)}
+    index = {(t.op, t.feature, t.other, t.inner): n_features + k for k, t in enumerate(terminals)}
     ops, vals, feats = [], [], []
     i = 0
     while i < expr.n_nodes:
@@ -338,10 +361,16 @@ def contract_terminals(expr: Expression, n_features: int, terminals) -> Expressi
             key, size = None, 2
             if expr.op[j] == VAR:
                 key = (code, int(expr.feature[j]), -1, 0)
-            elif (i + 3 < expr.n_nodes and int(expr.op[j]) in (MUL, DIV)
-                  and expr.op[j + 1] == VAR and expr.op[j + 2] == VAR):
-                key, size = (code, int(expr.feature[j + 1]), int(expr.feature[j + 2]),
-                             int(expr.op[j])), 4
+            elif (
+                i + 3 < expr.n_nodes
+                and int(expr.op[j]) in (MUL, DIV)
+                and expr.op[j + 1] == VAR
+                and expr.op[j + 2] == VAR
+            ):
+                key, size = (
+                    (code, int(expr.feature[j + 1]), int(expr.feature[j + 2]), int(expr.op[j])),
+                    4,
+                )
             if key in index:
                 ops.append(VAR)
                 vals.append(0.0)
@@ -461,8 +490,9 @@ def scaled_unary_moves(tree, sem, eqs, S, node_mask, forms):
         # scale: k*max|sem| over +-[1e-2, 1e2]; shift: k above the domain edge (k + sem > 0
         # needs k > -min(sem), k - sem > 0 needs k > max(sem)) by [1e-3, 1e1] of the range
         edge = jnp.where(sg > 0, -lo, hi)
-        grid = jnp.where(sc, g_scale[None, :] / absmax[:, None],
-                         edge[:, None] + span[:, None] * g_shift[None, :])
+        grid = jnp.where(
+            sc, g_scale[None, :] / absmax[:, None], edge[:, None] + span[:, None] * g_shift[None, :]
+        )
         fg = f(grid)
         i = jnp.argmin(fg, axis=-1)[:, None]
         n = grid.shape[-1]
@@ -490,8 +520,7 @@ def scaled_unary_moves(tree, sem, eqs, S, node_mask, forms):
             x1, x2 = jnp.where(go_left, xn, x2), jnp.where(go_left, x1, xn)
             f1, f2 = jnp.where(go_left, fn, f2), jnp.where(go_left, f1, fn)
             better = fn < fb
-            return (lft, rgt, x1, x2, f1, f2, jnp.where(better, xn, kb),
-                    jnp.where(better, fn, fb))
+            return (lft, rgt, x1, x2, f1, f2, jnp.where(better, xn, kb), jnp.where(better, fn, fb))
 
         st = jax.lax.fori_loop(0, GOLDEN_STEPS, golden, (left, right, x1, x2, f1, f2, kb, fb))
         kb, fb = st[6], st[7]
@@ -506,8 +535,14 @@ def scaled_unary_moves(tree, sem, eqs, S, node_mask, forms):
         v, ok = values(k, sem)
         v, ok, k = v[:, 0], ok[:, 0], k[:, 0]
         red = base - equation_mse(eqs.a, eqs.b, eqs.c, eqs.d, v)
-        ok = (ok & ~is_forbidden(S, tree.n_slots, v) & jnp.isfinite(red) & jnp.isfinite(k)
-              & node_mask & real)
+        ok = (
+            ok
+            & ~is_forbidden(S, tree.n_slots, v)
+            & jnp.isfinite(red)
+            & jnp.isfinite(k)
+            & node_mask
+            & real
+        )
         return jnp.where(ok, red, -jnp.inf), k
 
     red, k = jax.lax.map(one, (which, scale, sign, positive))
@@ -551,8 +586,11 @@ class UnarySearch:
         n = expr.n_nodes
         if n + 1 > engine.max_nodes:
             return out
-        room = (expr.op >= ADD) & (expr.op < SQRT) & (
-            expr.depths + expr.subtree_heights() + 1 <= engine.max_height)
+        room = (
+            (expr.op >= ADD)
+            & (expr.op < SQRT)
+            & (expr.depths + expr.subtree_heights() + 1 <= engine.max_height)
+        )
         out[:n] = np.asarray(masks[3], bool)[:n] & room
         return out
 
@@ -568,7 +606,8 @@ class UnarySearch:
         room = expr.depths + expr.subtree_heights() + 2 <= engine.max_height
         binary = (expr.op >= ADD) & (expr.op < SQRT)  # as in mask: no u(k op v(q))
         nodes = (binary & np.asarray(masks[3], bool)[:n]) | (
-            (expr.op == VAR) & np.asarray(masks[2], bool)[:n])
+            (expr.op == VAR) & np.asarray(masks[2], bool)[:n]
+        )
         out[:n] = nodes & room
         return out
 
@@ -586,23 +625,41 @@ class UnarySearch:
         out = []
         mask = self.mask(engine, masks)
         if mask.any():
-            red = np.asarray(device_get(unary_moves(tree, sem, eqs, S, to_device(mask),
-                                                        self.codes)))
+            red = np.asarray(
+                device_get(unary_moves(tree, sem, eqs, S, to_device(mask), self.codes))
+            )
             js, us = np.nonzero(red > thr)
-            out += [(float(red[j, u]), int(j), u, Candidate(float(red[j, u]), "unary", int(j),
-                                                            op=self.codes[u]))
-                    for j, u in zip(js, us, strict=True)]
+            out += [
+                (
+                    float(red[j, u]),
+                    int(j),
+                    u,
+                    Candidate(float(red[j, u]), "unary", int(j), op=self.codes[u]),
+                )
+                for j, u in zip(js, us, strict=True)
+            ]
         smask = self.scaled_mask(engine, masks) if self.scaled else None
         if smask is not None and smask.any():
-            red, k = device_get(scaled_unary_moves(tree, sem, eqs, S, to_device(smask),
-                                                       self.forms))
+            red, k = device_get(scaled_unary_moves(tree, sem, eqs, S, to_device(smask), self.forms))
             red, k = np.asarray(red), np.asarray(k)
             nu = len(self.codes)
             js, fs = np.nonzero(red > thr)
-            out += [(float(red[j, f]), int(j), nu + f,
-                     Candidate(float(red[j, f]), "unary", int(j), variable=self.forms[f][1],
-                               op=self.forms[f][0], constant=float(k[j, f])))
-                    for j, f in zip(js, fs, strict=True)]
+            out += [
+                (
+                    float(red[j, f]),
+                    int(j),
+                    nu + f,
+                    Candidate(
+                        float(red[j, f]),
+                        "unary",
+                        int(j),
+                        variable=self.forms[f][1],
+                        op=self.forms[f][0],
+                        constant=float(k[j, f]),
+                    ),
+                )
+                for j, f in zip(js, fs, strict=True)
+            ]
         out.sort(key=lambda t: (-t[0], t[1], t[2]))
         return [t[3] for t in out]
 
@@ -656,12 +713,30 @@ def chain_jacobian(tree, sem, weights=None):
         safe_own = jnp.where(own == 0, 1.0, own)
         safe_out = jnp.where(out == 0, 1.0, out)
         local = jnp.select(
-            [op == ADD, op == SUB, op == MUL, op == DIV,
-             op == SQRT, op == EXP, op == LOG, op == SIN, op == COS],
-            [jnp.ones_like(own), jnp.where(first, 1.0, -1.0) * jnp.ones_like(own),
-             jnp.where(first, yv, x), jnp.where(first, 1.0 / safe_y, -out / safe_y),
-             0.5 / safe_out, out, 1.0 / safe_own, jnp.cos(own), -jnp.sin(own)],
-            jnp.zeros_like(own))
+            [
+                op == ADD,
+                op == SUB,
+                op == MUL,
+                op == DIV,
+                op == SQRT,
+                op == EXP,
+                op == LOG,
+                op == SIN,
+                op == COS,
+            ],
+            [
+                jnp.ones_like(own),
+                jnp.where(first, 1.0, -1.0) * jnp.ones_like(own),
+                jnp.where(first, yv, x),
+                jnp.where(first, 1.0 / safe_y, -out / safe_y),
+                0.5 / safe_out,
+                out,
+                1.0 / safe_own,
+                jnp.cos(own),
+                -jnp.sin(own),
+            ],
+            jnp.zeros_like(own),
+        )
         row = jnp.where(j < tree.n_nodes, G[p] * local, 0.0)
         return jax.lax.dynamic_update_index_in_dim(G, row.astype(dt), j, 0)
 

@@ -212,9 +212,7 @@ class Binarizer(TransformerMixin, BaseEstimator):
             from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
             names = [str(c) for c in X.columns]
-            numeric = [
-                bool(is_numeric_dtype(dt) or is_bool_dtype(dt)) for dt in X.dtypes.tolist()
-            ]
+            numeric = [bool(is_numeric_dtype(dt) or is_bool_dtype(dt)) for dt in X.dtypes.tolist()]
             cols = [X.iloc[:, j].to_numpy() for j in range(X.shape[1])]
             is_frame = True
         else:
@@ -361,7 +359,8 @@ class Binarizer(TransformerMixin, BaseEstimator):
             raise ValueError(
                 "strategy='gbdt' fits scikit-learn trees, which compute in float32: values "
                 f"beyond +-{big:.3g} cannot be split there; use strategy='quantile', "
-                "'uniform' or 'midpoints' (exact in float64), or rescale the columns")
+                "'uniform' or 'midpoints' (exact in float64), or rescale the columns"
+            )
         params = dict(_DEFAULT_GBDT)
         params.update(self.gbdt_params or {})
         # the squared-loss splits do not change when y is shifted and scaled: fit on y
@@ -391,8 +390,11 @@ class Binarizer(TransformerMixin, BaseEstimator):
                 found[f].add(t)
                 left, right = tr.children_left[node], tr.children_right[node]
                 w = tr.weighted_n_node_samples
-                g = (w[node] * tr.impurity[node] - w[left] * tr.impurity[left]
-                     - w[right] * tr.impurity[right])
+                g = (
+                    w[node] * tr.impurity[node]
+                    - w[left] * tr.impurity[left]
+                    - w[right] * tr.impurity[right]
+                )
                 gain[(f, t)] = gain.get((f, t), 0.0) + float(g)
         return [np.array(sorted(s), dtype=np.float64) for s in found], gain
 
@@ -543,13 +545,20 @@ class Binarizer(TransformerMixin, BaseEstimator):
         """
         params = self.get_params()
         params["categorical"] = (
-            None if self.categorical is None
-            else [_json_value(c) for c in (
-                [self.categorical] if isinstance(self.categorical, str | numbers.Integral)
-                else self.categorical)]
+            None
+            if self.categorical is None
+            else [
+                _json_value(c)
+                for c in (
+                    [self.categorical]
+                    if isinstance(self.categorical, str | numbers.Integral)
+                    else self.categorical
+                )
+            ]
         )
         params["gbdt_params"] = (
-            None if self.gbdt_params is None
+            None
+            if self.gbdt_params is None
             else {str(k): _json_value(v) for k, v in self.gbdt_params.items()}
         )
         d: dict[str, Any] = {"class": "Binarizer", "version": _FORMAT_VERSION, "params": params}
@@ -597,14 +606,15 @@ class Binarizer(TransformerMixin, BaseEstimator):
         if fitted is not None:
             fp = at("fitted")
             L.mapping(fitted, fp)
-            names = L.string_list(L.field(fitted, "feature_names_in", fp),
-                                  f"{fp}.feature_names_in")
+            names = L.string_list(L.field(fitted, "feature_names_in", fp), f"{fp}.feature_names_in")
             n_in = len(names)
-            on_frame = L.boolean(L.field(fitted, "fitted_on_frame", fp),
-                                 f"{fp}.fitted_on_frame")
-            cat = L.int_array(L.field(fitted, "categorical_columns", fp),
-                              f"{fp}.categorical_columns", min_value=0,
-                              max_value=n_in - 1).tolist()
+            on_frame = L.boolean(L.field(fitted, "fitted_on_frame", fp), f"{fp}.fitted_on_frame")
+            cat = L.int_array(
+                L.field(fitted, "categorical_columns", fp),
+                f"{fp}.categorical_columns",
+                min_value=0,
+                max_value=n_in - 1,
+            ).tolist()
             feats = L.field(fitted, "features", fp)
             if not isinstance(feats, list):
                 raise ValueError(f"{fp}.features must be a list; got {L._what(feats)}")
@@ -612,32 +622,37 @@ class Binarizer(TransformerMixin, BaseEstimator):
             for k, f in enumerate(feats):
                 fk = f"{fp}.features[{k}]"
                 if not isinstance(f, list) or len(f) != 3:
-                    raise ValueError(f"{fk} must be [column, operator, value]; got "
-                                     f"{L._what(f)}")
+                    raise ValueError(f"{fk} must be [column, operator, value]; got {L._what(f)}")
                 j = L.integer(f[0], f"{fk}[0]", min_value=0, max_value=n_in - 1)
                 op = f[1]
                 if op == "<=":
                     if j in cat:
-                        raise ValueError(f"{fk}[1] is '<=' on the categorical column {j}; "
-                                         "a categorical column's features are '=='")
-                    kept.append((j, op, L.real(f[2], f"{fk}[2]",
-                                               what="thresholds must be finite")))
+                        raise ValueError(
+                            f"{fk}[1] is '<=' on the categorical column {j}; "
+                            "a categorical column's features are '=='"
+                        )
+                    kept.append((j, op, L.real(f[2], f"{fk}[2]", what="thresholds must be finite")))
                 elif op == "==":
                     if j not in cat:
-                        raise ValueError(f"{fk}[1] is '==' on the numeric column {j}; a "
-                                         "numeric column's features are '<=' thresholds "
-                                         f"(or list {j} in {fp}.categorical_columns)")
+                        raise ValueError(
+                            f"{fk}[1] is '==' on the numeric column {j}; a "
+                            "numeric column's features are '<=' thresholds "
+                            f"(or list {j} in {fp}.categorical_columns)"
+                        )
                     kept.append((j, op, L.scalar(f[2], f"{fk}[2]")))
                 else:
-                    raise ValueError(f"{fk}[1] is {L._what(op)}; the operator of a binary "
-                                     "feature is '<=' (a threshold) or '==' (a category)")
+                    raise ValueError(
+                        f"{fk}[1] is {L._what(op)}; the operator of a binary "
+                        "feature is '<=' (a threshold) or '==' (a category)"
+                    )
             dropped = L.field(fitted, "dropped", fp)
             if not isinstance(dropped, list):
                 raise ValueError(f"{fp}.dropped must be a list; got {L._what(dropped)}")
             for k, x in enumerate(dropped):
                 L.string_list(x, f"{fp}.dropped[{k}]", length=2)
-            has_names = L.boolean(fitted.get("has_feature_names", on_frame),
-                                  f"{fp}.has_feature_names")
+            has_names = L.boolean(
+                fitted.get("has_feature_names", on_frame), f"{fp}.has_feature_names"
+            )
             b._set_fitted(names, on_frame, set(cat), kept, [tuple(x) for x in dropped])
             if has_names:
                 b.feature_names_in_ = np.asarray(names, dtype=object)
@@ -646,9 +661,14 @@ class Binarizer(TransformerMixin, BaseEstimator):
 
 # ---------------------------------------------------------------------- helpers
 def _numeric_column(col: np.ndarray, name: str) -> np.ndarray:
-    return check_numeric_column(col, name, hint="; list it in Binarizer(categorical=[...]) to "
-                                "one-hot encode it (OptimalTreeRegressor(binarizer=Binarizer("
-                                "categorical=[...])))")
+    return check_numeric_column(
+        col,
+        name,
+        hint="; list it in Binarizer(categorical=[...]) to "
+        "one-hot encode it (OptimalTreeRegressor(binarizer=Binarizer("
+        "categorical=[...])))",
+    )
+
 
 def _check_categorical_column(col: np.ndarray, name: str) -> None:
     import pandas as pd
@@ -733,16 +753,14 @@ def _weighted_quantile_cuts(v: np.ndarray, w: np.ndarray, q: np.ndarray) -> np.n
     u, inv = np.unique(v, return_inverse=True)
     F = np.cumsum(np.bincount(inv.ravel(), weights=w, minlength=u.size))
     total = F[-1]
-    k = np.searchsorted(F, np.asarray(q, dtype=np.float64) * total - 1e-10 * total,
-                        side="left")
+    k = np.searchsorted(F, np.asarray(q, dtype=np.float64) * total - 1e-10 * total, side="left")
     k = np.minimum(k, u.size - 1)
     last = k == u.size - 1
     nxt = np.minimum(k + 1, u.size - 1)
     return np.where(last, u[k], _cut_between(u[k], u[nxt], 0.5))
 
 
-def _round_edges_down(t: np.ndarray, lo: float, hi: float, n: int, u: np.ndarray
-                      ) -> np.ndarray:
+def _round_edges_down(t: np.ndarray, lo: float, hi: float, n: int, u: np.ndarray) -> np.ndarray:
     """Uniform edges ``lo + k (hi - lo) / (n + 1)`` that rounding put *onto* a realized value
     ``u`` above the exact edge would move that value below the cut; those few (the check is
     exact, with fractions) become the float just below it, so ``x <= t`` means what the
@@ -758,8 +776,7 @@ def _round_edges_down(t: np.ndarray, lo: float, hi: float, n: int, u: np.ndarray
     return t
 
 
-def _thresholds(v: np.ndarray, strategy: str, n: int, w: np.ndarray | None = None
-                ) -> np.ndarray:
+def _thresholds(v: np.ndarray, strategy: str, n: int, w: np.ndarray | None = None) -> np.ndarray:
     """Candidate thresholds of one numeric column, sorted and distinct (float64).
 
     ``v``: the column's values on the rows with positive weight ``w`` (``None``: all 1).
@@ -823,7 +840,7 @@ def _drop_redundant(candidates, cols, values, names, n_samples):
     C = len(candidates)
     block = max(1, min(C, (1 << 24) // max(n_samples, 1)))  # ~16 MB of bools a block
     for s0 in range(0, C, block):
-        cand = candidates[s0:s0 + block]
+        cand = candidates[s0 : s0 + block]
         B = np.empty((n_samples, len(cand)), dtype=bool)
         by_col: dict[int, list[int]] = {}
         for k, c in enumerate(cand):
@@ -866,15 +883,21 @@ def _stump_params(params: dict) -> tuple[int, float] | None:
     if set(params) != set(_DEFAULT_GBDT) or params["max_depth"] != 1:
         return None
     n_est, lr = params["n_estimators"], params["learning_rate"]
-    if (isinstance(n_est, bool) or not isinstance(n_est, numbers.Integral) or n_est < 1
-            or isinstance(lr, bool) or not isinstance(lr, numbers.Real)
-            or not (math.isfinite(float(lr)) and float(lr) > 0)):
+    if (
+        isinstance(n_est, bool)
+        or not isinstance(n_est, numbers.Integral)
+        or n_est < 1
+        or isinstance(lr, bool)
+        or not isinstance(lr, numbers.Real)
+        or not (math.isfinite(float(lr)) and float(lr) > 0)
+    ):
         return None  # scikit-learn's own checks give the error
     return int(n_est), float(lr)
 
 
-def _boosted_stumps(Xn: np.ndarray, y: np.ndarray, w: np.ndarray, n_estimators: int,
-                    learning_rate: float):
+def _boosted_stumps(
+    Xn: np.ndarray, y: np.ndarray, w: np.ndarray, n_estimators: int, learning_rate: float
+):
     """The splits of ``GradientBoostingRegressor(max_depth=1, n_estimators=n_estimators,
     learning_rate=learning_rate)`` fitted on ``(Xn, y, w)``, without its sorts.
 

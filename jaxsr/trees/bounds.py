@@ -80,8 +80,9 @@ def leaf_statistics(class_features, class_stats, mask):
       the support. The "false" child of split ``m`` is ``total - true_stats[m]``.
       Pure; jittable; ``jax.vmap`` over ``mask`` gives a batch of subproblems.
     """
-    st = jnp.asarray(class_stats) * jnp.asarray(mask).astype(jnp.asarray(class_stats).dtype)[
-        :, None]
+    st = (
+        jnp.asarray(class_stats) * jnp.asarray(mask).astype(jnp.asarray(class_stats).dtype)[:, None]
+    )
     return jnp.asarray(class_features, dtype=st.dtype).T @ st, jnp.sum(st, axis=0)
 
 
@@ -114,8 +115,7 @@ def leaf_cost(stats, regularization, normalizer, min_samples_leaf=1):
     return xp.where(ok, objective(squared_loss(stats), normalizer, regularization), xp.inf)
 
 
-def equivalent_points_bound(stats, regularization, normalizer, lookahead=True, *,
-                            leaves=None):
+def equivalent_points_bound(stats, regularization, normalizer, lookahead=True, *, leaves=None):
     """Equivalent points bound for trees that split (Theorem 3.3, with Theorem 3.2).
 
     The search calls it for every child of every split (its cheap bound) and for the trees
@@ -155,8 +155,7 @@ def kmeans_bound(losses, regularization, normalizer, min_leaves=1):
       float, a lower bound in objective units.
     """
     losses = np.asarray(losses, dtype=np.float64)
-    return float(kmeans_bound_of(losses, losses.shape[0], regularization, normalizer,
-                                 min_leaves))
+    return float(kmeans_bound_of(losses, losses.shape[0], regularization, normalizer, min_leaves))
 
 
 def kmeans_bound_of(losses, k, lam, norm, min_leaves):
@@ -189,9 +188,17 @@ def useful_levels(d, stats, leaf, regularization, normalizer, min_samples_leaf, 
     Returns:
       ``(...)`` int64.
     """
-    return useful_levels_of(d, stats[..., STAT_C], stats[..., STAT_N], stats[..., STAT_E],
-                            leaf, regularization, normalizer, min_samples_leaf,
-                            equivalent).astype(np.int64)
+    return useful_levels_of(
+        d,
+        stats[..., STAT_C],
+        stats[..., STAT_N],
+        stats[..., STAT_E],
+        leaf,
+        regularization,
+        normalizer,
+        min_samples_leaf,
+        equivalent,
+    ).astype(np.int64)
 
 
 def useful_levels_of(d, classes, samples, eq_loss, leaf, lam, norm, m1, equivalent):

@@ -109,10 +109,22 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
       2
     """
 
-    def __init__(self, depth_budgets=(3, 4, 5, 6), cv=5, lambda_min=1e-3, selection="min",
-                 loss="squared_error", min_samples_leaf=1, binarizer="auto", normalize=True,
-                 exact_levels=None, time_limit=None, dtype="float64", progress=True,
-                 verbose=False):
+    def __init__(
+        self,
+        depth_budgets=(3, 4, 5, 6),
+        cv=5,
+        lambda_min=1e-3,
+        selection="min",
+        loss="squared_error",
+        min_samples_leaf=1,
+        binarizer="auto",
+        normalize=True,
+        exact_levels=None,
+        time_limit=None,
+        dtype="float64",
+        progress=True,
+        verbose=False,
+    ):
         self.depth_budgets = depth_budgets
         self.cv = cv
         self.lambda_min = lambda_min
@@ -136,16 +148,27 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
         except TypeError:
             items = [d]
         if not items:
-            raise ValueError("depth_budgets must hold at least one depth budget; got an "
-                             "empty sequence")
-        return sorted({int(check_int(v, "depth_budgets", min_value=1,
-                                     hint=" (each >= 1; 2 = one split)")) for v in items})
+            raise ValueError(
+                "depth_budgets must hold at least one depth budget; got an empty sequence"
+            )
+        return sorted(
+            {
+                int(check_int(v, "depth_budgets", min_value=1, hint=" (each >= 1; 2 = one split)"))
+                for v in items
+            }
+        )
 
     def _estimator(self, **kw) -> OptimalTreeRegressor:
-        params = {"loss": self.loss, "min_samples_leaf": self.min_samples_leaf,
-                  "binarizer": self.binarizer, "normalize": self.normalize,
-                  "exact_levels": self.exact_levels, "time_limit": self.time_limit,
-                  "dtype": self.dtype, "progress": False}
+        params = {
+            "loss": self.loss,
+            "min_samples_leaf": self.min_samples_leaf,
+            "binarizer": self.binarizer,
+            "normalize": self.normalize,
+            "exact_levels": self.exact_levels,
+            "time_limit": self.time_limit,
+            "dtype": self.dtype,
+            "progress": False,
+        }
         params.update(kw)
         return OptimalTreeRegressor(**params)
 
@@ -177,8 +200,13 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
           ValueError: see the class.
         """
         depths = self._depths()
-        lam_min = check_real(self.lambda_min, "lambda_min", min_value=0, strict=True,
-                             hint=" (a fraction of the one-leaf loss)")
+        lam_min = check_real(
+            self.lambda_min,
+            "lambda_min",
+            min_value=0,
+            strict=True,
+            hint=" (a fraction of the one-leaf loss)",
+        )
         check_choice(self.selection, "selection", _SELECTIONS)
         check_choice(self.loss, "loss", _LOSSES)
         # the data are validated, and the binarizer checked, once on all rows (the same
@@ -189,8 +217,9 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
         Xb_all, _, _ = tmpl._binary_X(X, fitting=True, y=ya, sample_weight=sample_weight)
         n = Xb_all.shape[0]
         if n != ya.shape[0]:
-            raise ValueError(f"X and y have different numbers of samples: X has {n} rows, "
-                             f"y has {ya.shape[0]}")
+            raise ValueError(
+                f"X and y have different numbers of samples: X has {n} rows, y has {ya.shape[0]}"
+            )
         w_raw = None if sample_weight is None else check_sample_weight(sample_weight, n)
         splits = self._splits(n)
         K = len(splits)
@@ -207,8 +236,11 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
                     import sys
 
                     lows, losses, leaves = per_fold[-1]
-                    print(f"[jaxsr] depth budget {d}, fold {k + 1}/{K}: {len(lows)} trees "
-                          f"on the path", file=sys.stderr)
+                    print(
+                        f"[jaxsr] depth budget {d}, fold {k + 1}/{K}: {len(lows)} trees "
+                        f"on the path",
+                        file=sys.stderr,
+                    )
             results.append((d, per_fold))
 
         rows = self._intervals(results, K, lam_min)
@@ -217,14 +249,29 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
         self.n_splits_ = K
         self.regularization_ = float(rows["regularization"][self.best_index_])
         self.depth_budget_ = int(rows["depth_budget"][self.best_index_])
-        best = self._estimator(depth_budget=self.depth_budget_,
-                               regularization=self.regularization_,
-                               progress=self.progress, verbose=self.verbose)
+        best = self._estimator(
+            depth_budget=self.depth_budget_,
+            regularization=self.regularization_,
+            progress=self.progress,
+            verbose=self.verbose,
+        )
         best.fit(X, y, sample_weight=sample_weight)
         self.best_estimator_ = best
-        for a in ("tree_", "n_leaves_", "depth_", "binarizer_", "binary_feature_names_",
-                  "objective_", "loss_", "lower_bound_", "gap_", "optimal_", "status_",
-                  "n_features_in_", "feature_names_in_"):
+        for a in (
+            "tree_",
+            "n_leaves_",
+            "depth_",
+            "binarizer_",
+            "binary_feature_names_",
+            "objective_",
+            "loss_",
+            "lower_bound_",
+            "gap_",
+            "optimal_",
+            "status_",
+            "n_features_in_",
+            "feature_names_in_",
+        ):
             if hasattr(best, a):
                 setattr(self, a, getattr(best, a))
         return self
@@ -243,8 +290,10 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
             b.fit(Xtr, y[tr])
         else:
             b.fit(Xtr, y[tr], sample_weight=wtr)
-        return (np.asarray(b.transform(Xtr), dtype=np.float64),
-                np.asarray(b.transform(Xte), dtype=np.float64))
+        return (
+            np.asarray(b.transform(Xtr), dtype=np.float64),
+            np.asarray(b.transform(Xte), dtype=np.float64),
+        )
 
     def _fold_path(self, binary, y, w, tr, te, depth, lam_min):
         """The exact path of one fold on the binary features of its own binarizer:
@@ -256,15 +305,13 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
         with warnings.catch_warnings():
             # a fold whose binary features are constant is one leaf: no path to speak of
             warnings.simplefilter("ignore", RuntimeWarning)
-            path = est.regularization_path(Btr, y[tr], sample_weight=wtr,
-                                           lambdas=[lo, np.inf])
+            path = est.regularization_path(Btr, y[tr], sample_weight=wtr, lambdas=[lo, np.inf])
         wte = np.ones(len(te)) if w is None else w[te]
         lows, losses, leaves = [], [], []
         for p in path:
             r = y[te] - p.model.predict(Bte).astype(np.float64)
             e = r * r if self.loss == "squared_error" else np.abs(r)
-            losses.append(float(np.dot(wte, e) / wte.sum()) if wte.sum() > 0
-                          else float(np.mean(e)))
+            losses.append(float(np.dot(wte, e) / wte.sum()) if wte.sum() > 0 else float(np.mean(e)))
             lows.append(p.lambda_min)
             leaves.append(p.n_leaves)
         return np.asarray(lows), np.asarray(losses), np.asarray(leaves, dtype=np.float64)
@@ -289,15 +336,19 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
     def _intervals(results, K, lam_min):
         """One row per (depth budget, interval between consecutive breakpoints of the
         folds' paths): the folds' held-out losses there."""
-        cols = {"depth_budget": [], "lambda_low": [], "lambda_high": [],
-                "regularization": [], "mean_n_leaves": []}
+        cols = {
+            "depth_budget": [],
+            "lambda_low": [],
+            "lambda_high": [],
+            "regularization": [],
+            "mean_n_leaves": [],
+        }
         split_cols = [[] for _ in range(K)]
         for d, per_fold in results:
             # the folds' paths start at lambda_min times their own one-leaf loss: the
             # common range starts at the largest start
             start = max(float(lows[0]) for lows, _, _ in per_fold)
-            cuts = sorted({float(v) for lows, _, _ in per_fold for v in lows[1:]
-                           if v > start})
+            cuts = sorted({float(v) for lows, _, _ in per_fold for v in lows[1:] if v > start})
             edges = [start, *cuts, np.inf]
             for a, b in zip(edges[:-1], edges[1:], strict=True):
                 if np.isfinite(b):
@@ -334,8 +385,10 @@ class OptimalTreeRegressorCV(RegressorMixin, BaseEstimator):
         if self.selection == "1se":
             se = float(rows["std_test_loss"][int(np.argmin(mean))]) / np.sqrt(K)
             cand = np.flatnonzero(mean <= best + se + tol)
-            key = [(rows["mean_n_leaves"][i], rows["depth_budget"][i],
-                    -rows["regularization"][i]) for i in cand]
+            key = [
+                (rows["mean_n_leaves"][i], rows["depth_budget"][i], -rows["regularization"][i])
+                for i in cand
+            ]
         else:
             cand = np.flatnonzero(mean <= best + tol)
             key = [(-rows["regularization"][i], rows["depth_budget"][i]) for i in cand]

@@ -34,20 +34,24 @@ from .subtrees import optimal_subtree_cost
 
 __all__ = ["DeviceBatcher"]
 
+
 def _recentred_subtrees(X, W, mean, E, N, centre, masks, lam, norm, levels, m1):
     """Exact subtrees of a batch of supports, with the class statistics re-centred on
     ``centre`` (the expanded parent's mean; :func:`jaxsr.trees.losses.recentre`)."""
     S, Q = recentred(W, mean, E, centre)
     st4 = jnp.stack([W, S, Q, N], axis=1)
     return jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
-        X, st4, masks, lam, norm, levels, m1)
+        X, st4, masks, lam, norm, levels, m1
+    )
 
 
-def _kmeans_bounds(weights, sums, sq_sums, masks, regularization, max_clusters,
-                   normalizer, min_clusters):
+def _kmeans_bounds(
+    weights, sums, sq_sums, masks, regularization, max_clusters, normalizer, min_clusters
+):
     """k-Means lower bounds of a batch of supports (``masks``, ``(B, U)``)."""
     return jax.vmap(kmeans_lower_bound, in_axes=(None, None, None, 0, None, None, None, None))(
-        weights, sums, sq_sums, masks, regularization, max_clusters, normalizer, min_clusters)
+        weights, sums, sq_sums, masks, regularization, max_clusters, normalizer, min_clusters
+    )
 
 
 # jaxsr programs: the CPU compile options and the persistent compilation cache apply
@@ -92,8 +96,20 @@ class DeviceBatcher:
         all its axes (see the module docstring).
     """
 
-    def __init__(self, Xc, st4, korder, lam, norm, m1, chunk_bytes=5e8, batch_kmeans=True,
-                 mean=None, E=None, mesh=None):
+    def __init__(
+        self,
+        Xc,
+        st4,
+        korder,
+        lam,
+        norm,
+        m1,
+        chunk_bytes=5e8,
+        batch_kmeans=True,
+        mean=None,
+        E=None,
+        mesh=None,
+    ):
         U, M = Xc.shape
         self.U, self.M = U, M
         n_dev = 1 if mesh is None else int(mesh.devices.size)
@@ -204,20 +220,31 @@ class DeviceBatcher:
             for s in range(0, B, c):
                 if not self.affordable(sig, deadline):
                     break
-                m = _pad_rows(masks[s:s + c], c)
+                m = _pad_rows(masks[s : s + c], c)
                 m = np.concatenate([m, np.zeros((c, self.Up - self.U), bool)], axis=1)
-                cc, ff = self._timed(sig, _batched_subtrees, self.X, self.W, self.mean,
-                                     self.E, self.N, float(centre), self._place(m, 1),
-                                     self.lam, self.norm, levels, self.m1)
+                cc, ff = self._timed(
+                    sig,
+                    _batched_subtrees,
+                    self.X,
+                    self.W,
+                    self.mean,
+                    self.E,
+                    self.N,
+                    float(centre),
+                    self._place(m, 1),
+                    self.lam,
+                    self.norm,
+                    levels,
+                    self.m1,
+                )
                 n = min(c, B - s)
-                costs[s:s + n] = np.asarray(cc)[:n]
-                feats[s:s + n] = np.asarray(ff)[:n]
+                costs[s : s + n] = np.asarray(cc)[:n]
+                feats[s : s + n] = np.asarray(ff)[:n]
                 self.n_calls += 1
                 done = s + n
         return costs, feats, done
 
-    def kmeans_bounds(self, masks: np.ndarray, max_clusters: int, min_clusters: int,
-                      deadline=None):
+    def kmeans_bounds(self, masks: np.ndarray, max_clusters: int, min_clusters: int, deadline=None):
         """k-Means equivalent-points lower bounds of a batch of supports.
 
         Args:
@@ -238,13 +265,22 @@ class DeviceBatcher:
             for s in range(0, B, c):
                 if not self.affordable(sig, deadline):
                     break
-                m = _pad_rows(masks[s:s + c][:, self.korder], c)
+                m = _pad_rows(masks[s : s + c][:, self.korder], c)
                 m = np.concatenate([m, np.zeros((c, self.Up - self.U), bool)], axis=1)
-                lb = self._timed(sig, _batched_kmeans, self.kW, self.kS, self.kQ,
-                                 self._place(m, 1), self.lam, int(max_clusters), self.norm,
-                                 int(min_clusters))
+                lb = self._timed(
+                    sig,
+                    _batched_kmeans,
+                    self.kW,
+                    self.kS,
+                    self.kQ,
+                    self._place(m, 1),
+                    self.lam,
+                    int(max_clusters),
+                    self.norm,
+                    int(min_clusters),
+                )
                 n = min(c, B - s)
-                out[s:s + n] = np.asarray(lb)[:n]
+                out[s : s + n] = np.asarray(lb)[:n]
                 self.n_calls += 1
                 self.n_kmeans_items += n
                 done = s + n

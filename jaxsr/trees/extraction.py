@@ -94,7 +94,7 @@ def node_values(P: TreeProblem, masks):
         return cols[:, 0], cols[:, 1].astype(np.int64), cols[:, 2], cols[:, 3]
     step = max(1, NODE_VALUE_ELEMENTS // max(P.n, 1))  # (K, n) arrays in chunks
     if masks.shape[0] > step:
-        parts = [node_values(P, masks[i:i + step]) for i in range(0, masks.shape[0], step)]
+        parts = [node_values(P, masks[i : i + step]) for i in range(0, masks.shape[0], step)]
         return tuple(np.concatenate(c) for c in zip(*parts, strict=True))
     sm = masks[:, P.inv]  # (K, n) samples of each node
     ws = np.where(sm, P.w[None, :], 0.0)
@@ -108,8 +108,12 @@ def node_values(P: TreeProblem, masks):
         t = t0 + np.where(W > 0, (ws * dy).sum(1) / W, dy.sum(1) / np.maximum(cnt, 1))
     r = np.where(sm, P.y[None, :] - t[:, None], 0.0)
     loss = P.scale.loss_to_y((ws * r * r).sum(1), 2)
-    return (np.asarray(P.scale.to_y(t), float), cnt.astype(np.int64),
-            W * P.scale.w_max, np.asarray(loss, float))
+    return (
+        np.asarray(P.scale.to_y(t), float),
+        cnt.astype(np.int64),
+        W * P.scale.w_max,
+        np.asarray(loss, float),
+    )
 
 
 def extract_tree(P: TreeProblem, memo, mask, d, incumbent_nodes=None) -> Tree:
@@ -148,8 +152,7 @@ def extract_tree(P: TreeProblem, memo, mask, d, incumbent_nodes=None) -> Tree:
                 stack += [fl, t]
     while todo:
         m, d_in, effective, parent, side = todo.pop()
-        dd = d_in if effective else levels(P, d_in, P.stats[m].sum(0),
-                                           leaf_cost(P, m))
+        dd = d_in if effective else levels(P, d_in, P.stats[m].sum(0), leaf_cost(P, m))
         f, dc, replay = root_feature(P, memo, m, dd)
         i = len(rows)
         rows.append([-1, -1, -1, 0.0, 0, 0.0, 0.0])
@@ -167,10 +170,12 @@ def extract_tree(P: TreeProblem, memo, mask, d, incumbent_nodes=None) -> Tree:
         for r, v, n, W, loss in zip(rows, *vals, strict=True):
             r[3:] = [float(v), int(n), float(W), float(loss)]
     cols = list(zip(*rows, strict=True))
-    return Tree(feature=np.asarray(cols[0], dtype=int),
-                true_child=np.asarray(cols[1], dtype=int),
-                false_child=np.asarray(cols[2], dtype=int),
-                value=np.asarray(cols[3], dtype=float),
-                n_samples=np.asarray(cols[4], dtype=int),
-                weight=np.asarray(cols[5], dtype=float),
-                loss=np.asarray(cols[6], dtype=float))
+    return Tree(
+        feature=np.asarray(cols[0], dtype=int),
+        true_child=np.asarray(cols[1], dtype=int),
+        false_child=np.asarray(cols[2], dtype=int),
+        value=np.asarray(cols[3], dtype=float),
+        n_samples=np.asarray(cols[4], dtype=int),
+        weight=np.asarray(cols[5], dtype=float),
+        loss=np.asarray(cols[6], dtype=float),
+    )

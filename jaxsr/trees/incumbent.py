@@ -90,8 +90,9 @@ def greedy_node(P: TreeProblem, m, lev):
     return (leaf, lev, f, leaf - c) if improves(c, leaf) else (leaf, lev, -1, 0.0)
 
 
-def greedy_tree(P: TreeProblem, mask, d, *, deadline=None, polish=False,
-                kernel_rate=3e-8) -> Incumbent:
+def greedy_tree(
+    P: TreeProblem, mask, d, *, deadline=None, polish=False, kernel_rate=3e-8
+) -> Incumbent:
     """Greedy CART on the support ``mask`` with at most ``d`` levels, pruned for the
     objective (the module docstring).
 
@@ -153,4 +154,3 @@ def greedy_tree(P: TreeProblem, mask, d, *, deadline=None, polish=False,
         if i in kern and improves(kern[i][0], cost[i]):
             cost[i], nodes[i][6] = kern[i]
     return Incumbent(float(cost[0]), nodes, seconds, n_kernel, kernel_rate)
-

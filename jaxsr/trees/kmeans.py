@@ -98,8 +98,9 @@ def _kmedians_cost(xp, v, w):
     if xp is np:
         m = np.searchsorted(PW[1:], half.reshape(-1), side="left").reshape(n, n)
     else:
-        m = jnp.searchsorted(PW[1:], half.reshape(-1), side="left",
-                             method="compare_all").reshape(n, n)
+        m = jnp.searchsorted(PW[1:], half.reshape(-1), side="left", method="compare_all").reshape(
+            n, n
+        )
     m = xp.clip(xp.maximum(m, j), 0, max(n - 1, 0))
     vm = v[m]
     left = vm * (PW[m] - PW[j]) - (PV[m] - PV[j])
@@ -209,8 +210,16 @@ def penalized_minimum(losses, regularization, normalizer=1.0, min_clusters: int 
     return xp.min(obj, axis=-1)
 
 
-def kmeans_lower_bound(weights, sums, sq_sums, mask, regularization, max_clusters: int,
-                       normalizer=1.0, min_clusters: int = 1):
+def kmeans_lower_bound(
+    weights,
+    sums,
+    sq_sums,
+    mask,
+    regularization,
+    max_clusters: int,
+    normalizer=1.0,
+    min_clusters: int = 1,
+):
     """k-Means equivalent-points lower bound of a subproblem (Theorem 3.5, Algorithm 1).
 
     Args:

@@ -176,8 +176,7 @@ class TargetScale(NamedTuple):
         ``inf`` where the value exceeds the float64 range (``|y|`` near ``1e200``).
         """
         with np.errstate(over="ignore"):
-            return np.ldexp(np.asarray(loss, dtype=np.float64) * self.w_max,
-                            power * self.exponent)
+            return np.ldexp(np.asarray(loss, dtype=np.float64) * self.w_max, power * self.exponent)
 
 
 def scale_targets(y, w):
@@ -298,6 +297,6 @@ def absolute_class_losses(ys, ws, cls_s, U):
     grp = np.argsort(cls_s, kind="stable")  # by class, y-sorted inside
     bounds = np.searchsorted(cls_s[grp], np.arange(U + 1))
     for u in range(U):
-        sl = grp[bounds[u]:bounds[u + 1]]
+        sl = grp[bounds[u] : bounds[u + 1]]
         E[u] = absolute_losses(ys[sl], ws[sl][:, None])[0][0]
     return E

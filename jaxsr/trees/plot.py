@@ -27,16 +27,20 @@ def _tree_and_names(model, feature_names):
         if getattr(model, "tree_", None) is None:
             from sklearn.exceptions import NotFittedError
 
-            raise NotFittedError(f"this {type(model).__name__} is not fitted yet; call "
-                                 "fit(X, y) before drawing its tree")
+            raise NotFittedError(
+                f"this {type(model).__name__} is not fitted yet; call "
+                "fit(X, y) before drawing its tree"
+            )
         tree = model.tree_
         names = getattr(model, "binary_feature_names_", None) or tree.feature_names
     if feature_names is not None:
         names = [str(n) for n in feature_names]
         used = tree.feature[tree.feature >= 0]
         if used.size and int(used.max()) >= len(names):
-            raise ValueError(f"feature_names has {len(names)} names, but the tree splits on "
-                             f"binary feature {int(used.max())} (0-based)")
+            raise ValueError(
+                f"feature_names has {len(names)} names, but the tree splits on "
+                f"binary feature {int(used.max())} (0-based)"
+            )
     return tree, names
 
 
@@ -117,8 +121,16 @@ def figure_size(labels, n_leaves: int, levels: int, fontsize: float) -> tuple[fl
     return max(6.4, unit_w * (n_leaves + 0.2)), max(4.8, unit_h * levels)
 
 
-def plot_tree(model, ax=None, *, feature_names=None, decimals: int = 4,
-              show_counts: bool = True, filled: bool = True, fontsize: float | None = None):
+def plot_tree(
+    model,
+    ax=None,
+    *,
+    feature_names=None,
+    decimals: int = 4,
+    show_counts: bool = True,
+    filled: bool = True,
+    fontsize: float | None = None,
+):
     """Draw a fitted tree with matplotlib.
 
     Args:
@@ -174,19 +186,34 @@ def plot_tree(model, ax=None, *, feature_names=None, decimals: int = 4,
     for i in range(tree.n_nodes):
         if tree.feature[i] < 0:
             continue
-        for child, word in ((int(tree.true_child[i]), "true"),
-                            (int(tree.false_child[i]), "false")):
+        for child, word in ((int(tree.true_child[i]), "true"), (int(tree.false_child[i]), "false")):
             ax.plot([x[i], x[child]], [y[i], y[child]], color="0.45", lw=1.0, zorder=1)
-            ax.text(0.5 * (x[i] + x[child]), 0.5 * (y[i] + y[child]), word,
-                    ha="center", va="center", fontsize=0.85 * fontsize, color="0.3",
-                    zorder=2, bbox={"boxstyle": "round,pad=0.1", "fc": "white",
-                                    "ec": "none", "alpha": 0.9})
+            ax.text(
+                0.5 * (x[i] + x[child]),
+                0.5 * (y[i] + y[child]),
+                word,
+                ha="center",
+                va="center",
+                fontsize=0.85 * fontsize,
+                color="0.3",
+                zorder=2,
+                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.9},
+            )
     boxes = []
     for i in range(tree.n_nodes):
         fc = colours.get(i, "white")
-        boxes.append(ax.text(
-            x[i], y[i], labels[i], ha="center", va="center", fontsize=fontsize, zorder=3,
-            bbox={"boxstyle": "round,pad=0.4", "fc": fc, "ec": "0.2", "lw": 0.8}))
+        boxes.append(
+            ax.text(
+                x[i],
+                y[i],
+                labels[i],
+                ha="center",
+                va="center",
+                fontsize=fontsize,
+                zorder=3,
+                bbox={"boxstyle": "round,pad=0.4", "fc": fc, "ec": "0.2", "lw": 0.8},
+            )
+        )
     ax.set_xlim(-0.6, n_leaves - 0.4)
     ax.set_ylim(-(levels - 1) - 0.5, 0.5)
     ax.set_axis_off()
@@ -198,8 +225,9 @@ def _dot_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def export_graphviz(model, *, feature_names=None, decimals: int = 4,
-                    show_counts: bool = True, filled: bool = True) -> str:
+def export_graphviz(
+    model, *, feature_names=None, decimals: int = 4, show_counts: bool = True, filled: bool = True
+) -> str:
     """The tree as graphviz dot source (a ``str``; graphviz itself is not needed).
 
     One node statement per tree node, named by its pre-order index (``0`` is the root),
@@ -242,10 +270,13 @@ def export_graphviz(model, *, feature_names=None, decimals: int = 4,
     labels = _labels(tree, names, decimals, show_counts)
     colours = _leaf_colours(tree) if filled else {}
     style = '"rounded, filled"' if filled else '"rounded"'
-    lines = ["digraph Tree {",
-             f'node [shape=box, style={style}, fontname="helvetica"'
-             + (', fillcolor="#ffffff"' if filled else "") + "];",
-             'edge [fontname="helvetica"];']
+    lines = [
+        "digraph Tree {",
+        f'node [shape=box, style={style}, fontname="helvetica"'
+        + (', fillcolor="#ffffff"' if filled else "")
+        + "];",
+        'edge [fontname="helvetica"];',
+    ]
     for i in range(tree.n_nodes):
         extra = ""
         if i in colours:

@@ -38,10 +38,22 @@ from .losses import (
 )
 from .solver import ALL_BOUNDS
 
-__all__ = ["TreeProblem", "build_problem", "auto_exact_levels", "host_exact_levels",
-           "host_kernel_bytes", "unique_rows", "ALL_BOUNDS",
-           "sub_stats", "leaf_cost", "levels", "cheap_split_bound", "deep_bound",
-           "exact_subtree", "children"]
+__all__ = [
+    "TreeProblem",
+    "build_problem",
+    "auto_exact_levels",
+    "host_exact_levels",
+    "host_kernel_bytes",
+    "unique_rows",
+    "ALL_BOUNDS",
+    "sub_stats",
+    "leaf_cost",
+    "levels",
+    "cheap_split_bound",
+    "deep_bound",
+    "exact_subtree",
+    "children",
+]
 
 BIG_DEPTH = 1 << 30  # depth_budget=None: the leaf budget caps the levels
 ST4 = [STAT_W, STAT_S, STAT_Q, STAT_N]  # the columns the shallow-subtree kernel reads
@@ -140,8 +152,10 @@ def host_exact_levels(U: int, M: int, budget_bytes: float = 6e8) -> int:
     if host_kernel_bytes(U, M) > budget_bytes:
         return 1
     h = (M + 1) // 2
-    if (U * math.comb(h, 3) + 50.0 * math.comb(M, 3) <= HOST_KERNEL_WORK
-            and 480.0 * float(M) ** 3 <= budget_bytes):
+    if (
+        U * math.comb(h, 3) + 50.0 * math.comb(M, 3) <= HOST_KERNEL_WORK
+        and 480.0 * float(M) ** 3 <= budget_bytes
+    ):
         return 3
     if U * math.comb(h, 2) + 50.0 * M * M <= HOST_KERNEL_WORK:
         return 2
@@ -153,9 +167,9 @@ def auto_exact_levels(U: int, M: int, budget_bytes: float = 6e8) -> int:
     classes and ``M`` binary features fit in ``budget_bytes`` as the device's kernels
     hold them (:mod:`jaxsr.trees.device`: ``U x M x M`` for 3 levels); the host engine's
     choice is :func:`host_exact_levels`."""
-    if 8.0 * (U * M * M + 60.0 * M ** 3) <= budget_bytes:
+    if 8.0 * (U * M * M + 60.0 * M**3) <= budget_bytes:
         return 3
-    if 8.0 * (U * M * 4 + 60.0 * M ** 2) <= budget_bytes:
+    if 8.0 * (U * M * 4 + 60.0 * M**2) <= budget_bytes:
         return 2
     return 1
 
@@ -178,9 +192,20 @@ def unique_rows(packed):
     return packed[first], np.asarray(inv).reshape(-1)
 
 
-def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
-                  depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS,
-                  exact_levels=None, host=True) -> TreeProblem:
+def build_problem(
+    X,
+    y,
+    w,
+    *,
+    loss="squared_error",
+    regularization=0.01,
+    normalize=True,
+    depth_budget=5,
+    min_samples_leaf=1,
+    bounds=ALL_BOUNDS,
+    exact_levels=None,
+    host=True,
+) -> TreeProblem:
     """The :class:`TreeProblem` of a fit (arguments as
     :class:`~jaxsr.trees.search.OptimalTreeSearch`; ``host``: ``exact_levels=None`` picks
     the levels for the host engine, :func:`host_exact_levels`, else for the device's
@@ -233,7 +258,8 @@ def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normali
                 f"normalize=False measures the loss in units of y{'^2' if p == 2 else ''}"
                 f", and the spread of y (about 2^{scale.exponent}) {what} the "
                 "float64 range there. Use normalize=True (a scale-free objective) or "
-                "rescale y.")
+                "rescale y."
+            )
 
     if l1:
         kl = 0
@@ -242,19 +268,42 @@ def build_problem(X, y, w, *, loss="squared_error", regularization=0.01, normali
     else:
         kl = int(exact_levels)
     tp = TreeProblem(
-        l1=l1, lam=float(regularization), m1=max(1, int(min_samples_leaf)),
-        depth=BIG_DEPTH if depth_budget is None else int(depth_budget), kl=kl,
-        look=2 if "lookahead" in bounds else 1, equiv="equivalent" in bounds,
-        use_kmeans="kmeans" in bounds, hier="hierarchical" in bounds,
-        n=n, M=M, U=U, y=t, w=wi, y_raw=y, scale=scale, inv=inv,
-        ys=ys, ws=ws, cls_s=cls_s, Xsamp=Xsamp,
-        Xc_bool=Xc_bool, Xc=Xc_bool.astype(np.float64),
+        l1=l1,
+        lam=float(regularization),
+        m1=max(1, int(min_samples_leaf)),
+        depth=BIG_DEPTH if depth_budget is None else int(depth_budget),
+        kl=kl,
+        look=2 if "lookahead" in bounds else 1,
+        equiv="equivalent" in bounds,
+        use_kmeans="kmeans" in bounds,
+        hier="hierarchical" in bounds,
+        n=n,
+        M=M,
+        U=U,
+        y=t,
+        w=wi,
+        y_raw=y,
+        scale=scale,
+        inv=inv,
+        ys=ys,
+        ws=ws,
+        cls_s=cls_s,
+        Xsamp=Xsamp,
+        Xc_bool=Xc_bool,
+        Xc=Xc_bool.astype(np.float64),
         Xu8=np.ascontiguousarray(Xc_bool, dtype=np.uint8),
-        XcT=np.ascontiguousarray(Xc_bool.T), stats=st, cls_mean=cls_mean,
-        Wc=np.ascontiguousarray(st[:, STAT_W]), Ec=np.ascontiguousarray(st[:, STAT_E]),
-        Nc=np.ascontiguousarray(st[:, STAT_N]), st4=np.ascontiguousarray(st[:, ST4]),
+        XcT=np.ascontiguousarray(Xc_bool.T),
+        stats=st,
+        cls_mean=cls_mean,
+        Wc=np.ascontiguousarray(st[:, STAT_W]),
+        Ec=np.ascontiguousarray(st[:, STAT_E]),
+        Nc=np.ascontiguousarray(st[:, STAT_N]),
+        st4=np.ascontiguousarray(st[:, ST4]),
         korder=np.argsort(cls_mean, kind="stable").astype(np.int64),
-        total_loss=total_loss, norm=norm, root_leaf_loss=total_loss / norm)
+        total_loss=total_loss,
+        norm=norm,
+        root_leaf_loss=total_loss / norm,
+    )
     from . import engine
 
     return tp._replace(core=engine.problem_of(tp))
@@ -333,4 +382,3 @@ def children(P: TreeProblem, mask):
     else:
         lt, lf = stats_loss(a), stats_loss(comp)
     return F, a, comp, objective(lt, P.norm, P.lam), objective(lf, P.norm, P.lam)
-

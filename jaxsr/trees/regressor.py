@@ -52,6 +52,7 @@ class PathSegment(NamedTuple):
     optimal: bool
     model: OptimalTreeRegressor
 
+
 _LOSSES = ("squared_error", "absolute_error")
 #: the defaults, chosen on the real-data panel (``benchmarks/bench_trees_defaults.py``)
 DEFAULT_REGULARIZATION = 0.005
@@ -74,8 +75,9 @@ def certificate_tolerance(objective, regularization=0.0, loss_scale=1.0) -> floa
     (``root_leaf_loss``, 1 with ``normalize=True``); a relative tolerance alone is 0 at an
     objective of 0 (``regularization=0`` on data that a tree fits exactly).
     """
-    return 1e-9 * max(abs(float(objective)), float(regularization), float(loss_scale),
-                      np.finfo(np.float64).tiny)
+    return 1e-9 * max(
+        abs(float(objective)), float(regularization), float(loss_scale), np.finfo(np.float64).tiny
+    )
 
 
 def default_binarizer(X=None) -> Binarizer:
@@ -263,11 +265,25 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
       (2, True, 0.02)
     """
 
-    def __init__(self, regularization=DEFAULT_REGULARIZATION,
-                 depth_budget=DEFAULT_DEPTH_BUDGET, loss="squared_error",
-                 min_samples_leaf=1, time_limit=None, binarizer="auto", normalize=True,
-                 bounds=ALL_BOUNDS, exact_levels=None, backend="auto", verbose=False,
-                 dtype="float64", max_steps=None, mesh=None, progress=True, max_depth=None):
+    def __init__(
+        self,
+        regularization=DEFAULT_REGULARIZATION,
+        depth_budget=DEFAULT_DEPTH_BUDGET,
+        loss="squared_error",
+        min_samples_leaf=1,
+        time_limit=None,
+        binarizer="auto",
+        normalize=True,
+        bounds=ALL_BOUNDS,
+        exact_levels=None,
+        backend="auto",
+        verbose=False,
+        dtype="float64",
+        max_steps=None,
+        mesh=None,
+        progress=True,
+        max_depth=None,
+    ):
         self.regularization = regularization
         self.depth_budget = depth_budget
         self.max_depth = max_depth
@@ -291,40 +307,57 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         lam = check_real(self.regularization, "regularization", min_value=0)
         d = self._depth_budget()
         if d is None and lam == 0:
-            raise ValueError("regularization=0 with depth_budget=None is unbounded: every "
-                             "split that lowers the loss pays off, so the tree would grow "
-                             "until each leaf is one equivalence class. Give "
-                             "regularization > 0 or a depth_budget.")
+            raise ValueError(
+                "regularization=0 with depth_budget=None is unbounded: every "
+                "split that lowers the loss pays off, so the tree would grow "
+                "until each leaf is one equivalence class. Give "
+                "regularization > 0 or a depth_budget."
+            )
         check_choice(self.loss, "loss", _LOSSES)
         msl = check_int(self.min_samples_leaf, "min_samples_leaf", min_value=1)
-        check_real(self.time_limit, "time_limit", min_value=0, allow_none=True,
-                   hint=" (seconds)")
+        check_real(self.time_limit, "time_limit", min_value=0, allow_none=True, hint=" (seconds)")
         bounds = (self.bounds,) if isinstance(self.bounds, str) else tuple(self.bounds)
         unknown = [b for b in bounds if b not in ALL_BOUNDS]
         if unknown:
             raise ValueError(f"unknown bounds {unknown}; choose from {ALL_BOUNDS}")
         check_int(self.exact_levels, "exact_levels", min_value=0, max_value=3, allow_none=True)
-        check_int(self.max_steps, "max_steps", min_value=0, allow_none=True,
-                  hint=" (solver steps)")
+        check_int(self.max_steps, "max_steps", min_value=0, allow_none=True, hint=" (solver steps)")
         check_choice(self.backend, "backend", ("auto", "numpy", "jax"))
         resolve_mesh(self.mesh, "classes")  # raises on a bad value
         if self.mesh is not None and self.backend == "numpy":
-            raise ValueError("mesh shards the batched device calls of backend='jax'; "
-                             "backend='numpy' runs on the host only: use backend='jax' or "
-                             "'auto' with a mesh")
-        if not (self.binarizer is None or _is_auto(self.binarizer) or (
-                hasattr(self.binarizer, "fit") and hasattr(self.binarizer, "transform"))):
-            raise ValueError("binarizer must be 'auto', None or a Binarizer (an object with "
-                             f"fit and transform); got {self.binarizer!r}")
+            raise ValueError(
+                "mesh shards the batched device calls of backend='jax'; "
+                "backend='numpy' runs on the host only: use backend='jax' or "
+                "'auto' with a mesh"
+            )
+        if not (
+            self.binarizer is None
+            or _is_auto(self.binarizer)
+            or (hasattr(self.binarizer, "fit") and hasattr(self.binarizer, "transform"))
+        ):
+            raise ValueError(
+                "binarizer must be 'auto', None or a Binarizer (an object with "
+                f"fit and transform); got {self.binarizer!r}"
+            )
         return lam, d, int(msl), bounds, resolve_dtype(self.dtype)
 
     def _depth_budget(self):
         """The depth budget from ``depth_budget`` and scikit-learn's ``max_depth``."""
-        d = check_int(self.depth_budget, "depth_budget", min_value=1, allow_none=True,
-                      hint=" (1 = a single leaf, 2 = one split)")
-        md = check_int(self.max_depth, "max_depth", min_value=0, allow_none=True,
-                       hint=" (scikit-learn's meaning: splits from the root to the deepest "
-                       "leaf; 0 = a single leaf)")
+        d = check_int(
+            self.depth_budget,
+            "depth_budget",
+            min_value=1,
+            allow_none=True,
+            hint=" (1 = a single leaf, 2 = one split)",
+        )
+        md = check_int(
+            self.max_depth,
+            "max_depth",
+            min_value=0,
+            allow_none=True,
+            hint=" (scikit-learn's meaning: splits from the root to the deepest "
+            "leaf; 0 = a single leaf)",
+        )
         if md is None:
             return d
         if d != DEFAULT_DEPTH_BUDGET and d != md + 1:
@@ -332,7 +365,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 f"max_depth={md} and depth_budget={d} disagree: max_depth (scikit-learn's "
                 f"meaning, splits on the way to the deepest leaf) is depth_budget - 1 (the "
                 f"osrt package's meaning, levels counting the root). Give one of them, e.g. "
-                f"max_depth={md} alone (depth_budget {md + 1}).")
+                f"max_depth={md} alone (depth_budget {md + 1})."
+            )
         return md + 1
 
     @staticmethod
@@ -353,19 +387,23 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         from .problem import host_kernel_bytes
 
         if M > 65535:
-            raise ValueError(f"X has {M} binary features; at most 65535 are supported. "
-                             "Use fewer thresholds per feature (Binarizer).")
+            raise ValueError(
+                f"X has {M} binary features; at most 65535 are supported. "
+                "Use fewer thresholds per feature (Binarizer)."
+            )
         need = 8.0 * n * M * 4
         if exact_levels is not None and exact_levels >= 1 and host:
             need += host_kernel_bytes(U_est, M)  # the engine's kernels: U x M bytes
         elif exact_levels is not None and exact_levels >= 3:
-            need += 8.0 * (U_est * M * M + 60.0 * M ** 3)
+            need += 8.0 * (U_est * M * M + 60.0 * M**3)
         elif exact_levels is not None and exact_levels == 2:
-            need += 8.0 * (U_est * M * 4 + 60.0 * M ** 2)
+            need += 8.0 * (U_est * M * 4 + 60.0 * M**2)
         _memory.check_memory(
-            need, f"X has {n} samples and {M} binary features: the search",
-            "Use fewer binary features (fewer Binarizer thresholds) or a smaller "
-            "exact_levels", fraction=0.5)
+            need,
+            f"X has {n} samples and {M} binary features: the search",
+            "Use fewer binary features (fewer Binarizer thresholds) or a smaller exact_levels",
+            fraction=0.5,
+        )
 
     def _binarizer_for(self, X):
         """The binarizer :meth:`fit` uses on ``X``: ``self.binarizer``, or for ``"auto"``
@@ -463,11 +501,15 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             from .device import COMPILE_SECONDS
 
             short = float(self.time_limit) < COMPILE_SECONDS
-        scope = (precision(dt) if backend == "jax" and not short
-                 else contextlib.nullcontext(resolve_dtype(dt)))
+        scope = (
+            precision(dt)
+            if backend == "jax" and not short
+            else contextlib.nullcontext(resolve_dtype(dt))
+        )
         # a progress bar on stderr once the fit has run a second (steps, bounds, gap)
-        bar = _progress.FitProgress("OptimalTreeRegressor", bool(self.progress),
-                                    unit="steps", watch_jax=backend == "jax")
+        bar = _progress.FitProgress(
+            "OptimalTreeRegressor", bool(self.progress), unit="steps", watch_jax=backend == "jax"
+        )
         # one BLAS thread for the whole fit (the search's products, the binarizer's and the
         # certificate's dot products over the samples): idle OpenBLAS threads spin, and on a
         # loaded machine that cost up to 0.7 CPU s of a 4 s fit at 1e5 samples
@@ -476,11 +518,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             # the set-up's phases on the bar: binarization, then the equivalence classes
             # and the root's bounds (OptimalTreeSearch), then the search with its bounds
             _progress.update(0, phase="binarize")
-            Xb, names, bnames = self._binary_X(X, fitting=True, y=ya,
-                                               sample_weight=sample_weight)
+            Xb, names, bnames = self._binary_X(X, fitting=True, y=ya, sample_weight=sample_weight)
             if Xb.shape[0] != ya.shape[0]:
-                raise ValueError(f"X and y have different numbers of samples: X has "
-                                 f"{Xb.shape[0]} rows, y has {ya.shape[0]}")
+                raise ValueError(
+                    f"X and y have different numbers of samples: X has "
+                    f"{Xb.shape[0]} rows, y has {ya.shape[0]}"
+                )
             w = check_sample_weight(sample_weight, ya.shape[0], dtype=np.float64)
             n, M = Xb.shape
             el = self.exact_levels
@@ -491,21 +534,33 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 # distinct rows (``host_exact_levels(U, M)``, within the same byte budget;
                 # the device's ``auto_exact_levels``): household-like data, 2e6 rows but
                 # 9e3 distinct, gets 3 levels on the device, not 1
-                el_mem = (auto_exact_levels(n, M) if backend == "jax"
-                          else host_exact_levels(n, M))
+                el_mem = auto_exact_levels(n, M) if backend == "jax" else host_exact_levels(n, M)
             self._check_memory(n, M, n, el_mem, host=backend != "jax")
-            time_left = (None if self.time_limit is None else
-                         max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit)))
+            time_left = (
+                None
+                if self.time_limit is None
+                else max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit))
+            )
             _progress.update(0, phase="classes")
             search = OptimalTreeSearch(
-                Xb, ya.astype(np.float64), w, loss=self.loss, regularization=lam,
-                normalize=bool(self.normalize), depth_budget=depth, min_samples_leaf=msl,
-                bounds=bounds, exact_levels=el, time_limit=time_left,
-                verbose=bool(self.verbose), backend=backend,
-                mesh=resolve_mesh(self.mesh, "classes")[0], progress=bool(self.progress))
+                Xb,
+                ya.astype(np.float64),
+                w,
+                loss=self.loss,
+                regularization=lam,
+                normalize=bool(self.normalize),
+                depth_budget=depth,
+                min_samples_leaf=msl,
+                bounds=bounds,
+                exact_levels=el,
+                time_limit=time_left,
+                verbose=bool(self.verbose),
+                backend=backend,
+                mesh=resolve_mesh(self.mesh, "classes")[0],
+                progress=bool(self.progress),
+            )
             if self.time_limit is not None:  # what is left after the search's set-up
-                search.time_limit = max(0.0, float(self.time_limit)
-                                        - (time.perf_counter() - t_fit))
+                search.time_limit = max(0.0, float(self.time_limit) - (time.perf_counter() - t_fit))
             res = search.run(max_steps=self.max_steps)
         tree = res.tree
         tree.feature_names = list(bnames)
@@ -515,8 +570,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         if not self.normalize:
             self.normalizer_ = float(w.sum())
         elif search.problem.total_loss > 0:  # inf where SST exceeds the float64 range
-            self.normalizer_ = float(search.problem.scale.loss_to_y(search.problem.total_loss,
-                                                                    p))
+            self.normalizer_ = float(search.problem.scale.loss_to_y(search.problem.total_loss, p))
         else:
             self.normalizer_ = 1.0
         with _blas_single_thread():
@@ -533,7 +587,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 f"returned has objective {self.objective_:.6g}, the optimum is at least "
                 f"{self.lower_bound_:.6g} (gap {self.gap_:.3g}). Give a larger "
                 f"{'max_steps' if res.status is Status.NODE_LIMIT else 'time_limit'} "
-                "for a certificate.", ConvergenceWarning)
+                "for a certificate.",
+                ConvergenceWarning,
+            )
         return self
 
     def _finish(self, Xb, y, w, lam, lower_bound, search):
@@ -571,7 +627,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             raise RuntimeError(
                 f"internal error: the search's lower bound {lb!r} exceeds the objective "
                 f"{self.objective_!r} of the tree it returned; please report this with the "
-                "data (the certificate would be false)")
+                "data (the certificate would be false)"
+            )
         self.lower_bound_ = min(lb, self.objective_)  # within rounding (checked above)
         self.gap_ = float(self.objective_ - self.lower_bound_)
         # a leaf's prediction is its mean rounded to float64; rounding by delta adds
@@ -582,8 +639,7 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             ulp = np.ldexp(np.spacing(np.abs(pred)), -sc.exponent)
             excess = float(np.dot(wi, ulp * ulp) / tp.norm)
         # beyond ROUNDING_ALLOWANCE the offset swamps the signal: no allowance
-        swamped = excess > ROUNDING_ALLOWANCE * max(abs(self.objective_),
-                                                    self.loss_scale_) + tol
+        swamped = excess > ROUNDING_ALLOWANCE * max(abs(self.objective_), self.loss_scale_) + tol
         self.optimal_ = bool(self.gap_ <= tol + (0.0 if swamped else excess))
         if swamped and not self.optimal_:
             warn_user(
@@ -591,7 +647,8 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 f"adds up to {excess:.3g} to the objective {self.objective_:.6g}: the tree "
                 "is not certified (optimal_ is False). Fit y minus an offset (its mean or "
                 "minimum) and add the offset back to the predictions.",
-                UserWarning)
+                UserWarning,
+            )
 
     # ------------------------------------------------------------------ predict
     def _check_fitted(self):
@@ -620,8 +677,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         dt = resolve_dtype(self.dtype)
         Xb, _, _ = self._binary_X(X, fitting=False)
         if Xb.shape[1] != len(self.binary_feature_names_):
-            raise ValueError(f"X gives {Xb.shape[1]} binary features, but the model was "
-                             f"fitted with {len(self.binary_feature_names_)}")
+            raise ValueError(
+                f"X gives {Xb.shape[1]} binary features, but the model was "
+                f"fitted with {len(self.binary_feature_names_)}"
+            )
         return self.tree_.predict(Xb).astype(dt)
 
     def _binary_rows(self, X):
@@ -629,8 +688,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         self._check_fitted()
         Xb, _, _ = self._binary_X(X, fitting=False)
         if Xb.shape[1] != len(self.binary_feature_names_):
-            raise ValueError(f"X gives {Xb.shape[1]} binary features, but the model was "
-                             f"fitted with {len(self.binary_feature_names_)}")
+            raise ValueError(
+                f"X gives {Xb.shape[1]} binary features, but the model was "
+                f"fitted with {len(self.binary_feature_names_)}"
+            )
         return Xb
 
     def apply(self, X) -> np.ndarray:
@@ -692,10 +753,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         elif hasattr(self.binarizer_, "features_"):
             column = np.array([int(j) for j, _, _ in self.binarizer_.features_], dtype=int)
         else:
-            raise AttributeError("feature_importances_ needs the input column of each binary "
-                                 "feature: the binarizer has no features_ attribute")
+            raise AttributeError(
+                "feature_importances_ needs the input column of each binary "
+                "feature: the binarizer has no features_ attribute"
+            )
         inner = np.flatnonzero(t.feature >= 0)
-        gain = (t.loss[inner] - t.loss[t.true_child[inner]] - t.loss[t.false_child[inner]])
+        gain = t.loss[inner] - t.loss[t.true_child[inner]] - t.loss[t.false_child[inner]]
         # the mean (median) of a node minimises its squared (absolute) loss, so a split
         # never raises it: a negative gain is rounding
         gain = np.where(np.isfinite(gain), np.maximum(gain, 0.0), 0.0)
@@ -750,18 +813,26 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             lo, hi = 0.0, None
         else:
             lam = np.asarray(lambdas, dtype=np.float64).reshape(-1)
-            if (lam.size == 0 or np.any(np.isnan(lam)) or np.any(lam < 0)
-                    or not np.isfinite(lam.min())):
-                raise ValueError("lambdas must be a non-empty array of values >= 0 "
-                                 "(regularization), finite but for an inf maximum; got "
-                                 f"{lambdas!r}")
+            if (
+                lam.size == 0
+                or np.any(np.isnan(lam))
+                or np.any(lam < 0)
+                or not np.isfinite(lam.min())
+            ):
+                raise ValueError(
+                    "lambdas must be a non-empty array of values >= 0 "
+                    "(regularization), finite but for an inf maximum; got "
+                    f"{lambdas!r}"
+                )
             lo, hi = float(lam.min()), float(lam.max())
             hi = None if np.isinf(hi) else hi  # inf: to the end of the path
         if lo == 0 and self._depth_budget() is None:
-            raise ValueError("the regularization path from lambda = 0 needs a depth_budget "
-                             "(with depth_budget=None, lambda 0 grows the tree until each "
-                             "leaf is one distinct row): give a depth_budget, or lambdas "
-                             "with a minimum above 0")
+            raise ValueError(
+                "the regularization path from lambda = 0 needs a depth_budget "
+                "(with depth_budget=None, lambda 0 grows the tree until each "
+                "leaf is one distinct row): give a depth_budget, or lambdas "
+                "with a minimum above 0"
+            )
 
         def fit_at(value):
             m = clone(self).set_params(regularization=float(value))
@@ -814,8 +885,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                 merged.append([a, b, m])
         if open_end and merged[-1][2].n_leaves_ == 1:
             merged[-1][1] = np.inf
-        return [PathSegment(float(a), float(b), int(m.n_leaves_), float(m.loss_),
-                            bool(m.optimal_), m) for a, b, m in merged]
+        return [
+            PathSegment(float(a), float(b), int(m.n_leaves_), float(m.loss_), bool(m.optimal_), m)
+            for a, b, m in merged
+        ]
 
     def to_sklearn(self):
         """The fitted tree as a fitted ``sklearn.tree.DecisionTreeRegressor`` on the input
@@ -849,8 +922,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         right = np.full(n, -1, dtype=np.int64)
         feats = None if self.binarizer_ is None else getattr(self.binarizer_, "features_", 0)
         if feats == 0:
-            raise ValueError("to_sklearn needs the input column and threshold of each binary "
-                             "feature: the binarizer has no features_ attribute")
+            raise ValueError(
+                "to_sklearn needs the input column and threshold of each binary "
+                "feature: the binarizer has no features_ attribute"
+            )
         for i in np.flatnonzero(t.feature >= 0):
             f = int(t.feature[i])
             if feats is None:  # a 0/1 input column: X <= 0.5 is the false side
@@ -863,14 +938,15 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
                     f"the tree splits on {self.binary_feature_names_[f]!r}, a one-hot "
                     "category: scikit-learn's trees test X[:, j] <= t on numbers and have no "
                     "equivalent. Use the model's export_text(), jaxsr.trees.plot_tree(model) "
-                    "or jaxsr.trees.export_graphviz(model).")
+                    "or jaxsr.trees.export_graphviz(model)."
+                )
             col[i], thr[i] = int(j), float(v)
             left[i], right[i] = t.true_child[i], t.false_child[i]
         w = np.asarray(t.weight, dtype=np.float64)
-        imp = np.where(w > 0, np.asarray(t.loss, dtype=np.float64) / np.where(w > 0, w, 1.0),
-                       0.0)
-        m = DecisionTreeRegressor(criterion=self.loss,
-                                  max_depth=max(int(self.depth_), 1) - 1 or None)
+        imp = np.where(w > 0, np.asarray(t.loss, dtype=np.float64) / np.where(w > 0, w, 1.0), 0.0)
+        m = DecisionTreeRegressor(
+            criterion=self.loss, max_depth=max(int(self.depth_), 1) - 1 or None
+        )
         p = int(self.n_features_in_)
         # a fitted shell of the right shapes, then this tree's nodes in it
         m.fit(np.zeros((2, p)), np.zeros(2))
@@ -886,8 +962,14 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         # a fresh Tree, as unpickling builds one (__reduce__): __setstate__ sizes it
         shell = m.tree_
         fresh = type(shell)(*shell.__reduce__()[1])
-        fresh.__setstate__({"max_depth": max(int(self.depth_), 1) - 1, "node_count": n,
-                            "nodes": nodes, "values": value})
+        fresh.__setstate__(
+            {
+                "max_depth": max(int(self.depth_), 1) - 1,
+                "node_count": n,
+                "nodes": nodes,
+                "values": value,
+            }
+        )
         m.tree_ = fresh
         if hasattr(self, "feature_names_in_"):
             m.feature_names_in_ = self.feature_names_in_
@@ -902,16 +984,20 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         ``shared/data/osrt/binarized`` were made), ``depth_budget=5`` and
         ``regularization=0.01`` (the defaults before they were chosen on the real-data
         panel, ``benchmarks/bench_trees_defaults.py``). ``params`` override any of them."""
-        base = {"regularization": 0.01, "depth_budget": 5,
-                "binarizer": Binarizer(strategy="uniform", n_thresholds=3)}
+        base = {
+            "regularization": 0.01,
+            "depth_budget": 5,
+            "binarizer": Binarizer(strategy="uniform", n_thresholds=3),
+        }
         return cls(**{**base, **params})
 
     def export_text(self, decimals: int = 4, show_counts: bool = True) -> str:
         """The tree as an index card, one line per split (see :meth:`Tree.export_text`);
         ``decimals`` = digits after the decimal point of the predictions."""
         self._check_fitted()
-        return self.tree_.export_text(self.binary_feature_names_, decimals=decimals,
-                                      show_counts=show_counts)
+        return self.tree_.export_text(
+            self.binary_feature_names_, decimals=decimals, show_counts=show_counts
+        )
 
     # ------------------------------------------------------------------ persistence
     def to_dict(self) -> dict:
@@ -922,8 +1008,9 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         """
         self._check_fitted()
         params = {k: v for k, v in self.get_params(deep=False).items() if k != "binarizer"}
-        params["bounds"] = list((params["bounds"],) if isinstance(params["bounds"], str)
-                                else params["bounds"])
+        params["bounds"] = list(
+            (params["bounds"],) if isinstance(params["bounds"], str) else params["bounds"]
+        )
         params["dtype"] = str(resolve_dtype(params["dtype"]))
         # JSON-able: a device mesh is not saved ("all" is)
         params["mesh"] = params["mesh"] if isinstance(params["mesh"], str) else None
@@ -946,9 +1033,12 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             "binary_feature_names": list(self.binary_feature_names_),
             "normalizer": self.normalizer_,
             "certificate": {
-                "objective": self.objective_, "loss": self.loss_,
-                "lower_bound": self.lower_bound_, "gap": self.gap_,
-                "optimal": self.optimal_, "timed_out": self.timed_out_,
+                "objective": self.objective_,
+                "loss": self.loss_,
+                "lower_bound": self.lower_bound_,
+                "gap": self.gap_,
+                "optimal": self.optimal_,
+                "timed_out": self.timed_out_,
             },
         }
 
@@ -988,8 +1078,10 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
         else:
             n_in = len(in_names)
         if in_names is not None and len(in_names) != n_in:
-            raise ValueError(f"feature_names_in has {len(in_names)} names; the model has "
-                             f"n_features_in = {n_in} features")
+            raise ValueError(
+                f"feature_names_in has {len(in_names)} names; the model has "
+                f"n_features_in = {n_in} features"
+            )
         if has_names and in_names is None:
             raise ValueError("feature_names_in is missing, but has_feature_names is true")
         bnames = L.string_list(L.field(d, "binary_feature_names"), "binary_feature_names")
@@ -998,51 +1090,73 @@ class OptimalTreeRegressor(RegressorMixin, BaseEstimator):
             est.binarizer_ = est.binarizer
             b = est.binarizer_
             if not hasattr(b, "features_"):
-                raise ValueError("binarizer has no fitted state ('fitted'); a fitted model's "
-                                 "binarizer is fitted")
+                raise ValueError(
+                    "binarizer has no fitted state ('fitted'); a fitted model's binarizer is fitted"
+                )
             if b.n_features_in_ != n_in:
-                raise ValueError(f"binarizer.fitted.feature_names_in has {b.n_features_in_} "
-                                 f"names; the model has n_features_in = {n_in} features")
+                raise ValueError(
+                    f"binarizer.fitted.feature_names_in has {b.n_features_in_} "
+                    f"names; the model has n_features_in = {n_in} features"
+                )
             if list(b.feature_names_out_) != bnames:
-                raise ValueError("binary_feature_names differ from the names of the "
-                                 "binarizer's features (binarizer.fitted.features); one of "
-                                 "them was edited")
+                raise ValueError(
+                    "binary_feature_names differ from the names of the "
+                    "binarizer's features (binarizer.fitted.features); one of "
+                    "them was edited"
+                )
         else:
             est.binarizer_ = None
             if len(bnames) != n_in:
-                raise ValueError(f"binary_feature_names has {len(bnames)} names; without a "
-                                 f"binarizer the model's {n_in} features are its binary "
-                                 "features")
+                raise ValueError(
+                    f"binary_feature_names has {len(bnames)} names; without a "
+                    f"binarizer the model's {n_in} features are its binary "
+                    "features"
+                )
         est.tree_ = Tree.from_dict(L.field(d, "tree"), path="tree", n_features=len(bnames))
         if has_names:
             est.feature_names_in_ = np.asarray(in_names, dtype=object)
         est.n_features_in_ = n_in
         est.binary_feature_names_ = list(bnames)
         est.tree_.feature_names = list(est.binary_feature_names_)
-        est.normalizer_ = L.real(L.field(d, "normalizer"), "normalizer", allow_inf=True,
-                                 what="the loss normaliser is a number > 0")
+        est.normalizer_ = L.real(
+            L.field(d, "normalizer"),
+            "normalizer",
+            allow_inf=True,
+            what="the loss normaliser is a number > 0",
+        )
         if not est.normalizer_ > 0:
             raise ValueError(f"normalizer is {est.normalizer_!r}; it must be > 0")
         c = L.mapping(L.field(d, "certificate"), "certificate")
-        num = {k: L.real(L.field(c, k, "certificate"), f"certificate.{k}", min_value=0,
-                         what="the certificate's numbers must be finite")
-               for k in ("objective", "loss", "lower_bound", "gap")}
+        num = {
+            k: L.real(
+                L.field(c, k, "certificate"),
+                f"certificate.{k}",
+                min_value=0,
+                what="the certificate's numbers must be finite",
+            )
+            for k in ("objective", "loss", "lower_bound", "gap")
+        }
         obj, lb = num["objective"], num["lower_bound"]
         if lb > obj:
-            raise ValueError(f"certificate.lower_bound is {lb!r}, above certificate.objective "
-                             f"{obj!r}; a lower bound on the optimum cannot exceed the "
-                             "objective of a tree")
+            raise ValueError(
+                f"certificate.lower_bound is {lb!r}, above certificate.objective "
+                f"{obj!r}; a lower bound on the optimum cannot exceed the "
+                "objective of a tree"
+            )
         if num["loss"] > obj:
-            raise ValueError(f"certificate.loss is {num['loss']!r}, above "
-                             f"certificate.objective {obj!r} (the loss plus the leaf "
-                             "penalty)")
+            raise ValueError(
+                f"certificate.loss is {num['loss']!r}, above "
+                f"certificate.objective {obj!r} (the loss plus the leaf "
+                "penalty)"
+            )
         if abs(num["gap"] - (obj - lb)) > 1e-12 * max(1.0, obj):
-            raise ValueError(f"certificate.gap is {num['gap']!r}; it must be objective - "
-                             f"lower_bound = {obj - lb!r}")
+            raise ValueError(
+                f"certificate.gap is {num['gap']!r}; it must be objective - "
+                f"lower_bound = {obj - lb!r}"
+            )
         est.objective_, est.loss_ = obj, num["loss"]
         est.lower_bound_, est.gap_ = lb, num["gap"]
         est.optimal_ = L.boolean(L.field(c, "optimal", "certificate"), "certificate.optimal")
-        est.timed_out_ = L.boolean(L.field(c, "timed_out", "certificate"),
-                                   "certificate.timed_out")
+        est.timed_out_ = L.boolean(L.field(c, "timed_out", "certificate"), "certificate.timed_out")
         est.n_leaves_, est.depth_ = est.tree_.n_leaves, est.tree_.depth
         return est

@@ -207,14 +207,39 @@ class OptimalTreeSearch:
         the float64 range (:func:`~jaxsr.trees.problem.build_problem`).
     """
 
-    def __init__(self, X, y, w, *, loss="squared_error", regularization=0.01, normalize=True,
-                 depth_budget=5, min_samples_leaf=1, bounds=ALL_BOUNDS, exact_levels=None,
-                 time_limit=None, verbose=False, backend="numpy", greedy=True,
-                 mesh=None, progress=False):
+    def __init__(
+        self,
+        X,
+        y,
+        w,
+        *,
+        loss="squared_error",
+        regularization=0.01,
+        normalize=True,
+        depth_budget=5,
+        min_samples_leaf=1,
+        bounds=ALL_BOUNDS,
+        exact_levels=None,
+        time_limit=None,
+        verbose=False,
+        backend="numpy",
+        greedy=True,
+        mesh=None,
+        progress=False,
+    ):
         self.problem: TreeProblem = build_problem(
-            X, y, w, loss=loss, regularization=regularization, normalize=normalize,
-            depth_budget=depth_budget, min_samples_leaf=min_samples_leaf, bounds=bounds,
-            exact_levels=exact_levels, host=backend != "jax")
+            X,
+            y,
+            w,
+            loss=loss,
+            regularization=regularization,
+            normalize=normalize,
+            depth_budget=depth_budget,
+            min_samples_leaf=min_samples_leaf,
+            bounds=bounds,
+            exact_levels=exact_levels,
+            host=backend != "jax",
+        )
         self.time_limit = time_limit
         self.verbose = verbose
         self.progress = bool(progress)
@@ -251,12 +276,19 @@ class OptimalTreeSearch:
         ``verbose``, one line on stderr."""
         lb, e = self._live_bound(state, final)
         if self.progress:
-            _progress.update(0, bound=f"{lb:.6g}", objective=f"{e.ub:.6g}",
-                             gap=f"{max(e.ub - lb, 0.0):.3g}", subproblems=len(self.memo))
+            _progress.update(
+                0,
+                bound=f"{lb:.6g}",
+                objective=f"{e.ub:.6g}",
+                gap=f"{max(e.ub - lb, 0.0):.3g}",
+                subproblems=len(self.memo),
+            )
         if self.verbose and line:
-            _progress.write(f"[osrt] lower bound {lb:.6f}  upper bound {e.ub:.6f}  "
-                            f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
-                            f"elapsed {time.perf_counter() - state.t0:.2f} s")
+            _progress.write(
+                f"[osrt] lower bound {lb:.6f}  upper bound {e.ub:.6f}  "
+                f"subproblems {len(self.memo)}  kernels {self.n_kernel}  "
+                f"elapsed {time.perf_counter() - state.t0:.2f} s"
+            )
 
     def _build_seconds(self, nodes):
         """Predicted seconds to extract a tree of ``nodes`` nodes (a leaf value per node
@@ -278,12 +310,22 @@ class OptimalTreeSearch:
             P = self.problem
             n_dev = 1 if self._mesh is None else int(self._mesh.devices.size)
             Up = max(64 * n_dev, -(-P.U // (64 * n_dev)) * 64 * n_dev)
-            if (self.deadline is None
-                    or self.deadline - time.perf_counter() >= device.COMPILE_SECONDS
-                    or device.compiled_for(Up, P.M)):
+            if (
+                self.deadline is None
+                or self.deadline - time.perf_counter() >= device.COMPILE_SECONDS
+                or device.compiled_for(Up, P.M)
+            ):
                 self.dev = device.DeviceBatcher(
-                    P.Xc, P.st4, P.korder, P.lam, P.norm, P.m1,
-                    mean=P.cls_mean, E=P.stats[:, STAT_E], mesh=self._mesh)
+                    P.Xc,
+                    P.st4,
+                    P.korder,
+                    P.lam,
+                    P.norm,
+                    P.m1,
+                    mean=P.cls_mean,
+                    E=P.stats[:, STAT_E],
+                    mesh=self._mesh,
+                )
         return self.dev
 
     def _device_expansion(self, state, L):
@@ -303,8 +345,14 @@ class OptimalTreeSearch:
         keysT = [(packT[i].tobytes(), int(dT[i])) if dT[i] > 1 else None for i in range(nk)]
         keysF = [(packF[i].tobytes(), int(dF[i])) if dF[i] > 1 else None for i in range(nk)]
         return self._device_children(
-            mask, d, (maskT, maskF), (keysT, keysF), (fr["stT"], fr["stF"]),
-            (fr["leafT"], fr["leafF"]), (dT, dF))
+            mask,
+            d,
+            (maskT, maskF),
+            (keysT, keysF),
+            (fr["stT"], fr["stF"]),
+            (fr["leafT"], fr["leafF"]),
+            (dT, dF),
+        )
 
     def _device_children(self, mask, d, masks, keys, stats, leaves, deffs):
         """Evaluate all new children of a subproblem in batched device calls; False when
@@ -336,8 +384,12 @@ class OptimalTreeSearch:
             for k, c, f in zip(sel_k[:done], costs[:done], feats[:done], strict=True):
                 memo[k] = Entry(float(c), float(c), int(f), True, -1, np.inf)
             return done == len(sel_k)
-        if (P.l1 or not P.use_kmeans or P.U > _DEVICE_KMEANS_MAX_CLASSES
-                or not self.dev.batch_kmeans):
+        if (
+            P.l1
+            or not P.use_kmeans
+            or P.U > _DEVICE_KMEANS_MAX_CLASSES
+            or not self.dev.batch_kmeans
+        ):
             return True
         st = np.stack(sel_st)
         cheap = np.broadcast_to(cheap_split_bound(P, st), (len(sel_k),))
@@ -356,8 +408,9 @@ class OptimalTreeSearch:
             else:
                 kd = k[1] > P.kl + 1 and P.kl and not P.l1
                 deep = max(sb, float(deep_bound(P, sel_st[j]))) if kd else np.inf
-                memo[k] = Entry(float(min(leaf, sb)), float(leaf), -1, False,
-                                UNTRIED if kd else -1, float(deep))
+                memo[k] = Entry(
+                    float(min(leaf, sb)), float(leaf), -1, False, UNTRIED if kd else -1, float(deep)
+                )
         return done == len(sel_k)
 
     # ------------------------------------------------------------------ driver
@@ -385,9 +438,14 @@ class OptimalTreeSearch:
                 # anytime: the greedy CART tree first (a few ms), so the search starts
                 # from its objective and never returns a worse tree, even when the time
                 # limit stops it before the root's bounds are computed
-                inc = greedy_tree(P, mask, d, deadline=self.deadline,
-                                  polish=self.deadline is not None,
-                                  kernel_rate=self._kernel_rate)
+                inc = greedy_tree(
+                    P,
+                    mask,
+                    d,
+                    deadline=self.deadline,
+                    polish=self.deadline is not None,
+                    kernel_rate=self._kernel_rate,
+                )
                 self._kernel_rate = inc.kernel_rate
                 self.n_kernel += inc.n_kernel
             g = np.inf if inc is None else inc.objective
@@ -398,26 +456,35 @@ class OptimalTreeSearch:
                 self.deadline -= self._build_seconds(kept)
                 if inc is not None:  # a kept exact subtree is rebuilt by the kernel,
                     # level by level (its root call and the calls below: ~2.5 of the first)
-                    self.deadline -= 2.5 * sum(dt for i, dt in inc.kernel_seconds.items()
-                                               if inc.nodes[i][6] >= 1)
+                    self.deadline -= 2.5 * sum(
+                        dt for i, dt in inc.kernel_seconds.items() if inc.nodes[i][6] >= 1
+                    )
             state = self._search((key, mask, d), g, max_steps, t0)
             self.n_kernel += state.kernel_calls
             self.n_kmeans += state.kmeans
             e = self.memo[key]
             if e.feat == GREEDY:  # the root's best tree is the incumbent
                 self.incumbent = inc
-            tree = extract_tree(P, self.memo, mask, d,
-                                None if self.incumbent is None else self.incumbent.nodes)
+            tree = extract_tree(
+                P, self.memo, mask, d, None if self.incumbent is None else self.incumbent.nodes
+            )
         finally:
             blas.__exit__(None, None, None)
         if self.verbose or self.progress:
             self._report(state, final=True)
         self.status = state.status
-        return SearchResult(tree=tree, objective=float(e.ub), lower_bound=float(e.lb),
-                            timed_out=state.status is Status.TIME_LIMIT,
-                            n_subproblems=len(self.memo), n_kernel_calls=self.n_kernel,
-                            n_kmeans=self.n_kmeans, seconds=time.perf_counter() - t0,
-                            status=state.status, steps=state.steps)
+        return SearchResult(
+            tree=tree,
+            objective=float(e.ub),
+            lower_bound=float(e.lb),
+            timed_out=state.status is Status.TIME_LIMIT,
+            n_subproblems=len(self.memo),
+            n_kernel_calls=self.n_kernel,
+            n_kmeans=self.n_kmeans,
+            seconds=time.perf_counter() - t0,
+            status=state.status,
+            steps=state.steps,
+        )
 
     def _search(self, root, incumbent, max_steps, t0):
         """The engine from the root (its entry with the objective ``incumbent`` of the
@@ -427,12 +494,24 @@ class OptimalTreeSearch:
         :attr:`memo` reads its memo."""
         device = None
         if self._jax:
+
             def device(st, L):
                 ref[0] = st  # the search as the engine holds it now
                 return self._device_expansion(st, L)
+
         limit = None if self.deadline is None else self.deadline - t0
-        ref = [cs.init(self.problem, root, incumbent, limit, max_steps, t0, device,
-                       kernel_rate=self._kernel_rate)]
+        ref = [
+            cs.init(
+                self.problem,
+                root,
+                incumbent,
+                limit,
+                max_steps,
+                t0,
+                device,
+                kernel_rate=self._kernel_rate,
+            )
+        ]
         self.memo = cs.MemoView(ref)
         state = ref[0]
         if self.progress:  # the root's bounds on the bar before the first step
@@ -450,14 +529,17 @@ class OptimalTreeSearch:
             dt = time.perf_counter() - t_step
             done = state.steps - steps
             if done > 0:
-                chunk = int(min(cs.CHUNK, max(1, chunk * 2 if dt <= 0 else
-                                              min(2 * chunk, STEP_SECONDS * done / dt))))
+                chunk = int(
+                    min(
+                        cs.CHUNK,
+                        max(1, chunk * 2 if dt <= 0 else min(2 * chunk, STEP_SECONDS * done / dt)),
+                    )
+                )
             if self.progress or self.verbose:
                 if self.progress:
                     _progress.update(max(state.steps - steps, 1))
                 now = time.perf_counter()
-                if (self.verbose and now >= next_line) or (self.progress
-                                                            and now >= next_post):
+                if (self.verbose and now >= next_line) or (self.progress and now >= next_post):
                     line = now >= next_line
                     self._report(state, line=line)
                     next_post = time.perf_counter() + 0.5

@@ -54,8 +54,8 @@ def kernel_work(M, n_classes, levels):
     statistics and the ``min`` reductions). Times a call before it is made under a time
     limit (the engine's copy: ``kernel_work`` in ``engine/terminal.hpp``)."""
     if levels >= 3:
-        return n_classes * M * M * 3.0 + 40.0 * M ** 3 + 1.0
-    return n_classes * M * 3.0 * (M if levels == 2 else 1) + 40.0 * M ** 2 + 1.0
+        return n_classes * M * M * 3.0 + 40.0 * M**3 + 1.0
+    return n_classes * M * 3.0 * (M if levels == 2 else 1) + 40.0 * M**2 + 1.0
 
 
 def _loss(xp, st):
@@ -103,8 +103,9 @@ def best_depth3(xp, tot, a, P, T, lam, norm, m1):
     leaf = objective(_loss(xp, tot), norm, lam)
     cost_true, _ = best_depth2(xp, a, P, T, lam, norm, m1)
     tot_false = tot[..., None, :] - a
-    cost_false, _ = best_depth2(xp, tot_false, a[..., None, :, :] - P,
-                                P[..., None, :, :, :] - T, lam, norm, m1)
+    cost_false, _ = best_depth2(
+        xp, tot_false, a[..., None, :, :] - P, P[..., None, :, :, :] - T, lam, norm, m1
+    )
     ok = (a[..., N] >= m1) & (tot_false[..., N] >= m1)
     return _pick(xp, leaf, xp.where(ok, cost_true + cost_false, xp.inf))
 
@@ -142,8 +143,15 @@ def best_subtree(xp, Xs, st, levels, lam, norm, m1):
 
 
 @program(static_argnames=("levels", "min_samples_leaf"))
-def optimal_subtree_cost(class_features, class_stats, mask, regularization, normalizer,
-                         levels: int = 2, min_samples_leaf: int = 1):
+def optimal_subtree_cost(
+    class_features,
+    class_stats,
+    mask,
+    regularization,
+    normalizer,
+    levels: int = 2,
+    min_samples_leaf: int = 1,
+):
     """Optimal objective of trees with at most ``levels`` levels of splits (squared loss).
 
     Args:
@@ -161,5 +169,4 @@ def optimal_subtree_cost(class_features, class_stats, mask, regularization, norm
     """
     st = class_stats * jnp.asarray(mask).astype(class_stats.dtype)[:, None]
     X = jnp.asarray(class_features, dtype=class_stats.dtype)
-    return best_subtree(jnp, X, st, levels, regularization, normalizer,
-                        max(1, min_samples_leaf))
+    return best_subtree(jnp, X, st, levels, regularization, normalizer, max(1, min_samples_leaf))

@@ -9,11 +9,25 @@ import numpy as np
 __all__ = ["Tree"]
 
 #: the attributes of scikit-learn's ``tree_`` that its exporters read
-_SKLEARN_TREE_ATTRIBUTES = frozenset({
-    "children_left", "children_right", "threshold", "impurity", "n_node_samples",
-    "weighted_n_node_samples", "n_outputs", "n_classes", "n_features", "node_count",
-    "max_depth", "capacity", "missing_go_to_left", "compute_feature_importances",
-    "max_n_classes"})
+_SKLEARN_TREE_ATTRIBUTES = frozenset(
+    {
+        "children_left",
+        "children_right",
+        "threshold",
+        "impurity",
+        "n_node_samples",
+        "weighted_n_node_samples",
+        "n_outputs",
+        "n_classes",
+        "n_features",
+        "node_count",
+        "max_depth",
+        "capacity",
+        "missing_go_to_left",
+        "compute_feature_importances",
+        "max_n_classes",
+    }
+)
 
 
 @dataclass
@@ -59,7 +73,8 @@ class Tree:
                 "cannot read it. Use the model's own export_text(), "
                 "jaxsr.trees.plot_tree(model) or jaxsr.trees.export_graphviz(model), or "
                 "model.to_sklearn(): the same tree as a fitted "
-                "sklearn.tree.DecisionTreeRegressor, which those functions read")
+                "sklearn.tree.DecisionTreeRegressor, which those functions read"
+            )
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ structure
@@ -118,8 +133,9 @@ class Tree:
         self._descend(X, lambda r, nodes: (rows.append(r), cols.append(nodes)))
         r = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
         c = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
-        m = sp.csr_matrix((np.ones(r.size, dtype=np.int64), (r, c)),
-                          shape=(np.asarray(X).shape[0], self.n_nodes))
+        m = sp.csr_matrix(
+            (np.ones(r.size, dtype=np.int64), (r, c)), shape=(np.asarray(X).shape[0], self.n_nodes)
+        )
         m.sort_indices()
         return m
 
@@ -155,8 +171,7 @@ class Tree:
         extra = f"  (n = {int(self.n_samples[i])})" if show_counts else ""
         return f"predict {self.format_value(self.value[i], decimals)}{extra}"
 
-    def export_text(self, feature_names=None, decimals: int = 4, show_counts: bool = True
-                    ) -> str:
+    def export_text(self, feature_names=None, decimals: int = 4, show_counts: bool = True) -> str:
         """The tree as text, one line per split and one per leaf, as scikit-learn's
         ``export_text`` draws it, with ``else`` for the branch where the test fails::
 
@@ -193,8 +208,11 @@ class Tree:
                 lines.append(pad + self.leaf_label(i, decimals, show_counts))
                 continue
             lines.append(pad + self.condition(i, feature_names))
-            stack += [("node", int(self.false_child[i]), depth + 1), ("else", pad),
-                      ("node", int(self.true_child[i]), depth + 1)]
+            stack += [
+                ("node", int(self.false_child[i]), depth + 1),
+                ("else", pad),
+                ("node", int(self.true_child[i]), depth + 1),
+            ]
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ JSON
@@ -212,8 +230,7 @@ class Tree:
         }
 
     @classmethod
-    def from_dict(cls, d: dict, *, path: str = "tree", n_features: int | None = None
-                  ) -> Tree:
+    def from_dict(cls, d: dict, *, path: str = "tree", n_features: int | None = None) -> Tree:
         """Rebuild a tree from :meth:`to_dict` output, checking every field.
 
         Args:
@@ -231,44 +248,74 @@ class Tree:
         from .._loading import field, int_array, mapping, real_array, string_list
 
         mapping(d, path)
-        feature = int_array(field(d, "feature", path), f"{path}.feature", min_length=1,
-                            min_value=-1,
-                            max_value=None if n_features is None else n_features - 1)
+        feature = int_array(
+            field(d, "feature", path),
+            f"{path}.feature",
+            min_length=1,
+            min_value=-1,
+            max_value=None if n_features is None else n_features - 1,
+        )
         n = feature.shape[0]
         arrs = {
             "feature": feature,
-            "true_child": int_array(field(d, "true_child", path), f"{path}.true_child",
-                                    length=n, min_value=-1, max_value=n - 1),
-            "false_child": int_array(field(d, "false_child", path), f"{path}.false_child",
-                                     length=n, min_value=-1, max_value=n - 1),
-            "value": real_array(field(d, "value", path), f"{path}.value", length=n,
-                                what="predictions must be finite"),
-            "n_samples": int_array(field(d, "n_samples", path), f"{path}.n_samples",
-                                   length=n, min_value=0),
-            "weight": real_array(field(d, "weight", path), f"{path}.weight", length=n,
-                                 min_value=0, what="sample weights must be finite"),
-            "loss": real_array(field(d, "loss", path), f"{path}.loss", length=n, min_value=0,
-                               allow_inf=True),
+            "true_child": int_array(
+                field(d, "true_child", path),
+                f"{path}.true_child",
+                length=n,
+                min_value=-1,
+                max_value=n - 1,
+            ),
+            "false_child": int_array(
+                field(d, "false_child", path),
+                f"{path}.false_child",
+                length=n,
+                min_value=-1,
+                max_value=n - 1,
+            ),
+            "value": real_array(
+                field(d, "value", path),
+                f"{path}.value",
+                length=n,
+                what="predictions must be finite",
+            ),
+            "n_samples": int_array(
+                field(d, "n_samples", path), f"{path}.n_samples", length=n, min_value=0
+            ),
+            "weight": real_array(
+                field(d, "weight", path),
+                f"{path}.weight",
+                length=n,
+                min_value=0,
+                what="sample weights must be finite",
+            ),
+            "loss": real_array(
+                field(d, "loss", path), f"{path}.loss", length=n, min_value=0, allow_inf=True
+            ),
         }
         seen = np.zeros(n, dtype=bool)
         for i in range(n):
             kids = (int(arrs["true_child"][i]), int(arrs["false_child"][i]))
             if feature[i] < 0:
                 if kids != (-1, -1):
-                    raise ValueError(f"{path}.true_child[{i}] / false_child[{i}] are {kids}; "
-                                     f"node {i} is a leaf (feature -1), whose children are "
-                                     "-1")
+                    raise ValueError(
+                        f"{path}.true_child[{i}] / false_child[{i}] are {kids}; "
+                        f"node {i} is a leaf (feature -1), whose children are "
+                        "-1"
+                    )
                 continue
             for name, c in zip(("true_child", "false_child"), kids, strict=True):
                 if c <= i or seen[c]:
-                    raise ValueError(f"{path}.{name}[{i}] is {c}; a child index must come "
-                                     f"after its node ({i + 1}..{n - 1}) and belong to one "
-                                     "split only")
+                    raise ValueError(
+                        f"{path}.{name}[{i}] is {c}; a child index must come "
+                        f"after its node ({i + 1}..{n - 1}) and belong to one "
+                        "split only"
+                    )
                 seen[c] = True
         if n > 1 and int(seen.sum()) != n - 1:
             orphan = int(np.flatnonzero(~seen[1:])[0]) + 1
-            raise ValueError(f"{path}: node {orphan} is no split's child; the child indices "
-                             "do not form one tree")
+            raise ValueError(
+                f"{path}: node {orphan} is no split's child; the child indices do not form one tree"
+            )
         names = d.get("feature_names")
         if names is not None:
             names = string_list(names, f"{path}.feature_names", length=n_features)

@@ -41,12 +41,15 @@ def reference_search_all(tree, sem, eqs, S, XT, masks, var_mask, max_nodes, max_
     n = int(t["n_nodes"])
     with np.errstate(all="ignore"):
         base = np.mean(((a * sem - b) / (c * sem - d)) ** 2, axis=-1)
-    out = dict(constant=np.full(cap, -np.inf), constant_k=np.full(cap, np.nan),
-               variable=np.full((cap, M), -np.inf),
-               constant_variable=np.full((cap, M, 4), -np.inf),
-               constant_variable_k=np.full((cap, M, 4), np.nan),
-               constant_expression=np.full((cap, 2), -np.inf),
-               constant_expression_k=np.full((cap, 2), np.nan))
+    out = dict(
+        constant=np.full(cap, -np.inf),
+        constant_k=np.full(cap, np.nan),
+        variable=np.full((cap, M), -np.inf),
+        constant_variable=np.full((cap, M, 4), -np.inf),
+        constant_variable_k=np.full((cap, M, 4), np.nan),
+        constant_expression=np.full((cap, 2), -np.inf),
+        constant_expression_k=np.full((cap, 2), np.nan),
+    )
 
     def red(j, f, ok):
         r = base[j] - f
@@ -68,8 +71,12 @@ def reference_search_all(tree, sem, eqs, S, XT, masks, var_mask, max_nodes, max_
         if masks[2, j] and cv_room:
             for m in range(M):
                 for o, cop in enumerate(CV_OPS):
-                    hides = (op == cop and t["op"][left] == CONST and t["op"][right] == VAR
-                             and t["feature"][right] == m)
+                    hides = (
+                        op == cop
+                        and t["op"][left] == CONST
+                        and t["op"][right] == VAR
+                        and t["feature"][right] == m
+                    )
                     if not var_mask[m] or hides or (cop == DIV and np.any(XT[m] == 0)):
                         continue
                     W.append(XT[m])
@@ -79,8 +86,9 @@ def reference_search_all(tree, sem, eqs, S, XT, masks, var_mask, max_nodes, max_
         if masks[3, j] and ce_room and op >= ADD:
             const_child = t["op"][left] == CONST or t["op"][right] == CONST
             for o, cop in enumerate(CE_OPS):
-                if const_child and ((cop == ADD and op in (ADD, SUB))
-                                    or (cop == MUL and op in (MUL, DIV))):
+                if const_child and (
+                    (cop == ADD and op in (ADD, SUB)) or (cop == MUL and op in (MUL, DIV))
+                ):
                     continue
                 W.append(sem[j])
                 ops.append(cop)
@@ -91,9 +99,12 @@ def reference_search_all(tree, sem, eqs, S, XT, masks, var_mask, max_nodes, max_
             Wp[: len(W)] = np.stack(W)
             opp = np.full(n_rows, ADD, np.int32)
             opp[: len(ops)] = ops
-            ks, fs, oks = (np.asarray(v)[: len(W)] for v in _rows(
-                a[j], b[j], c[j], d[j], S[j], t["n_slots"][j], jnp.asarray(Wp),
-                jnp.asarray(opp)))
+            ks, fs, oks = (
+                np.asarray(v)[: len(W)]
+                for v in _rows(
+                    a[j], b[j], c[j], d[j], S[j], t["n_slots"][j], jnp.asarray(Wp), jnp.asarray(opp)
+                )
+            )
             for (kind, *idx), k, f, ok in zip(where, ks, fs, oks, strict=True):
                 if kind == "c":
                     out["constant"][j], out["constant_k"][j] = red(j, f, ok), k

@@ -74,8 +74,15 @@ def _beam_run(width, steps, strategy=2):
     from jaxsr.symbolic.strategies import DomeSearch
 
     X, y = rational_data()
-    eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(2, bool), max_nodes=13,
-                     max_height=None, min_improvement=1e-6, feature_names=None)
+    eng = DomeSearch(
+        jnp.asarray(X.T),
+        jnp.asarray(y),
+        np.ones(2, bool),
+        max_nodes=13,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=None,
+    )
     state = beam_init(eng, width)
     states = [state]
     for _ in range(steps):
@@ -103,13 +110,17 @@ def test_beam_members_are_distinct_scored_and_ordered():
         keys = [_order_key(m) for m in s.members]
         assert keys == sorted(keys)
         mses = [m.mse for m in s.members]
-        assert all(b >= a * (1 - 10.0 ** (1 - ORDER_DIGITS)) for a, b in zip(mses, mses[1:],
-                                                                            strict=False))
+        assert all(
+            b >= a * (1 - 10.0 ** (1 - ORDER_DIGITS)) for a, b in zip(mses, mses[1:], strict=False)
+        )
         for m, out in zip(s.members, outs, strict=True):
             # the true MSE, and lower than its parent's (an accepted change)
             np.testing.assert_allclose(m.mse, np.mean((out - y) ** 2), rtol=1e-9)
-            assert m.mse < prev.members[m.record["beam_parent"]].mse if "beam_parent" in \
-                m.record else True
+            assert (
+                m.mse < prev.members[m.record["beam_parent"]].mse
+                if "beam_parent" in m.record
+                else True
+            )
             assert m.expression.n_nodes <= 13
         assert s.best.mse <= prev.best.mse
         front = {f.expression.to_string() for f in s.front}
@@ -125,8 +136,9 @@ def test_canonical_text_commutes():
 
 def test_estimator_beam_front_is_the_union_and_never_worse():
     X, y = rational_data()
-    sr = SymbolicRegressor(strategy=2, max_nodes=13, max_iterations=6, beam_width=4,
-                           progress=False).fit(X, y)
+    sr = SymbolicRegressor(
+        strategy=2, max_nodes=13, max_iterations=6, beam_width=4, progress=False
+    ).fit(X, y)
     mses = [h["mse"] for h in sr.history_ if h["search"] != "prune"]
     assert all(b <= a for a, b in zip(mses, mses[1:], strict=False))  # best so far
     assert all(h["beam_size"] >= 1 for h in sr.history_ if h["search"] != "prune")
@@ -148,13 +160,26 @@ def test_batched_search_equals_one_call_per_tree(monkeypatch):
     from jaxsr.symbolic.strategies import DomeSearch
 
     X, y = rational_data()
-    eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(2, bool), max_nodes=13,
-                     max_height=None, min_improvement=1e-6, feature_names=None)
-    exprs = [Expression.parse(t) for t in ("(2.0 * x1) - 9.0", "x1 / (x2 + 3.0)",
-                                            "(x1 * 2.4) - (x2 / x1)")]
+    eng = DomeSearch(
+        jnp.asarray(X.T),
+        jnp.asarray(y),
+        np.ones(2, bool),
+        max_nodes=13,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=None,
+    )
+    exprs = [
+        Expression.parse(t)
+        for t in ("(2.0 * x1) - 9.0", "x1 / (x2 + 3.0)", "(x1 * 2.4) - (x2 / x1)")
+    ]
     mses = [float(np.mean((e.evaluate(X) - y) ** 2)) for e in exprs]
-    specs = [("constant", "all"), ("variable", "all"), ("constant-variable", "all"),
-             ("constant-expression", "nonterminal")]
+    specs = [
+        ("constant", "all"),
+        ("variable", "all"),
+        ("constant-variable", "all"),
+        ("constant-expression", "nonterminal"),
+    ]
     monkeypatch.setattr(beam, "BATCH_TREES", False)
     one = search_many(eng, exprs, mses, specs)
     monkeypatch.setattr(beam, "BATCH_TREES", True)

@@ -33,8 +33,7 @@ def test_the_import_turned_on_jax_cache_in_the_default_folder():
     assert str(_config.default_cache_dir()) == folder
 
 
-def test_a_folder_is_chosen_switched_off_and_others_write_access_refused(
-        tmp_path, restore_cache):
+def test_a_folder_is_chosen_switched_off_and_others_write_access_refused(tmp_path, restore_cache):
     folder = tmp_path / "cache"
     assert jaxsr.enable_compilation_cache(folder) == str(folder)
     assert folder.is_dir() and jax.config.jax_compilation_cache_dir == str(folder)
@@ -86,8 +85,9 @@ print(json.dumps({**events, "cache": jax.config.jax_compilation_cache_dir,
 
 
 def _run_child(env):
-    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
-                         text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, check=True
+    )
     import json
 
     return json.loads(out.stdout.strip().splitlines()[-1])

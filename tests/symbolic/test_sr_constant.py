@@ -44,11 +44,11 @@ def paper_constant(a, b, c, d, forbidden=()):
     zeros = zeros[keep]
     f = np.full(zeros.shape, np.inf)
     for s in range(0, zeros.size, 256):  # equation 27 at every zero, 256 at a time
-        z = zeros[s:s + 256, None]
+        z = zeros[s : s + 256, None]
         den = c * z - d
         with np.errstate(all="ignore"):
             fz = np.mean(((a * z - b) / den) ** 2, axis=1)
-        f[s:s + 256] = np.where(np.any(den == 0, axis=1) | ~np.isfinite(fz), np.inf, fz)
+        f[s : s + 256] = np.where(np.any(den == 0, axis=1) | ~np.isfinite(fz), np.inf, fz)
     if zeros.size == 0 or not np.isfinite(f.min()):
         return np.nan, np.inf
     return zeros[np.argmin(f)], f.min()
@@ -86,8 +86,7 @@ def compare(eqs):
             r = 1.0 if np.isinf(f_ours) else 0.0
         else:
             r = f_ours / f_paper if f_paper > 0 else (1.0 if f_ours == 0 else np.inf)
-        out.append((r,
-                    bool(ok) and near_pole(c, d, k)))
+        out.append((r, bool(ok) and near_pole(c, d, k)))
     return np.array([r for r, _ in out]), np.array([p for _, p in out])
 
 
@@ -123,10 +122,20 @@ def test_on_the_equations_met_while_fitting_real_data():
     from jaxsr.symbolic.expression import ADD, DIV, MUL, SUB
 
     Xd, yd = load_diabetes(as_frame=False)
-    cases = [(Xd[:1000], yd[:1000], ["152.1 + (2.5 * x3) / (1.3 + (0.01 * x4))",
-                                     "(x3 * (x9 - 4.2)) / (x4 - (0.2 * x5)) + 99.0"]),
-             (*feynman_equation("I.27.6", 1000, seed=0),
-              ["1.5 / (0.3 + (x3 / x2))", "(x1 * x2) / ((2.0 * x2) + (x1 * x3))"])]
+    cases = [
+        (
+            Xd[:1000],
+            yd[:1000],
+            [
+                "152.1 + (2.5 * x3) / (1.3 + (0.01 * x4))",
+                "(x3 * (x9 - 4.2)) / (x4 - (0.2 * x5)) + 99.0",
+            ],
+        ),
+        (
+            *feynman_equation("I.27.6", 1000, seed=0),
+            ["1.5 / (0.3 + (x3 / x2))", "(x1 * x2) / ((2.0 * x2) + (x1 * x3))"],
+        ),
+    ]
     eqs = []
     for X, y, texts in cases:
         for text in texts:
@@ -135,8 +144,9 @@ def test_on_the_equations_met_while_fitting_real_data():
             e = node_equations(tree, sem, jnp.asarray(y))
             for j in range(int(tree.n_nodes)):
                 row = [np.asarray(v[j]) for v in e]
-                if np.all(row[2] == 0) or (np.all(row[2] == row[2][0])
-                                           and np.all(row[3] == row[3][0])):
+                if np.all(row[2] == 0) or (
+                    np.all(row[2] == row[2][0]) and np.all(row[3] == row[3][0])
+                ):
                     continue  # a closed form applies
                 eqs.append(row)
                 for op in (ADD, SUB, MUL, DIV):
@@ -213,8 +223,9 @@ def test_branch_and_bound_equals_the_exhaustive_scorer():
             continue
         np.testing.assert_allclose(f, f_ex, rtol=1e-12, atol=0, err_msg=name)
         # the padded mean is over _M terms
-        np.testing.assert_allclose(f, f_numpy(a, b, c, d, k) * a.shape[0] / _M, rtol=1e-12,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            f, f_numpy(a, b, c, d, k) * a.shape[0] / _M, rtol=1e-12, err_msg=name
+        )
         assert not near_pole(c, d, k), name
     # "all zeros near poles" has no admissible zero (only the seeds of equations 29 and
     # 33 remain), "exact fit" is 0 at its common zero
@@ -348,14 +359,26 @@ def test_exact_stage_in_groups_equals_one_step_at_a_time_and_the_oracle():
         def run(a, b, c, d, S, n_used):
             cands, adm, _, _ = C._prepare(a, b, c, d, S, n_used)
             ks = sorting.sort(jnp.where(adm, cands, jnp.inf))
-            return C._branch_and_bound(a, b, c, d, ks, jnp.sum(adm, dtype=jnp.int32),
-                                       C.FANOUT, C._batch(_NG, C.FANOUT),
-                                       point_batch=point_batch, groups=groups)
+            return C._branch_and_bound(
+                a,
+                b,
+                c,
+                d,
+                ks,
+                jnp.sum(adm, dtype=jnp.int32),
+                C.FANOUT,
+                C._batch(_NG, C.FANOUT),
+                point_batch=point_batch,
+                groups=groups,
+            )
+
         return jax.jit(run)
 
     assert C.POINT_BUDGET // _NG == 5  # the default step; 1 is that of N >= 32768
-    variants = {(pb, g): bb(pb, g) for pb, g in ((None, None), (5, 1), (5, 3), (1, 1),
-                                                 (1, C._exact_groups(40000, 1)), (1, 7))}
+    variants = {
+        (pb, g): bb(pb, g)
+        for pb, g in ((None, None), (5, 1), (5, 3), (1, 1), (1, C._exact_groups(40000, 1)), (1, 7))
+    }
     rng = np.random.default_rng(21)
     for name, a, b, c, d, S, n_used in _bb_rows(rng):
         n = a.shape[0]
@@ -415,5 +438,6 @@ def test_sorted_candidates_from_the_zeros_order_equal_the_sort():
         if case == 7:
             d = c * (b / a) * (1 + 5e-3 * rng.uniform(-1, 1, n))  # little is admissible
         got, want = (np.asarray(v) for v in both(*(jnp.asarray(v) for v in (a, b, c, d))))
-        np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64),
-                                      err_msg=f"case {case}")
+        np.testing.assert_array_equal(
+            got.view(np.int64), want.view(np.int64), err_msg=f"case {case}"
+        )

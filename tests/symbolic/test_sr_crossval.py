@@ -36,8 +36,10 @@ def test_jacobian_matches_central_differences_and_values_match_evaluate(text):
         up, down = k.copy(), k.copy()
         up[j] += h
         down[j] -= h
-        fd = (cv.constant_jacobian(expr, X, up, jacobian=False)[0]
-              - cv.constant_jacobian(expr, X, down, jacobian=False)[0]) / (2 * h)
+        fd = (
+            cv.constant_jacobian(expr, X, up, jacobian=False)[0]
+            - cv.constant_jacobian(expr, X, down, jacobian=False)[0]
+        ) / (2 * h)
         np.testing.assert_allclose(J[:, j], fd, rtol=1e-6, atol=1e-8)
 
 
@@ -110,8 +112,7 @@ def test_loss_of_a_linear_structure_is_scikit_learns_cross_validation():
     np.testing.assert_allclose(res.loss[0], np.mean((pred - y) ** 2), rtol=1e-10)
     per_fold = [np.mean((pred[f] - y[f]) ** 2) for f in folds]
     np.testing.assert_allclose(res.fold_loss[0], per_fold, rtol=1e-10)
-    np.testing.assert_allclose(res.standard_error[0], np.std(per_fold) / np.sqrt(5),
-                               rtol=1e-9)
+    np.testing.assert_allclose(res.standard_error[0], np.std(per_fold) / np.sqrt(5), rtol=1e-9)
 
 
 def test_the_law_beats_an_overfitted_structure_held_out():

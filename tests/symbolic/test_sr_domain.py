@@ -92,8 +92,9 @@ def random_tree(rng, n_leaves: int, m: int, unary: bool = True) -> Expression:
         return Expression.unary(code, random_tree(rng, n_leaves, m, unary))
     k = int(rng.integers(1, n_leaves))
     op = int(rng.choice([ADD, SUB, MUL, DIV, DIV]))
-    return Expression.binary(op, random_tree(rng, k, m, unary),
-                             random_tree(rng, n_leaves - k, m, unary))
+    return Expression.binary(
+        op, random_tree(rng, k, m, unary), random_tree(rng, n_leaves - k, m, unary)
+    )
 
 
 def random_box(rng, m: int):
@@ -129,8 +130,15 @@ def test_intervals_hold_every_sampled_value():
                 assert np.all((L[i, k] <= v[i]) & (v[i] <= H[i, k])), (e, i)
                 checked += 1
             assert np.all(L[~ok[:, k], k] == -np.inf) and np.all(H[~ok[:, k], k] == np.inf)
-        got = _scalar_intervals(e.op.tolist(), e.value.tolist(), e.feature.tolist(),
-                                e.left.tolist(), e.right.tolist(), lo.tolist(), hi.tolist())
+        got = _scalar_intervals(
+            e.op.tolist(),
+            e.value.tolist(),
+            e.feature.tolist(),
+            e.left.tolist(),
+            e.right.tolist(),
+            lo.tolist(),
+            hi.tolist(),
+        )
         assert (got is not None) == bool(ok[0, 0])  # the same rules on the whole box
         if got is not None:
             v = node_values(e, rng.uniform(lo, hi, (400, m)))
@@ -139,17 +147,20 @@ def test_intervals_hold_every_sampled_value():
     assert checked > 500 and scalar_checked > 30
 
 
-@pytest.mark.parametrize("text, lo, hi, want", [
-    ("x1 - x1 * 0.5", [1.0], [2.0], (0.0, 1.5)),  # the dependency problem
-    ("x1 * x2", [-1.0, 2.0], [3.0, 4.0], (-4.0, 12.0)),
-    ("x1 / x2", [1.0, 2.0], [3.0, 4.0], (0.25, 1.5)),
-    ("sin(x1)", [0.0], [3.0], (0.0, 1.0)),  # the maximum at pi/2 inside
-    ("cos(x1)", [0.5], [4.0], (-1.0, np.cos(0.5))),  # the minimum at pi inside
-    ("sin(x1)", [0.0], [7.0], (-1.0, 1.0)),  # a whole period
-    ("sqrt(x1)", [4.0], [9.0], (2.0, 3.0)),
-    ("exp(x1)", [0.0], [1.0], (1.0, np.e)),
-    ("log(x1)", [1.0], [np.e], (0.0, 1.0)),
-])
+@pytest.mark.parametrize(
+    "text, lo, hi, want",
+    [
+        ("x1 - x1 * 0.5", [1.0], [2.0], (0.0, 1.5)),  # the dependency problem
+        ("x1 * x2", [-1.0, 2.0], [3.0, 4.0], (-4.0, 12.0)),
+        ("x1 / x2", [1.0, 2.0], [3.0, 4.0], (0.25, 1.5)),
+        ("sin(x1)", [0.0], [3.0], (0.0, 1.0)),  # the maximum at pi/2 inside
+        ("cos(x1)", [0.5], [4.0], (-1.0, np.cos(0.5))),  # the minimum at pi inside
+        ("sin(x1)", [0.0], [7.0], (-1.0, 1.0)),  # a whole period
+        ("sqrt(x1)", [4.0], [9.0], (2.0, 3.0)),
+        ("exp(x1)", [0.0], [1.0], (1.0, np.e)),
+        ("log(x1)", [1.0], [np.e], (0.0, 1.0)),
+    ],
+)
 def test_interval_rules(text, lo, hi, want):
     L, H, ok = node_intervals(Expression.parse(text), np.array(lo), np.array(hi))
     assert ok[0, 0]
@@ -161,8 +172,9 @@ def test_interval_rules(text, lo, hi, want):
 def test_rounding_is_outward():
     """A product whose exact value is not a float: the interval of a point still holds it,
     on both sides."""
-    L, H, ok = node_intervals(Expression.parse("x1 * x2"), np.array([0.1, 0.3]),
-                              np.array([0.1, 0.3]))
+    L, H, ok = node_intervals(
+        Expression.parse("x1 * x2"), np.array([0.1, 0.3]), np.array([0.1, 0.3])
+    )
     assert ok[0, 0] and L[0, 0] < 0.1 * 0.3 < H[0, 0]
     from fractions import Fraction
 
@@ -189,8 +201,9 @@ def test_proved_trees_have_no_pole_on_a_dense_sample():
             assert defined_everywhere(e, P), (e, lo, hi)
         elif r.reason == "refuted":
             # a refutation is a certainty: a dense enough sample finds the bad point
-            assert not defined_everywhere(e, np.vstack([P, dense_sample(lo, hi, rng, 20000,
-                                                                         12)])), (e, lo, hi)
+            assert not defined_everywhere(
+                e, np.vstack([P, dense_sample(lo, hi, rng, 20000, 12)])
+            ), (e, lo, hi)
     assert tally["proved"] >= 60 and tally["refuted"] >= 30, tally
 
 
@@ -210,13 +223,16 @@ def test_trees_with_a_zero_inside_the_box_are_never_proved():
 
         Q = random_tree(rng, int(rng.integers(1, 5)), m, unary=False)
         R = random_tree(rng, int(rng.integers(1, 5)), m, unary=False)
-        den = Expression.binary(ADD, Expression.binary(MUL, shifted(a), Q),
-                                Expression.binary(MUL, shifted(b), R))
+        den = Expression.binary(
+            ADD, Expression.binary(MUL, shifted(a), Q), Expression.binary(MUL, shifted(b), R)
+        )
         num = random_tree(rng, int(rng.integers(1, 4)), m, unary=False)
-        for e in (Expression.binary(DIV, num, den),
-                  Expression.binary(DIV, num, shifted(a)),
-                  Expression.binary(ADD, num, Expression.unary(SQRT, shifted(a))),
-                  Expression.binary(MUL, num, Expression.unary(LOG, shifted(b)))):
+        for e in (
+            Expression.binary(DIV, num, den),
+            Expression.binary(DIV, num, shifted(a)),
+            Expression.binary(ADD, num, Expression.unary(SQRT, shifted(a))),
+            Expression.binary(MUL, num, Expression.unary(LOG, shifted(b))),
+        ):
             assert not prove_box(e, lo, hi).proved, (e, lo, hi, p)
 
 
@@ -227,8 +243,7 @@ def test_bisection_beats_the_dependency_problem():
     r = prove_box(e, lo, hi)
     assert r.proved and r.boxes > 1
     # (x-1)**2 + 1e-4 > 0 needs many levels near x = 1; within the caps
-    r = prove_box(Expression.parse("1 / (x1*x1 - 2*x1 + 1.0001)"), np.array([0.0]),
-                  np.array([2.0]))
+    r = prove_box(Expression.parse("1 / (x1*x1 - 2*x1 + 1.0001)"), np.array([0.0]), np.array([2.0]))
     assert r.proved and r.boxes > 100
     assert prove_box(e, lo, hi, max_rounds=0) == DomainProof(False, "cap", 1)
     assert prove_box(e, lo, hi, max_boxes=1) == DomainProof(False, "cap", 1)
@@ -312,12 +327,14 @@ def test_law_with_a_pole_in_the_box_is_refused(strategy):
     X, y = _corner_pole_data()
     start = "x3 / (x1 - 0.2 * x2)"
     box = data_box(X)
-    rows = SymbolicRegressor(progress=False, domain="rows", strategy=strategy, max_nodes=15,
-                             initial_expression=start).fit(X, y)
+    rows = SymbolicRegressor(
+        progress=False, domain="rows", strategy=strategy, max_nodes=15, initial_expression=start
+    ).fit(X, y)
     assert rows.score(X, y) > 1 - 1e-12
     assert not prove_box(rows.expression_tree_, *box).proved
-    sr = SymbolicRegressor(progress=False, domain="box", strategy=strategy, max_nodes=15,
-                           initial_expression=start).fit(X, y)
+    sr = SymbolicRegressor(
+        progress=False, domain="box", strategy=strategy, max_nodes=15, initial_expression=start
+    ).fit(X, y)
     assert sr.get_params()["domain"] == "box"
     assert sr.score(X, y) < 0.999
     P = dense_sample(*box, np.random.default_rng(4))
@@ -332,8 +349,13 @@ def test_law_with_a_pole_in_the_box_is_refused(strategy):
 def test_beam_keeps_the_proof():
     X, y = _corner_pole_data(60, seed=1)
     box = data_box(X)
-    sr = SymbolicRegressor(progress=False, strategy=4, max_nodes=11, beam_width=2,
-                           initial_expression="x3 / (x1 - 0.2 * x2)").fit(X, y)
+    sr = SymbolicRegressor(
+        progress=False,
+        strategy=4,
+        max_nodes=11,
+        beam_width=2,
+        initial_expression="x3 / (x1 - 0.2 * x2)",
+    ).fit(X, y)
     for text in sr.equations_["expression"]:
         assert prove_box(Expression.parse(text), *box).proved, text
 
@@ -353,8 +375,16 @@ def test_domain_parameter_is_checked():
     with pytest.raises(ValueError, match="Unknown domain"):
         SymbolicRegressor(progress=False, domain="everywhere").fit(X, y)
     with pytest.raises(ValueError, match="Unknown domain"):
-        DomeSearch(X.T, y, np.ones(3, bool), max_nodes=None, max_height=None,
-                   min_improvement=1e-6, feature_names=None, domain="line")
+        DomeSearch(
+            X.T,
+            y,
+            np.ones(3, bool),
+            max_nodes=None,
+            max_height=None,
+            min_improvement=1e-6,
+            feature_names=None,
+            domain="line",
+        )
 
 
 def test_refine_keeps_the_proof():

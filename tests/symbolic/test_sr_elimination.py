@@ -27,9 +27,10 @@ def _noisy_product(n=400, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.uniform(1.0, 3.0, (n, 3))
     y = 2.0 * X[:, 0] * X[:, 1]
-    y = y + rng.normal(0.0, 0.01 * np.sqrt(np.mean(y ** 2)), n)
-    k1, k2 = np.linalg.lstsq(np.column_stack([X[:, 2], 1.0 / X[:, 2]]),
-                             y - 2.0 * X[:, 0] * X[:, 1], rcond=None)[0]
+    y = y + rng.normal(0.0, 0.01 * np.sqrt(np.mean(y**2)), n)
+    k1, k2 = np.linalg.lstsq(
+        np.column_stack([X[:, 2], 1.0 / X[:, 2]]), y - 2.0 * X[:, 0] * X[:, 1], rcond=None
+    )[0]
     return X, y, f"((2.0 * x1) * x2) + (({float(k1)!r} * x3) + ({float(k2)!r} / x3))"
 
 
@@ -37,8 +38,15 @@ def test_elimination_lowers_the_criterion_and_leaves_the_engine_as_it_was():
     import jax.numpy as jnp
 
     X, y, start = _noisy_product()
-    engine = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(3, bool), max_nodes=50,
-                        max_height=None, min_improvement=1e-6, feature_names=["x1", "x2", "x3"])
+    engine = DomeSearch(
+        jnp.asarray(X.T),
+        jnp.asarray(y),
+        np.ones(3, bool),
+        max_nodes=50,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=["x1", "x2", "x3"],
+    )
     bloated = Expression.parse(start)
     mse, ok = engine._true_mse(bloated)
     assert ok
@@ -47,10 +55,8 @@ def test_elimination_lowers_the_criterion_and_leaves_the_engine_as_it_was():
     assert engine.expr is bloated and engine.mse == mse  # left holding the same tree
     crit = [information_criterion(mse, bloated.n_nodes, len(y), engine.floor)]
     for m in kept:  # every kept tree: a lower criterion, its true MSE
-        crit.append(information_criterion(m.loss, m.expression.n_nodes, len(y),
-                                          engine.floor))
-        assert m.loss == pytest.approx(np.mean((m.expression.evaluate(X) - y) ** 2),
-                                       rel=1e-9)
+        crit.append(information_criterion(m.loss, m.expression.n_nodes, len(y), engine.floor))
+        assert m.loss == pytest.approx(np.mean((m.expression.evaluate(X) - y) ** 2), rel=1e-9)
     assert all(b < a for a, b in zip(crit, crit[1:], strict=False))
     assert kept[-1].expression.n_nodes == 5  # k * x1 * x2: the noise terms are gone
     assert kept[-1].loss < 1.01 * np.mean((2.0 * X[:, 0] * X[:, 1] - y) ** 2)

@@ -31,11 +31,11 @@ def _model(text, loss, it):
 # ------------------------------------------------------------------ the extrapolation guard
 def test_widened_box_is_logarithmic_for_positive_features_and_linear_otherwise():
     lo, hi = widened_box([1.0, -2.0, 0.0, 0.8], [3.0, 2.0, 10.0, 6000.0], 0.05)
-    assert lo[0] == pytest.approx(3.0 ** -0.05) and hi[0] == pytest.approx(3.0 ** 1.05)
+    assert lo[0] == pytest.approx(3.0**-0.05) and hi[0] == pytest.approx(3.0**1.05)
     assert (lo[1], hi[1]) == pytest.approx((-2.2, 2.2))
     assert (lo[2], hi[2]) == pytest.approx((-0.5, 10.5))  # a minimum of 0: linear
     ratio = 6000.0 / 0.8
-    assert lo[3] == pytest.approx(0.8 * ratio ** -0.05) and 0.5 < lo[3] < 0.8
+    assert lo[3] == pytest.approx(0.8 * ratio**-0.05) and 0.5 < lo[3] < 0.8
 
 
 def test_edge_probes_move_one_feature_of_each_row_to_each_edge():
@@ -60,8 +60,16 @@ def test_edge_probes_move_one_feature_of_each_row_to_each_edge():
 def test_edge_excursion_measures_how_far_predictions_leave_the_target_range():
     y = np.array([0.0, 10.0])  # width 10
     P = np.array([[-5.0], [0.0], [25.0]])
-    got = edge_excursion([Expression.parse("x1"), Expression.parse("5.0"),
-                          Expression.parse("0.5 * x1"), Expression.parse("1.0 / x1")], P, y)
+    got = edge_excursion(
+        [
+            Expression.parse("x1"),
+            Expression.parse("5.0"),
+            Expression.parse("0.5 * x1"),
+            Expression.parse("1.0 / x1"),
+        ],
+        P,
+        y,
+    )
     # x1 reaches 25 (1.5 widths above 10) and -5 (0.5 below 0); a constant inside: 0;
     # 0.5*x1 reaches 12.5 (0.25 above); 1/x1 is infinite at 0
     np.testing.assert_allclose(got[:3], [1.5, 0.0, 0.25])
@@ -76,14 +84,21 @@ def test_selection_passes_over_models_that_explode_at_the_edges():
     exc = np.array([0.0, 0.5, 2.0, 50.0])
     for how in ("bic", "accuracy", "best", "score"):
         free = select_model(how, s, loss, complexity=c, n_samples=100)
-        guarded = select_model(how, s, loss, complexity=c, n_samples=100, excursion=exc,
-                               limit=EXTRAPOLATION_LIMIT)
+        guarded = select_model(
+            how, s, loss, complexity=c, n_samples=100, excursion=exc, limit=EXTRAPOLATION_LIMIT
+        )
         assert free == 3 and guarded == 2, how
-        assert select_model(how, s, loss, complexity=c, n_samples=100, excursion=exc,
-                            limit=None) == free
+        assert (
+            select_model(how, s, loss, complexity=c, n_samples=100, excursion=exc, limit=None)
+            == free
+        )
     # no row within the limit: the guard chooses as if it were off
-    assert select_model("bic", s, loss, complexity=c, n_samples=100,
-                        excursion=np.full(4, np.inf), limit=1.0) == 3
+    assert (
+        select_model(
+            "bic", s, loss, complexity=c, n_samples=100, excursion=np.full(4, np.inf), limit=1.0
+        )
+        == 3
+    )
 
 
 def test_the_guard_keeps_exact_laws_and_can_be_turned_off():
@@ -125,10 +140,12 @@ def test_a_steep_model_of_real_data_is_passed_over_for_one_that_extrapolates():
 
     # one beam of 4 (the widened default's front holds no such model on this split)
     # (the searches from the mean: the rational start's front differs)
-    guarded = SymbolicRegressor(beam_width=4, progress=False,
-                                rational_start=False).fit(X[train], y[train])
-    free = SymbolicRegressor(beam_width=4, extrapolation_limit=None, progress=False,
-                             rational_start=False).fit(X[train], y[train])
+    guarded = SymbolicRegressor(beam_width=4, progress=False, rational_start=False).fit(
+        X[train], y[train]
+    )
+    free = SymbolicRegressor(
+        beam_width=4, extrapolation_limit=None, progress=False, rational_start=False
+    ).fit(X[train], y[train])
     exc = guarded.equations_["edge_excursion"].to_numpy()
     assert exc[guarded.selected_index_] <= EXTRAPOLATION_LIMIT
     assert exc[free.selected_index_] > EXTRAPOLATION_LIMIT
@@ -139,10 +156,10 @@ def test_a_steep_model_of_real_data_is_passed_over_for_one_that_extrapolates():
 def test_pareto_front_keeps_only_non_dominated_models():
     models = [
         _model("5.0", 10.0, 0),
-        _model("x1", 4.0, 1),                    # same size as the constant, lower loss
+        _model("x1", 4.0, 1),  # same size as the constant, lower loss
         _model("2.0 * x1", 1.0, 2),
-        _model("x1 * x1", 3.0, 3),               # 3 nodes but worse than 2*x1: dominated
-        _model("2.0 * x1 + 1.0", 1.0, 4),        # larger, not better: dominated
+        _model("x1 * x1", 3.0, 3),  # 3 nodes but worse than 2*x1: dominated
+        _model("2.0 * x1 + 1.0", 1.0, 4),  # larger, not better: dominated
         _model("2.0 * x1 + 1.0", float("nan"), 5),
         _model("(2.0 * x1 + 1.0) - 0.5", 0.5, 6),
     ]
@@ -153,18 +170,20 @@ def test_pareto_front_keeps_only_non_dominated_models():
 
 def test_scores_are_pysr_log_loss_slopes():
     c, lo = [1, 3, 7], [4.0, 1.0, 0.5]
-    np.testing.assert_allclose(front_scores(c, lo),
-                               [0.0, np.log(4.0) / 2, np.log(2.0) / 4], rtol=1e-15)
+    np.testing.assert_allclose(
+        front_scores(c, lo), [0.0, np.log(4.0) / 2, np.log(2.0) / 4], rtol=1e-15
+    )
     # a zero loss scores inf (PySR); below a floor every loss counts as the floor
     assert front_scores([1, 3], [1.0, 0.0])[1] == np.inf
-    np.testing.assert_allclose(front_scores([1, 3, 5], [1.0, 1e-20, 1e-30], floor=1e-10),
-                               [0.0, np.log(1e10) / 2, 0.0])
+    np.testing.assert_allclose(
+        front_scores([1, 3, 5], [1.0, 1e-20, 1e-30], floor=1e-10), [0.0, np.log(1e10) / 2, 0.0]
+    )
 
 
 def test_model_selection_meanings():
     c = np.array([1, 3, 5, 9])
     lo = np.array([100.0, 10.0, 1.2, 1.0])
-    s = front_scores(c, lo)                      # [0, 1.15, 1.06, 0.046]
+    s = front_scores(c, lo)  # [0, 1.15, 1.06, 0.046]
     assert select_model("accuracy", s, lo) == 3
     assert select_model("score", s, lo) == 1
     # best: highest score among losses <= 1.5 * 1.0 -> rows 2 and 3 -> row 2
@@ -186,13 +205,22 @@ def test_loss_floor_is_1024_ulps_of_the_rms_target_and_the_search_floor():
     assert loss_floor(y) == (1024 * np.finfo(np.float64).eps) ** 2 * 12.5
     assert loss_floor(y, np.float32) == (1024 * np.finfo(np.float32).eps) ** 2 * 12.5
     w = np.array([1.0, 3.0])
-    assert np.isclose(loss_floor(y, weights=w), (1024 * np.finfo(float).eps) ** 2 * 14.25,
-                      rtol=1e-15)
+    assert np.isclose(
+        loss_floor(y, weights=w), (1024 * np.finfo(float).eps) ** 2 * 14.25, rtol=1e-15
+    )
     assert loss_floor(np.zeros(3)) > 0
     # the search's acceptance floor is the same number (one rounding floor per fit)
     XT = np.ones((1, 2))
-    eng = DomeSearch(XT, y, np.ones(1, bool), max_nodes=5, max_height=None,
-                     min_improvement=1e-6, feature_names=None, weights=w)
+    eng = DomeSearch(
+        XT,
+        y,
+        np.ones(1, bool),
+        max_nodes=5,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=None,
+        weights=w,
+    )
     assert eng.floor == loss_floor(y, np.float64, w)
 
 
@@ -208,15 +236,23 @@ def test_front_of_a_fit_is_non_dominated_and_matches_history(line_fit):
     X, y, sr = line_fit
     eq = sr.equations_
     # the wide exact expression last, so that a narrow terminal still shows the equation
-    assert list(eq.columns) == ["complexity", "loss", "score", "edge_excursion", "iteration",
-                                "equation", "expression"]
+    assert list(eq.columns) == [
+        "complexity",
+        "loss",
+        "score",
+        "edge_excursion",
+        "iteration",
+        "equation",
+        "expression",
+    ]
     first_block = str(eq).split("\n\n")[0]  # pandas wraps wide frames into blocks
     assert "equation" in first_block and "3*x1 + 2" in first_block
     assert np.all(np.diff(eq["complexity"]) > 0) and np.all(np.diff(eq["loss"]) < 0)
     # every row's loss is the MSE of its tree, and each row is a tree the fit accepted
     for i, row in eq.iterrows():
-        np.testing.assert_allclose(np.mean((sr.predict(X, index=i) - y) ** 2), row["loss"],
-                                   rtol=1e-6, atol=1e-26)
+        np.testing.assert_allclose(
+            np.mean((sr.predict(X, index=i) - y) ** 2), row["loss"], rtol=1e-6, atol=1e-26
+        )
     path = {h["iteration"]: h for h in sr.history_}
     for _, row in eq.iloc[1:].iterrows():
         assert path[row["iteration"]]["mse"] == row["loss"]
@@ -262,8 +298,8 @@ def test_validation_split_is_deterministic_and_scored(line_fit):
     held = np.sort(np.random.default_rng(0).permutation(27)[:7])
     for i in range(len(val)):
         np.testing.assert_allclose(
-            val[i], np.mean((a.predict(X[held], index=i) - y[held]) ** 2), rtol=1e-6,
-            atol=1e-26)
+            val[i], np.mean((a.predict(X[held], index=i) - y[held]) ** 2), rtol=1e-6, atol=1e-26
+        )
     assert a.mse_ < 1e-18
     # sample weights follow their rows: the held-out loss is the held-out weighted MSE
     w = 1.0 + np.arange(27.0) ** 2
@@ -271,8 +307,9 @@ def test_validation_split_is_deterministic_and_scored(line_fit):
     val_w = c.equations_["validation_loss"].to_numpy()
     for i in range(len(val_w)):
         err = (c.predict(X[held], index=i) - y[held]) ** 2
-        np.testing.assert_allclose(val_w[i], np.average(err, weights=w[held]), rtol=1e-6,
-                                   atol=1e-26)
+        np.testing.assert_allclose(
+            val_w[i], np.average(err, weights=w[held]), rtol=1e-6, atol=1e-26
+        )
         if np.ptp(err) > 1e-6:  # the unweighted mean is a different number
             assert abs(val_w[i] - np.mean(err)) > 1e-3 * np.mean(err)
     w0 = np.ones(27)
@@ -296,8 +333,10 @@ def test_front_survives_to_dict(line_fit):
 
 # ------------------------------------------------------------------ readable form, LaTeX
 def test_readable_rounds_folds_and_simplifies():
-    e = Expression.parse("(1.9999999999983256 + (0.9999999999999997 * (1.6561862992148238e-12"
-                         " + (7.749356711883592e-15 + (3.000000000000002 * x1)))))")
+    e = Expression.parse(
+        "(1.9999999999983256 + (0.9999999999999997 * (1.6561862992148238e-12"
+        " + (7.749356711883592e-15 + (3.000000000000002 * x1)))))"
+    )
     x1 = sympy.Symbol("x1")
     assert e.readable() == 3 * x1 + 2
     assert e.readable_string() == "3*x1 + 2"
@@ -326,13 +365,17 @@ def test_readable_drops_only_terms_too_small_to_show():
     from jaxsr.datasets import make_newton_gravitation
 
     Xn, yn = make_newton_gravitation(n_samples=200, seed=0)
-    e = Expression.parse("(104091.47406542969 + ((792864187870852.9 + ((-7.450648383980663e-10"
-                         " + ((6.673920000000002e-11 / x3) * x2)) * x1)) / x3))")
+    e = Expression.parse(
+        "(104091.47406542969 + ((792864187870852.9 + ((-7.450648383980663e-10"
+        " + ((6.673920000000002e-11 / x3) * x2)) * x1)) / x3))"
+    )
     assert e.readable_string(X=Xn) == "6.674e-11*x1*x2/x3**2"
     assert "1.041e+5" in e.readable_string()  # without data nothing is dropped
     assert e.readable_string(X=Xn, simplify=False) == "6.674e-11*x1*x2/x3**2"  # expanded
-    assert Expression.parse("(x1 + 1) * (x1 + 3)").readable_string(X=X, simplify=False) == \
-        "(x1 + 1)*(x1 + 3)"  # nothing to drop: the factored form stays
+    assert (
+        Expression.parse("(x1 + 1) * (x1 + 3)").readable_string(X=X, simplify=False)
+        == "(x1 + 1)*(x1 + 3)"
+    )  # nothing to drop: the factored form stays
     law = Expression.parse("6.673920000000002e-11 * x1 * x2 / x3 / x3")
     assert np.max(np.abs(e.evaluate(Xn) - law.evaluate(Xn)) / yn) < 0.5e-4  # the criterion
 
@@ -343,11 +386,17 @@ def test_print_latex_and_table_of_a_fit(line_fit):
     assert sr.latex(index=0) == sympy.latex(sympy.Float(float(np.mean(y)), 4))
     assert sr.equations_["equation"][sr.selected_index_] == "3*x1 + 2"
     # the rounding-level tail (1.2e-14/x1, -1.6e-17*x1**2) is below 4 digits everywhere
-    assert set(sr.equations_["equation"][sr.selected_index_:]) == {"3*x1 + 2"}
+    assert set(sr.equations_["equation"][sr.selected_index_ :]) == {"3*x1 + 2"}
     table = sr.latex_table(indices=[0, sr.selected_index_])
     lines = table.splitlines()
-    assert lines[:6] == [r"\begin{table}[h]", r"\begin{center}", r"\begin{tabular}{@{}lccc@{}}",
-                         r"\toprule", r"Equation & Complexity & Loss & Score \\", r"\midrule"]
+    assert lines[:6] == [
+        r"\begin{table}[h]",
+        r"\begin{center}",
+        r"\begin{tabular}{@{}lccc@{}}",
+        r"\toprule",
+        r"Equation & Complexity & Loss & Score \\",
+        r"\midrule",
+    ]
     assert lines[7].startswith(r"$y = 3 x_{1} + 2$ & 5 & $")
     assert lines[-4:] == [r"\bottomrule", r"\end{tabular}", r"\end{center}", r"\end{table}"]
     assert len(lines) == 6 + 2 + 4
@@ -375,24 +424,25 @@ def test_progress_bar_shows_compilation_as_its_own_phase():
     buf = Terminal()
     with _progress.FitProgress("fit", True, delay=0.0, file=buf, programs=2) as p:
         # JAX's own monitoring events drive the phase (a real jit compile sends them)
-        p._on_duration("/jax/core/compile/jaxpr_trace_duration", 0.25,
-                       fun_name="search_all")
+        p._on_duration("/jax/core/compile/jaxpr_trace_duration", 0.25, fun_name="search_all")
         time.sleep(0.7)  # the heartbeat thread renders while "compiling"
         shown_compiling = buf.getvalue()
-        p._on_duration("/jax/core/compile/backend_compile_duration", 0.5,
-                       fun_name="jit(search_all)")
+        p._on_duration(
+            "/jax/core/compile/backend_compile_duration", 0.5, fun_name="jit(search_all)"
+        )
         assert p.compiled == 1
         # an eager operation's compilation is not one of the fit's programs
-        p._on_duration("/jax/core/compile/backend_compile_duration", 0.0,
-                       fun_name="jit(broadcast_in_dim)")
+        p._on_duration(
+            "/jax/core/compile/backend_compile_duration", 0.0, fun_name="jit(broadcast_in_dim)"
+        )
         assert p.compiled == 1
         # the same 0.5 s compiled on another thread at the same time does not add up
-        other = threading.Thread(target=p._on_duration,
-                                 args=("/jax/core/compile/jaxpr_trace_duration", 0.5))
+        other = threading.Thread(
+            target=p._on_duration, args=("/jax/core/compile/jaxpr_trace_duration", 0.5)
+        )
         other.start()
         other.join()
-        p._on_duration("/jax/core/compile/backend_compile_duration", 0.0,
-                       fun_name="jit(_check)")
+        p._on_duration("/jax/core/compile/backend_compile_duration", 0.0, fun_name="jit(_check)")
         assert not p._compiling and p.compiled == 2
         _progress.update(1, MSE="1.5", nodes=3)
         _progress.write("[jaxsr] a verbose line")

@@ -141,7 +141,8 @@ def test_kernels_under_vmap_equal_separate_calls():
     from jaxsr._config import COMPILE_OPTIONS
 
     batched = jax.jit(jax.vmap(all_kernels), compiler_options=COMPILE_OPTIONS)(
-        jnp.asarray(Xs), jnp.asarray(ys))
+        jnp.asarray(Xs), jnp.asarray(ys)
+    )
     for i in range(B):
         single = all_kernels(jnp.asarray(Xs[i]), jnp.asarray(ys[i]))
         for n_out, (got, want) in enumerate(zip(batched, single, strict=True)):
@@ -168,8 +169,10 @@ def test_expression_printing_parsing_and_exports():
     assert set(sym) == set(names)
     val = float(expr.subs({sym["mass 1"]: X[0, 0], sym["m2"]: X[0, 1], sym["d"]: X[0, 2]}))
     np.testing.assert_allclose(val, e.evaluate(X)[0], rtol=1e-14)
-    assert sympy.simplify(expr - 6.673919999999998e-11 * sym["mass 1"] * sym["m2"]
-                          / sym["d"] ** 2) == 0
+    assert (
+        sympy.simplify(expr - 6.673919999999998e-11 * sym["mass 1"] * sym["m2"] / sym["d"] ** 2)
+        == 0
+    )
     assert Expression.from_dict(e.to_dict()) == e
     with pytest.raises(ValueError, match="unknown variable"):
         Expression.parse("x1 + zz", ["x1"])
@@ -190,8 +193,13 @@ def _compare_searches(new, ref, base):
         np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want), err_msg=name)
         fin = np.isfinite(want)
         b = np.broadcast_to(base.reshape((-1,) + (1,) * (want.ndim - 1)), want.shape)
-        np.testing.assert_allclose(b[fin] - got[fin], b[fin] - want[fin], rtol=1e-9,
-                                   atol=1e-12 * float(np.max(base)), err_msg=name)
+        np.testing.assert_allclose(
+            b[fin] - got[fin],
+            b[fin] - want[fin],
+            rtol=1e-9,
+            atol=1e-12 * float(np.max(base)),
+            err_msg=name,
+        )
         if name != "variable":
             gk, wk = np.asarray(getattr(new, name + "_k"))[fin], ref[name + "_k"][fin]
             np.testing.assert_allclose(gk, wk, rtol=1e-7, atol=1e-9, err_msg=name + "_k")
@@ -206,8 +214,7 @@ def _assert_same_results(got, want):
         g, w = np.asarray(getattr(got, name)), np.asarray(getattr(want, name))
         np.testing.assert_array_equal(np.isfinite(g), np.isfinite(w), err_msg=name)
         fin = np.isfinite(w)
-        tol = dict(rtol=1e-7, atol=1e-9) if name.endswith("_k") else dict(rtol=1e-12,
-                                                                           atol=1e-12)
+        tol = dict(rtol=1e-7, atol=1e-9) if name.endswith("_k") else dict(rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g[fin], w[fin], err_msg=name, **tol)
 
 
@@ -236,8 +243,17 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
         masks = np.ones((4, 16), bool) if trial % 2 else rng.uniform(size=(4, 16)) < 0.7
         pool = np.ones(M, bool) if trial % 4 else np.array([True, False, True])
         limits = (NO_LIMIT, NO_LIMIT) if trial % 5 else (e.n_nodes + 2, 6)
-        new = search_all(tree, sem, eqs, S, XT, jnp.asarray(masks), jnp.asarray(pool),
-                         jnp.int32(limits[0]), jnp.int32(limits[1]))
+        new = search_all(
+            tree,
+            sem,
+            eqs,
+            S,
+            XT,
+            jnp.asarray(masks),
+            jnp.asarray(pool),
+            jnp.int32(limits[0]),
+            jnp.int32(limits[1]),
+        )
         ref = reference_search_all(tree, sem, eqs, S, XT, masks, pool, *limits)
         base = np.asarray(jnp.mean(((eqs.a * sem - eqs.b) / (eqs.c * sem - eqs.d)) ** 2, -1))
         _compare_searches(new, ref, base)
@@ -246,9 +262,18 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
         # (every call at these shapes patches the budget: one compiled program, 4 chunks)
         old, searches.CHUNK_BYTES = searches.CHUNK_BYTES, budget
         try:
-            lean = search_lean(tree, sem, XT, jnp.asarray(y), None, jnp.asarray(masks),
-                               jnp.asarray(pool), jnp.int32(limits[0]), jnp.int32(limits[1]),
-                               n_slots=2)
+            lean = search_lean(
+                tree,
+                sem,
+                XT,
+                jnp.asarray(y),
+                None,
+                jnp.asarray(masks),
+                jnp.asarray(pool),
+                jnp.int32(limits[0]),
+                jnp.int32(limits[1]),
+                n_slots=2,
+            )
         finally:
             searches.CHUNK_BYTES = old
         _assert_same_results(lean, new)
@@ -256,8 +281,16 @@ def test_batched_searches_equal_one_by_one_oracle_on_random_trees():
             old, searches.CHUNK_BYTES = searches.CHUNK_BYTES, budget
             try:
                 chunked = jax.jit(search_all.__wrapped__)(
-                    tree, sem, eqs, S, XT, jnp.asarray(masks), jnp.asarray(pool),
-                    jnp.int32(limits[0]), jnp.int32(limits[1]))
+                    tree,
+                    sem,
+                    eqs,
+                    S,
+                    XT,
+                    jnp.asarray(masks),
+                    jnp.asarray(pool),
+                    jnp.int32(limits[0]),
+                    jnp.int32(limits[1]),
+                )
             finally:
                 searches.CHUNK_BYTES = old
             for got, want in zip(chunked, new, strict=True):
@@ -277,32 +310,46 @@ def test_engine_candidates_from_the_semantics_alone_are_the_same(monkeypatch):
     X = rng.uniform(0.5, 3.0, size=(20, 3))  # the shapes of the random-trees test above
     y = X[:, 0] / (X[:, 1] + 0.5) + 0.1 * rng.normal(size=20)
     e = Expression.parse("(x1 + 1.5) / ((x2 * 0.75) - (x3 / 4.0))")
-    specs = [("constant", "all"), ("variable", "all"), ("constant-variable", "all"),
-             ("constant-expression", "nonterminal")]
+    specs = [
+        ("constant", "all"),
+        ("variable", "all"),
+        ("constant-variable", "all"),
+        ("constant-expression", "nonterminal"),
+    ]
     found = {}
     # the budget of the random-trees test above (5 samples a chunk): the same program
     monkeypatch.setattr(searches, "CHUNK_BYTES", 16 * (3 * 16 + 3) * 8 * 5)
     for lean_bytes in (2**62, 0):
         monkeypatch.setattr(strategies, "LEAN_BYTES", lean_bytes)
-        eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(3, bool), max_nodes=15,
-                         max_height=None, min_improvement=1e-6, feature_names=None)
+        eng = DomeSearch(
+            jnp.asarray(X.T),
+            jnp.asarray(y),
+            np.ones(3, bool),
+            max_nodes=15,
+            max_height=None,
+            min_improvement=1e-6,
+            feature_names=None,
+        )
         eng.expr, eng._cache = e, None
         eng.mse = eng._true_mse(e)[0]
         assert eng.lean() == (lean_bytes == 0)
         assert (eng.analyse()[2] is None) == (lean_bytes == 0)
         found[lean_bytes] = eng.candidates(specs)
-    full, lean = ({(c.search, c.node, c.variable, c.op): c for c in found[key]}
-                  for key in (2**62, 0))
+    full, lean = (
+        {(c.search, c.node, c.variable, c.op): c for c in found[key]} for key in (2**62, 0)
+    )
     # the same candidates; their order too, except among ties within rounding (the base
     # MSEs are summed by sample chunks here)
     assert len(full) > 10 and lean.keys() == full.keys()
     best = [(c.search, c.node, c.variable, c.op) for c in (found[0][0], found[2**62][0])]
     assert best[0] == best[1]
     keys = list(full)
-    np.testing.assert_allclose([lean[k].reduction for k in keys],
-                               [full[k].reduction for k in keys], rtol=1e-9, atol=1e-13)
-    np.testing.assert_allclose([lean[k].constant for k in keys],
-                               [full[k].constant for k in keys], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(
+        [lean[k].reduction for k in keys], [full[k].reduction for k in keys], rtol=1e-9, atol=1e-13
+    )
+    np.testing.assert_allclose(
+        [lean[k].constant for k in keys], [full[k].constant for k in keys], rtol=1e-7, atol=1e-9
+    )
 
 
 def _grow_data(n, seed):
@@ -386,23 +433,29 @@ def test_initial_expression_warm_start():
     from jaxsr import SymbolicRegressor
 
     X, y = _grow_data(37, 11)
-    params = dict(max_nodes=13, strategy=1, beam_width=1,  # the greedy search
-                  model_selection="accuracy",  # the last tree
-                  rational_start=False)  # from the mean
+    params = dict(
+        max_nodes=13,
+        strategy=1,
+        beam_width=1,  # the greedy search
+        model_selection="accuracy",  # the last tree
+        rational_start=False,
+    )  # from the mean
     full = SymbolicRegressor(max_iterations=6, **params).fit(X, y)
     # resume: 3 iterations, then 3 more from where it stopped, equal 6 at once
     part = SymbolicRegressor(max_iterations=3, **params).fit(X, y)
-    rest = SymbolicRegressor(max_iterations=3, initial_expression=part.expression_tree_,
-                             **params).fit(X, y)
+    rest = SymbolicRegressor(
+        max_iterations=3, initial_expression=part.expression_tree_, **params
+    ).fit(X, y)
     assert rest.expression_ == full.expression_
     assert [h["mse"] for h in part.history_ + rest.history_] == pytest.approx(
-        [h["mse"] for h in full.history_], rel=1e-12)
+        [h["mse"] for h in full.history_], rel=1e-12
+    )
     # a string over the feature names; max_iterations=0 keeps it and reports its MSE
-    sr = SymbolicRegressor(max_iterations=0, initial_expression="(1.5 * x1) * x2",
-                           **params).fit(X, y)
+    sr = SymbolicRegressor(max_iterations=0, initial_expression="(1.5 * x1) * x2", **params).fit(
+        X, y
+    )
     assert sr.expression_ == "((1.5 * x1) * x2)"
-    np.testing.assert_allclose(sr.mse_, np.mean((1.5 * X[:, 0] * X[:, 1] - y) ** 2),
-                               rtol=1e-12)
+    np.testing.assert_allclose(sr.mse_, np.mean((1.5 * X[:, 0] * X[:, 1] - y) ** 2), rtol=1e-12)
     with pytest.raises(ValueError, match="not defined"):
         SymbolicRegressor(initial_expression="x1 / (x2 - x2)", **params).fit(X, y)
     with pytest.raises(ValueError, match="unknown variable"):
@@ -432,15 +485,17 @@ def test_fast_compilation_is_opt_in_scoped_to_jaxsr_and_agrees_to_rounding():
         # inside a user's own jit a jaxsr program is inlined (the outer options apply)
         e = Expression.binary(MUL, Expression.variable(0), Expression.variable(1))
         inner = jax.jit(lambda t, x: node_semantics(t, x)[0])
-        np.testing.assert_allclose(inner(e.padded(16), jnp.asarray(X.T)), X[:, 0] * X[:, 1],
-                                   rtol=1e-15)
+        np.testing.assert_allclose(
+            inner(e.padded(16), jnp.asarray(X.T)), X[:, 0] * X[:, 1], rtol=1e-15
+        )
     finally:
         assert jaxsr.fast_compilation(previous) is True
     assert n["compile"] >= 3, n  # check, analysis, searches: compiled again (fast options)
     assert os.environ.get("XLA_FLAGS") == flags  # the user's XLA flags untouched
     # the same fit, up to the rounding of sums vectorised differently
     assert [(h["search"], h["node"]) for h in fast.history_] == [
-        (h["search"], h["node"]) for h in ref.history_]
+        (h["search"], h["node"]) for h in ref.history_
+    ]
     assert fast.n_nodes_ == ref.n_nodes_
     np.testing.assert_allclose(fast.predict(X), ref.predict(X), rtol=1e-9, atol=1e-12)
 
@@ -509,9 +564,17 @@ def test_device_constant_optimisation_equals_the_host_procedure():
         XT, yj, wj = jnp.asarray(X.T), jnp.asarray(y), jnp.asarray(w)
         engines = []
         for timed in (False, False, True):
-            eng = DomeSearch(XT, yj, np.ones(2, bool), max_nodes=None, max_height=None,
-                             min_improvement=1e-4, feature_names=None, weights=wj,
-                             deadline=1e30 if timed else None)
+            eng = DomeSearch(
+                XT,
+                yj,
+                np.ones(2, bool),
+                max_nodes=None,
+                max_height=None,
+                min_improvement=1e-4,
+                feature_names=None,
+                weights=wj,
+                deadline=1e30 if timed else None,
+            )
             mse, ok = eng._true_mse(e)
             if not ok:
                 break
@@ -536,8 +599,7 @@ def test_device_constant_optimisation_equals_the_host_procedure():
         n_checked += 1
         n_changed += n_ref > 0
         n_general += int(np.any(e.forbidden_slot_counts()[e.op == CONST] > 0))
-    assert n_checked >= 5 and n_general >= 2 and n_changed >= 4, (n_checked, n_general,
-                                                                   n_changed)
+    assert n_checked >= 5 and n_general >= 2 and n_changed >= 4, (n_checked, n_general, n_changed)
 
 
 def test_polish_jacobian_from_node_equations_equals_forward_mode():
@@ -563,8 +625,11 @@ def test_polish_jacobian_from_node_equations_equals_forward_mode():
         XT, yj, wj = jnp.asarray(X.T), jnp.asarray(y), jnp.asarray(w)
         sem = node_semantics(tree, XT)
         got = np.asarray(_equation_jacobian(tree, sem, yj, wj))
-        want = np.asarray(jax.jacfwd(lambda v, t=tree, x=XT: node_semantics(t._replace(value=v),
-                                                                            x)[0])(tree.value))
+        want = np.asarray(
+            jax.jacfwd(lambda v, t=tree, x=XT: node_semantics(t._replace(value=v), x)[0])(
+                tree.value
+            )
+        )
         want = want * np.sqrt(w)[:, None]
         const = np.flatnonzero(e.op == CONST)
         scale = np.max(np.abs(want[:, const]), axis=0) + 1e-300
@@ -580,8 +645,11 @@ def _nested_chain(levels):
     """``((((x1 + 0.5) * 0.75) - x2) ...)``: ``levels`` operators deep, built node by node."""
     e = Expression.variable(0)
     for k in range(levels):
-        o, arg = ((ADD, Expression.constant(0.5)), (MUL, Expression.constant(0.75)),
-                  (SUB, Expression.variable(1)))[k % 3]
+        o, arg = (
+            (ADD, Expression.constant(0.5)),
+            (MUL, Expression.constant(0.75)),
+            (SUB, Expression.variable(1)),
+        )[k % 3]
         e = Expression.binary(o, e, arg)
     return e
 
@@ -604,21 +672,30 @@ def test_parse_print_and_evaluate_trees_of_any_depth():
     with jax.enable_x64(True):
         np.testing.assert_allclose(np.asarray(jax.jit(deep.to_jax())(X)), v, rtol=1e-12)
     # the errors of the parser name what is wrong
-    for bad, message in (("((x1 + 2)", "missing ')'"), ("(x1 x2)", "missing ')'"),
-                         ("x1))", "unexpected ')'"), ("sqrt(x1", "missing ')' after sqrt("),
-                         ("x1 +", "unexpected None"), ("x1 (2)", "unexpected '('")):
+    for bad, message in (
+        ("((x1 + 2)", "missing ')'"),
+        ("(x1 x2)", "missing ')'"),
+        ("x1))", "unexpected ')'"),
+        ("sqrt(x1", "missing ')' after sqrt("),
+        ("x1 +", "unexpected None"),
+        ("x1 (2)", "unexpected '('"),
+    ):
         with pytest.raises(ValueError, match=re.escape(message)):
             Expression.parse(bad)
     # sympy recurses per level: beyond SYMPY_MAX_HEIGHT its form is refused, the readable
     # text is the exact one
     ok = _nested_chain(SYMPY_MAX_HEIGHT - 1)
     point = np.array([[0.3, 0.2]])
-    value = float(ok.sympy().subs({sym: point[0, int(str(sym)[1:]) - 1]
-                                   for sym in ok.sympy().free_symbols}))
+    value = float(
+        ok.sympy().subs({sym: point[0, int(str(sym)[1:]) - 1] for sym in ok.sympy().free_symbols})
+    )
     assert value == pytest.approx(float(ok.evaluate(point)[0]), rel=1e-12)
     tall = _nested_chain(SYMPY_MAX_HEIGHT)
-    with pytest.raises(ValueError, match=f"is {SYMPY_MAX_HEIGHT + 1} levels high; its sympy "
-                       f"form is limited to SYMPY_MAX_HEIGHT = {SYMPY_MAX_HEIGHT} levels"):
+    with pytest.raises(
+        ValueError,
+        match=f"is {SYMPY_MAX_HEIGHT + 1} levels high; its sympy "
+        f"form is limited to SYMPY_MAX_HEIGHT = {SYMPY_MAX_HEIGHT} levels",
+    ):
         tall.sympy()
     assert tall.readable_string() == tall.to_string()
 
@@ -627,10 +704,13 @@ def test_initial_expression_with_500_nested_parentheses():
     from jaxsr import SymbolicRegressor
 
     X, y = _grow_data(37, 11)  # the shapes of the warm-start test: compiled once
-    sr = SymbolicRegressor(max_iterations=0, max_nodes=13, strategy=1, beam_width=1,
-                           model_selection="accuracy",
-                           initial_expression="(" * 500 + "(1.5 * x1) * x2" + ")" * 500
-                           ).fit(X, y)
+    sr = SymbolicRegressor(
+        max_iterations=0,
+        max_nodes=13,
+        strategy=1,
+        beam_width=1,
+        model_selection="accuracy",
+        initial_expression="(" * 500 + "(1.5 * x1) * x2" + ")" * 500,
+    ).fit(X, y)
     assert sr.expression_ == "((1.5 * x1) * x2)"
-    np.testing.assert_allclose(sr.mse_, np.mean((1.5 * X[:, 0] * X[:, 1] - y) ** 2),
-                               rtol=1e-12)
+    np.testing.assert_allclose(sr.mse_, np.mean((1.5 * X[:, 0] * X[:, 1] - y) ** 2), rtol=1e-12)

@@ -23,9 +23,11 @@ NAMES = ["T/R", "Node Number"]
 
 def ratio_tree():
     """``(3 * T/R) / Node Number`` over columns 0 and 1."""
-    return Expression.binary("/", Expression.binary("*", Expression.constant(3.0),
-                                                     Expression.variable(0)),
-                             Expression.variable(1))
+    return Expression.binary(
+        "/",
+        Expression.binary("*", Expression.constant(3.0), Expression.variable(0)),
+        Expression.variable(1),
+    )
 
 
 def ratio_frame(n=40):
@@ -40,13 +42,32 @@ def fitted():
     return SymbolicRegressor(max_nodes=7, progress=False).fit(X, y), X, y
 
 
-@pytest.mark.parametrize("name, text", [
-    ("x1", "x1"), ("mass", "mass"), ("T_R", "T_R"), ("α", "α"), ("info", "info"),
-    ("T/R", "[T/R]"), ("Node Number", "[Node Number]"), ("2theta", "[2theta]"),
-    ("f(x)", "[f(x)]"), ("a-b", "[a-b]"), ("sqrt", "[sqrt]"), ("exp", "[exp]"),
-    ("log", "[log]"), ("sin", "[sin]"), ("cos", "[cos]"), ("E", "[E]"), ("pi", "[pi]"),
-    ("inf", "[inf]"), ("a]b", "[a]]b]"), ("[x]", "[[x]]]"), ("", "[]"),
-])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("x1", "x1"),
+        ("mass", "mass"),
+        ("T_R", "T_R"),
+        ("α", "α"),
+        ("info", "info"),
+        ("T/R", "[T/R]"),
+        ("Node Number", "[Node Number]"),
+        ("2theta", "[2theta]"),
+        ("f(x)", "[f(x)]"),
+        ("a-b", "[a-b]"),
+        ("sqrt", "[sqrt]"),
+        ("exp", "[exp]"),
+        ("log", "[log]"),
+        ("sin", "[sin]"),
+        ("cos", "[cos]"),
+        ("E", "[E]"),
+        ("pi", "[pi]"),
+        ("inf", "[inf]"),
+        ("a]b", "[a]]b]"),
+        ("[x]", "[[x]]]"),
+        ("", "[]"),
+    ],
+)
 def test_format_name(name, text):
     assert format_name(name) == text
     assert name_is_plain(name) == (text == name)
@@ -67,10 +88,17 @@ def test_to_string_and_parse_round_trip():
     assert Expression.parse("[x1] + x2", None) == Expression.parse("x1 + x2", None)
 
 
-@pytest.mark.parametrize("names", [
-    ["a]b", "]"], ["[x]", "x]]"], ["sqrt", "inf"], ["info", "nan value"], ["a`b", " c "],
-    ["%_&#$", "{x}^~\\"],
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["a]b", "]"],
+        ["[x]", "x]]"],
+        ["sqrt", "inf"],
+        ["info", "nan value"],
+        ["a`b", " c "],
+        ["%_&#$", "{x}^~\\"],
+    ],
+)
 def test_every_name_reads_back(names):
     e = Expression.parse("sqrt(x1 * x2) - x1 / (x2 + 1.5)", None)
     s = e.to_string(names)
@@ -114,8 +142,9 @@ def test_fitted_regressor_prints_and_reads_back(fitted):
     np.testing.assert_allclose(sr.predict(X), y, rtol=1e-12)
     assert "[T/R]" in sr.expression_ and "[Node Number]" in sr.expression_
     tree = Expression.parse(sr.expression_, NAMES)
-    np.testing.assert_array_equal(tree.evaluate(X.to_numpy()), sr.expression_tree_.evaluate(
-        X.to_numpy()))
+    np.testing.assert_array_equal(
+        tree.evaluate(X.to_numpy()), sr.expression_tree_.evaluate(X.to_numpy())
+    )
     assert str(sr) == "y = 3*[T/R]/[Node Number]"
     assert sr.latex() == r"\frac{3 \text{T/R}}{\text{Node Number}}"
     assert r"$y = \frac{3 \text{T/R}}{\text{Node Number}}$" in sr.latex_table()
@@ -143,8 +172,9 @@ def test_save_load_round_trip(fitted, tmp_path):
 
 def test_warm_start_from_the_bracketed_expression(fitted):
     sr, X, y = fitted
-    warm = SymbolicRegressor(max_nodes=7, progress=False,
-                             initial_expression=sr.expression_).fit(X, y)
+    warm = SymbolicRegressor(max_nodes=7, progress=False, initial_expression=sr.expression_).fit(
+        X, y
+    )
     assert warm.expression_ == sr.expression_
 
 

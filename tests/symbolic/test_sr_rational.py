@@ -42,18 +42,21 @@ def test_rational_tree_evaluates_p_over_q_with_q_normalised_on_its_longest_term(
     np.testing.assert_allclose(poly.evaluate(X), (a[0] - 2 * X[:, 0] + 3 * X[:, 1] * X[:, 2]) / 2)
 
 
-@pytest.mark.parametrize("f,nodes", [
-    (lambda x: x[:, 0] * x[:, 1] / (x[:, 0] + x[:, 1] + x[:, 2]), 9),  # divider
-    (lambda x: 1.0 / (1.0 / x[:, 0] + 1.0 / x[:, 1]), 7),  # harmonic: x1*x2/(x1+x2)
-    (lambda x: 2.5 * x[:, 0] / (1.0 + 0.3 * x[:, 1] * x[:, 2]), 9),  # saturating
-    (lambda x: (x[:, 0] - x[:, 1]) / (x[:, 0] + x[:, 1] + x[:, 2]), 9),
-])
+@pytest.mark.parametrize(
+    "f,nodes",
+    [
+        (lambda x: x[:, 0] * x[:, 1] / (x[:, 0] + x[:, 1] + x[:, 2]), 9),  # divider
+        (lambda x: 1.0 / (1.0 / x[:, 0] + 1.0 / x[:, 1]), 7),  # harmonic: x1*x2/(x1+x2)
+        (lambda x: 2.5 * x[:, 0] / (1.0 + 0.3 * x[:, 1] * x[:, 2]), 9),  # saturating
+        (lambda x: (x[:, 0] - x[:, 1]) / (x[:, 0] + x[:, 1] + x[:, 2]), 9),
+    ],
+)
 def test_noise_free_laws_of_the_family_are_found_exactly_in_compact_form(f, nodes):
     X, y = _data(f)
     best = rational_candidates(X, y)[0]
     assert best.expression.n_nodes == nodes
     Xt, yt = _data(f, seed=1)
-    rel = np.mean((best.expression.evaluate(Xt) - yt) ** 2) / np.mean(yt ** 2)
+    rel = np.mean((best.expression.evaluate(Xt) - yt) ** 2) / np.mean(yt**2)
     assert rel < 1e-24
 
 
@@ -88,7 +91,7 @@ def test_estimator_starts_at_the_law_and_the_paper_setting_stays_available():
     assert sr.n_nodes_ == 7 and sr.stop_reason_ in ("rounding level", "goal")
     Xt = np.clip(_data(f, seed=1)[0], X.min(axis=0), X.max(axis=0))  # inside the box
     yt = f(Xt)
-    assert np.mean((sr.predict(Xt) - yt) ** 2) / np.mean(yt ** 2) < 1e-20
+    assert np.mean((sr.predict(Xt) - yt) ** 2) / np.mean(yt**2) < 1e-20
     # rational_start=False: the search from the mean, as before
     off = SymbolicRegressor(progress=False, rational_start=False, max_iterations=3).fit(X, y)
     assert off.searches_[0]["start"] == "mean"

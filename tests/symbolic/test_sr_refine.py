@@ -46,8 +46,9 @@ def test_never_raises_the_mse():
     accepted = 0
     for _ in range(6):
         start = _with(rng.normal(0.0, 3.0, 3))
-        res = refine_constants(start, X, y, sample_weight=w, max_iterations=int(
-            rng.integers(1, 30)))
+        res = refine_constants(
+            start, X, y, sample_weight=w, max_iterations=int(rng.integers(1, 30))
+        )
         before = weighted_mse(start, X, y, w)
         assert res.mse_before == before
         if res.accepted:
@@ -76,8 +77,9 @@ def test_regressor_option_lowers_the_final_mse():
     X, y = _data()
     assert SymbolicRegressor().refine_constants is False  # off by default: the paper alone
     # the search from the mean (a rational start can be the final model, with no history)
-    refined = SymbolicRegressor(max_nodes=9, progress=False, refine_constants=True,
-                                rational_start=False).fit(X, y)
+    refined = SymbolicRegressor(
+        max_nodes=9, progress=False, refine_constants=True, rational_start=False
+    ).fit(X, y)
     r = refined.refinement_
     # the search's final tree (DoME's coordinate passes) is what gets refined
     assert r.mse_before == pytest.approx(refined.history_[-1]["mse"], rel=1e-9)
@@ -86,8 +88,11 @@ def test_regressor_option_lowers_the_final_mse():
     assert r.mse <= r.mse_before
     if r.accepted:
         assert refined.equations_["loss"].min() == r.mse  # the refined tree is on the front
-        np.testing.assert_allclose(refined.predict(X, index=len(refined.equations_) - 1),
-                                   r.expression.evaluate(X), rtol=1e-12)
+        np.testing.assert_allclose(
+            refined.predict(X, index=len(refined.equations_) - 1),
+            r.expression.evaluate(X),
+            rtol=1e-12,
+        )
     assert SymbolicRegressor(max_iterations=0).fit(X, y).refinement_ is None
     with pytest.raises(ValueError, match="refine_constants"):
         SymbolicRegressor(refine_constants="yes").fit(X, y)

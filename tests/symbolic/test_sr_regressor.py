@@ -63,8 +63,11 @@ def newton_fit():
     X, y = newton_data()
     assert X.min() >= 1e8 and X[:, :2].min() >= 1e23 and X[:, :2].max() <= 1e25
     # the paper's search alone (its Table 3), without the rational start
-    return X, y, SymbolicRegressor(strategy=1, goal_mse=float(np.mean(y)),
-                                   rational_start=False).fit(X, y)
+    return (
+        X,
+        y,
+        SymbolicRegressor(strategy=1, goal_mse=float(np.mean(y)), rational_start=False).fit(X, y),
+    )
 
 
 def test_newton_law_recovered_as_in_table3(newton_fit):
@@ -74,8 +77,17 @@ def test_newton_law_recovered_as_in_table3(newton_fit):
     assert sr.mse_ <= np.mean(y)
     # Table 3: every change is a constant-variable search at a constant
     assert all(h["search"] == "constant-variable" for h in sr.history_)
-    for key in ("iteration", "search", "node", "replaced", "subtree", "mse", "n_nodes",
-                "seconds", "expression"):
+    for key in (
+        "iteration",
+        "search",
+        "node",
+        "replaced",
+        "subtree",
+        "mse",
+        "n_nodes",
+        "seconds",
+        "expression",
+    ):
         assert key in sr.history_[0]
     assert [h["n_nodes"] for h in sr.history_] == [3, 5, 7, 9][: sr.n_iterations_]
     x1, x2, x3 = sympy.symbols("x1 x2 x3")
@@ -88,8 +100,7 @@ def test_newton_law_recovered_as_in_table3(newton_fit):
 def test_exports_equal_predict(newton_fit):
     X, y, sr = newton_fit
     pred = sr.predict(X)
-    np.testing.assert_allclose(np.asarray(jax.jit(sr.to_jax())(jnp.asarray(X))), pred,
-                               rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(jax.jit(sr.to_jax())(jnp.asarray(X))), pred, rtol=1e-14)
     f = sympy.lambdify(sorted(sr.sympy().free_symbols, key=str), sr.sympy(), "numpy")
     np.testing.assert_allclose(f(X[:, 0], X[:, 1], X[:, 2]), pred, rtol=1e-12)
     assert sr.score(X, y) > 1 - 1e-12
@@ -130,9 +141,9 @@ def test_rational_function_strategy3_on_the_reference_split():
     val, test = rows[1::3], rows[2::3]
     train = np.setdiff1d(rows, np.r_[val, test])
     np.testing.assert_array_equal(train + 1, np.arange(1, 101, 3))
-    sr = SymbolicRegressor(max_nodes=13, strategy=3, beam_width=1, rational_start=False,
-                           min_improvement=1e-6).fit(X[train],
-                                                                              y[train])
+    sr = SymbolicRegressor(
+        max_nodes=13, strategy=3, beam_width=1, rational_start=False, min_improvement=1e-6
+    ).fit(X[train], y[train])
     for idx in (train, val, test):
         assert np.mean((sr.predict(X[idx]) - y[idx]) ** 2) < 1e-20
     assert sr.n_nodes_ <= 13
@@ -156,9 +167,9 @@ def test_the_reference_package_classification_test():
     rows = np.arange(100)
     val, test = rows[1::3], rows[2::3]
     train = np.setdiff1d(rows, np.r_[val, test])
-    sr = SymbolicRegressor(max_nodes=13, strategy=3, beam_width=1,
-                           min_improvement=1e-6).fit(
-        X[train], 2.0 * t[train] - 1.0)
+    sr = SymbolicRegressor(max_nodes=13, strategy=3, beam_width=1, min_improvement=1e-6).fit(
+        X[train], 2.0 * t[train] - 1.0
+    )
     acc = [float(np.mean((sr.predict(X[idx]) >= 0) == t[idx])) for idx in (train, val, test)]
     np.testing.assert_allclose(acc[:2], [0.970588235294117, 1.0], atol=1e-4)
     assert acc[2] >= 0.969696969696969 - 1e-4
@@ -187,21 +198,27 @@ def test_rational_function_strategy3_reaches_a_local_optimum():
     cyclic constant optimisation). This is why the stuck-tree fallback exists (the next
     change, see the reference split test)."""
     X, y = rational_data()
-    sr = SymbolicRegressor(max_nodes=13, strategy=3, max_iterations=3,
-                           rational_start=False).fit(X, y)
+    sr = SymbolicRegressor(max_nodes=13, strategy=3, max_iterations=3, rational_start=False).fit(
+        X, y
+    )
     A = np.c_[np.ones(100), X[:, 0]]
     coef = np.linalg.lstsq(A, y, rcond=None)[0]
     assert sr.stop_reason_ == "max_iterations"
     np.testing.assert_allclose(sr.mse_, np.mean((A @ coef - y) ** 2), rtol=1e-5)
-    assert [h["search"] for h in sr.history_] == ["variable", "constant-variable",
-                                                  "constant-expression"]
+    assert [h["search"] for h in sr.history_] == [
+        "variable",
+        "constant-variable",
+        "constant-expression",
+    ]
     e = sr.expression_tree_
     assert e.n_nodes == 5
 
     def mse(t):
         with np.errstate(all="ignore"):
-            if any(t.op[i] == DIV and np.any(t.subtree(int(t.right[i])).evaluate(X) == 0)
-                   for i in range(t.n_nodes)):
+            if any(
+                t.op[i] == DIV and np.any(t.subtree(int(t.right[i])).evaluate(X) == 0)
+                for i in range(t.n_nodes)
+            ):
                 return np.inf
             out = t.evaluate(X)
         return float(np.mean((out - y) ** 2)) if np.all(np.isfinite(out)) else np.inf
@@ -213,14 +230,14 @@ def test_rational_function_strategy3_reaches_a_local_optimum():
         for m in range(2):
             best[f"{j}: x{m + 1}"] = base - mse(e.replace(j, Expression.variable(m)))
             for op in (ADD, SUB, MUL, DIV):
-                subs[f"{j}: k {'+-*/'[op - ADD]} x{m + 1}"] = (
-                    lambda k, op=op, m=m: Expression.binary(op, Expression.constant(k),
-                                                            Expression.variable(m)))
+                subs[f"{j}: k {'+-*/'[op - ADD]} x{m + 1}"] = lambda k, op=op, m=m: (
+                    Expression.binary(op, Expression.constant(k), Expression.variable(m))
+                )
         if e.op[j] >= ADD:
             for op in (ADD, MUL):
-                subs[f"{j}: k {'+-*/'[op - ADD]} p"] = (
-                    lambda k, op=op, j=j: Expression.binary(op, Expression.constant(k),
-                                                            e.subtree(j)))
+                subs[f"{j}: k {'+-*/'[op - ADD]} p"] = lambda k, op=op, j=j: Expression.binary(
+                    op, Expression.constant(k), e.subtree(j)
+                )
         for name, sub in subs.items():
             best[name] = base - _best_k(lambda k, j=j, sub=sub: mse(e.replace(j, sub(k))))
     top = max(best, key=best.get)
@@ -233,10 +250,12 @@ def test_rational_function_strategy3_reaches_a_local_optimum():
 def test_deterministic_and_all_strategies_run():
     X, y = rational_data()
     for strategy in (1, 2, 3, 4):
-        a = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25,
-                              beam_width=1).fit(X, y)
-        b = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25,
-                              beam_width=1).fit(X, y)
+        a = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25, beam_width=1).fit(
+            X, y
+        )
+        b = SymbolicRegressor(max_nodes=13, strategy=strategy, max_iterations=25, beam_width=1).fit(
+            X, y
+        )
         assert a.expression_ == b.expression_ and a.mse_ == b.mse_
         assert [h["mse"] for h in a.history_] == [h["mse"] for h in b.history_]
         mses = [h["mse"] for h in a.history_]
@@ -244,13 +263,16 @@ def test_deterministic_and_all_strategies_run():
         assert a.expression_tree_.n_nodes <= 13
 
 
-@pytest.mark.parametrize("X, y, match", [
-    (np.array([[1.0, np.nan]] * 3), np.ones(3), "NaN"),
-    (np.ones((3, 2)), np.array([1.0, np.inf, 2.0]), "NaN or infinite"),
-    (np.ones((3, 2)), np.ones(4), "different numbers of samples"),
-    (np.ones((0, 2)), np.ones(0), "no rows"),
-    (np.ones(3), np.ones(3), "2-D"),
-])
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.array([[1.0, np.nan]] * 3), np.ones(3), "NaN"),
+        (np.ones((3, 2)), np.array([1.0, np.inf, 2.0]), "NaN or infinite"),
+        (np.ones((3, 2)), np.ones(4), "different numbers of samples"),
+        (np.ones((0, 2)), np.ones(0), "no rows"),
+        (np.ones(3), np.ones(3), "2-D"),
+    ],
+)
 def test_bad_input_raises(X, y, match):
     with pytest.raises(ValueError, match=match):
         SymbolicRegressor().fit(X, y)
@@ -290,8 +312,7 @@ def test_constant_target_single_row_and_constant_columns():
     assert list(sr.feature_names_in_) == ["mass 1", "flat", "d"]
     assert "flat" not in sr.expression_ and "[mass 1]" in sr.expression_
     assert {str(s) for s in sr.sympy().free_symbols} <= {"mass 1", "d"}
-    np.testing.assert_allclose(sr.predict(df), sr.to_jax()(jnp.asarray(df.to_numpy())),
-                               rtol=1e-14)
+    np.testing.assert_allclose(sr.predict(df), sr.to_jax()(jnp.asarray(df.to_numpy())), rtol=1e-14)
     np.testing.assert_allclose(sr.predict(df), yn, rtol=1e-9)
 
 
@@ -300,8 +321,9 @@ def test_max_time_max_iterations_and_verbose(capsys):
     with pytest.warns(ConvergenceWarning, match="ran out before the search accepted its"):
         sr = SymbolicRegressor(max_time=1e-9, progress=False, rational_start=False).fit(X, y)
     assert sr.stop_reason_ == "max_time" and sr.n_iterations_ == 0
-    sr = SymbolicRegressor(max_iterations=2, strategy=1, verbose=True, progress=False,
-                           rational_start=False).fit(X, y)
+    sr = SymbolicRegressor(
+        max_iterations=2, strategy=1, verbose=True, progress=False, rational_start=False
+    ).fit(X, y)
     assert sr.stop_reason_ == "max_iterations" and sr.n_iterations_ == 2
     captured = capsys.readouterr()
     assert captured.out == ""  # progress goes to stderr, as the trees' progress does
@@ -316,7 +338,6 @@ def test_float32_option():
     assert np.isfinite(sr.mse_) and sr.mse_ < np.var(y)
 
 
-
 def test_no_crash_when_a_rejected_candidate_grows_the_bucket():
     """Strategies 3 and 4 on I.34.8 / I.43.16 once raised "could not broadcast (16,) into
     (32,)": checking a candidate of the next capacity bucket must not change
@@ -328,16 +349,26 @@ def test_no_crash_when_a_rejected_candidate_grows_the_bucket():
     rng = np.random.default_rng(0)
     X = rng.uniform(1, 2, size=(23, 2))
     y = X[:, 0] * X[:, 1]
-    eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(2, bool), max_nodes=16,
-                     max_height=None, min_improvement=1e-6, feature_names=["x1", "x2"])
+    eng = DomeSearch(
+        jnp.asarray(X.T),
+        jnp.asarray(y),
+        np.ones(2, bool),
+        max_nodes=16,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=["x1", "x2"],
+    )
     eng.expr = Expression.parse("((1 + x1) * (2 + x2)) + ((3 * x1) * (x2 - 4))")
     eng.mse, eng._cache = eng._true_mse(eng.expr)[0], None
     assert eng.analyse()[0].op.shape[0] == 16
     big = eng.expr.replace(1, Expression.parse("(x1 * x2) + ((1 + x1) * (2 + x2))"))
     assert big.n_nodes > 16
     eng._true_mse(big)  # a rejected candidate of the 32 bucket
-    for specs in ([("variable", "const")], [("constant-expression", "nonterminal")],
-                  [("constant", eng.masks(16)["var_nonterminal"])]):
+    for specs in (
+        [("variable", "const")],
+        [("constant-expression", "nonterminal")],
+        [("constant", eng.masks(16)["var_nonterminal"])],
+    ):
         eng.candidates(specs)  # raised ValueError (broadcast) before
     for strategy in (1, 2, 3, 4):
         eng.step(strategy)
@@ -365,10 +396,10 @@ def test_exact_laws_end_small_at_the_rounding_level(law):
     names = [f"x{i + 1}" for i in range(X.shape[1])]
     for h in sr.history_:
         tree = Expression.parse(h["expression"], names)
-        np.testing.assert_allclose(np.mean((tree.evaluate(X) - y) ** 2), h["mse"],
-                                   rtol=1e-9, atol=1e-30)
-    assert [h["mse"] for h in sr.history_] == sorted([h["mse"] for h in sr.history_],
-                                                    reverse=True)
+        np.testing.assert_allclose(
+            np.mean((tree.evaluate(X) - y) ** 2), h["mse"], rtol=1e-9, atol=1e-30
+        )
+    assert [h["mse"] for h in sr.history_] == sorted([h["mse"] for h in sr.history_], reverse=True)
 
 
 def test_two_samples_give_the_exact_line():
@@ -383,8 +414,9 @@ def test_two_samples_give_the_exact_line():
 def test_constant_pass_cap_shows_in_history():
     X = np.random.default_rng(0).uniform(1, 5, size=(200, 2))
     y = X[:, 0] + 2 * X[:, 1]
-    sr = SymbolicRegressor(strategy=3, max_constant_passes=1, max_iterations=3,
-                           rational_start=False).fit(X, y)  # the search from the mean
+    sr = SymbolicRegressor(
+        strategy=3, max_constant_passes=1, max_iterations=3, rational_start=False
+    ).fit(X, y)  # the search from the mean
     assert any(h.get("constant_passes_capped") for h in sr.history_)
     assert SymbolicRegressor().get_params()["max_constant_passes"] is None
 
@@ -407,10 +439,12 @@ def test_float32_casts_that_lose_the_data_are_refused():
     rng = np.random.default_rng(2)
     X = rng.uniform(1.0, 2.0, size=(40, 2))
     y = X[:, 0] + 2.0 * X[:, 1]
-    for Xb, yb, what in ((X * 1e200, y, "X has magnitudes up to"),  # would become inf
-                         (X * 1e-200, y, "X has nonzero magnitudes all below"),  # zero
-                         (X, y * 1e300, "y has magnitudes up to"),
-                         (X, y * 1e-300, "y has nonzero magnitudes all below")):
+    for Xb, yb, what in (
+        (X * 1e200, y, "X has magnitudes up to"),  # would become inf
+        (X * 1e-200, y, "X has nonzero magnitudes all below"),  # zero
+        (X, y * 1e300, "y has magnitudes up to"),
+        (X, y * 1e-300, "y has nonzero magnitudes all below"),
+    ):
         with pytest.raises(ValueError, match=what) as err:
             SymbolicRegressor(dtype="float32").fit(Xb, yb)
         assert "float32" in str(err.value) and "dtype='float64'" in str(err.value)
@@ -424,12 +458,15 @@ def test_float32_casts_that_lose_the_data_are_refused():
     np.testing.assert_allclose(sr.predict(Xs), y, rtol=1e-5)
 
 
-@pytest.mark.parametrize("dtype,offset,message", [
-    ("float64", 1e15, "can only return a constant"),
-    ("float64", 5e11, "count as equal"),
-    ("float32", 1e4, "can only return a constant"),
-    ("float32", 1e15, "can only return a constant"),  # the cast erases the variation
-])
+@pytest.mark.parametrize(
+    "dtype,offset,message",
+    [
+        ("float64", 1e15, "can only return a constant"),
+        ("float64", 5e11, "count as equal"),
+        ("float32", 1e4, "can only return a constant"),
+        ("float32", 1e15, "can only return a constant"),  # the cast erases the variation
+    ],
+)
 def test_a_target_varying_within_rounding_of_its_offset_warns(dtype, offset, message):
     X = np.random.default_rng(3).uniform(1.0, 2.0, size=(200, 2))
     y = offset + 2.0 * X[:, 0] + X[:, 1]
@@ -485,8 +522,9 @@ for _ in range(2):
     sr = SymbolicRegressor(strategy=1, max_time=2.0).fit(X, y)
     print(time.perf_counter() - t, sr.stop_reason_, sr.n_nodes_)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, check=True).stdout.split("\n")
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    ).stdout.split("\n")
     for line in out[:2]:
         seconds, reason, _ = line.split()
         assert float(seconds) <= 3.0, out

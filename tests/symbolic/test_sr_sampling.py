@@ -12,8 +12,9 @@ from jaxsr.symbolic.sampling import DEFAULT_ROWS, sample_size, search_rows
 from jaxsr.symbolic.strategies import DomeSearch
 
 
-@pytest.mark.parametrize("n, size, weighted", [(1000, 100, False), (997, 250, True),
-                                               (50, 49, False)])
+@pytest.mark.parametrize(
+    "n, size, weighted", [(1000, 100, False), (997, 250, True), (50, 49, False)]
+)
 def test_search_rows_stratified_with_the_box(n, size, weighted):
     rng = np.random.default_rng(n)
     X = rng.normal(size=(n, 3)) * [1.0, 10.0, 0.1]
@@ -51,16 +52,25 @@ def test_sample_size_rule_and_errors():
         with pytest.raises(ValueError, match="search_sample"):
             sample_size(bad, 1000)
     with pytest.raises(ValueError, match="search_sample"):
-        SymbolicRegressor(search_sample="rows").fit(np.ones((5, 1)) * np.arange(5)[:, None],
-                                                    np.arange(5.0))
+        SymbolicRegressor(search_sample="rows").fit(
+            np.ones((5, 1)) * np.arange(5)[:, None], np.arange(5.0)
+        )
 
 
 def _engine(X, y, rows, verify):
     XT, yj = jnp.asarray(X.T), jnp.asarray(y)
     full = (XT, yj, jnp.ones(X.shape[0])) if verify else None
-    return DomeSearch(XT[:, rows], yj[rows], np.ones(X.shape[1], bool), max_nodes=15,
-                      max_height=None, min_improvement=1e-6, feature_names=None,
-                      weights=jnp.ones(rows.size), all_rows=full)
+    return DomeSearch(
+        XT[:, rows],
+        yj[rows],
+        np.ones(X.shape[1], bool),
+        max_nodes=15,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=None,
+        weights=jnp.ones(rows.size),
+        all_rows=full,
+    )
 
 
 def _all_rows_mse(expr, X, y):
@@ -80,8 +90,9 @@ def test_every_kept_change_improves_on_all_rows():
     def path(verify):
         eng = _engine(X, y, rows, verify)
         trees = [eng.expr]
-        state = _search.init(eng, goal=0.0, max_iterations=12, max_nodes=15, deadline=None,
-                             n_pool=2)
+        state = _search.init(
+            eng, goal=0.0, max_iterations=12, max_nodes=15, deadline=None, n_pool=2
+        )
         while _search.terminate(eng, state) is _search.Status.RUNNING:
             state, rec = _search.step(eng, state, 1)
             if rec is not None:

@@ -37,6 +37,7 @@ def valid_mse(e: Expression, X, y):
 
 def best_k(e_of_k, X, y, k0):
     """Oracle minimum over k of the re-evaluated tree (scipy from several brackets)."""
+
     def f(k):
         m = valid_mse(e_of_k(k), X, y)
         return 1e300 if m is None else m
@@ -68,7 +69,7 @@ def test_constant_search_matches_re_evaluation(problem):
     e, X, y, tree, XT, sem, eqs, S, base, below = problem
     red, k = constant_search(tree, sem, eqs, S, jnp.ones(16, bool))
     red, k = np.asarray(red), np.asarray(k)
-    assert np.all(red[e.n_nodes:] == -np.inf)
+    assert np.all(red[e.n_nodes :] == -np.inf)
     for j in range(e.n_nodes):
         new = e.replace(j, Expression.constant(float(k[j])))
         mse = valid_mse(new, X, y)
@@ -98,29 +99,33 @@ def test_variable_search_matches_re_evaluation(problem):
                 np.testing.assert_allclose(base - red[j, m], mse, rtol=1e-9)
     assert n_invalid >= 2  # x3 (with a zero) at the denominator nodes 4 and 5
     # the pool mask removes a variable everywhere
-    (red2,) = variable_search(tree, sem, eqs, S, XT, jnp.ones(16, bool),
-                              jnp.asarray([True, False, True]))
+    (red2,) = variable_search(
+        tree, sem, eqs, S, XT, jnp.ones(16, bool), jnp.asarray([True, False, True])
+    )
     assert np.all(np.asarray(red2)[:, 1] == -np.inf)
     np.testing.assert_array_equal(np.asarray(red2)[:, [0, 2]], red[:, [0, 2]])
 
 
 def test_constant_variable_search_matches_re_evaluation(problem):
     e, X, y, tree, XT, sem, eqs, S, base, _ = problem
-    red, k = constant_variable_search(tree, sem, eqs, S, XT, jnp.ones(16, bool),
-                                      jnp.ones(3, bool), NO_LIMIT, NO_LIMIT)
+    red, k = constant_variable_search(
+        tree, sem, eqs, S, XT, jnp.ones(16, bool), jnp.ones(3, bool), NO_LIMIT, NO_LIMIT
+    )
     red, k = np.asarray(red), np.asarray(k)
     assert red.shape == (16, 3, 4)
     for j in range(e.n_nodes):
         for m in range(3):
             for o, op in enumerate(CV_OPS):
+
                 def sub(c, j=j, m=m, op=op):
-                    return e.replace(j, Expression.binary(op, Expression.constant(c),
-                                                          Expression.variable(m)))
+                    return e.replace(
+                        j, Expression.binary(op, Expression.constant(c), Expression.variable(m))
+                    )
+
                 if op == DIV and np.any(X[:, m] == 0):
                     assert red[j, m, o] == -np.inf  # k/x with a zero in x
                     continue
-                mse = valid_mse(sub(float(k[j, m, o])), X, y) if np.isfinite(k[j, m, o]) \
-                    else None
+                mse = valid_mse(sub(float(k[j, m, o])), X, y) if np.isfinite(k[j, m, o]) else None
                 if mse is None:
                     assert red[j, m, o] == -np.inf, (j, m, o)
                     continue
@@ -155,16 +160,16 @@ def test_constant_variable_search_limits_and_exclusions():
 
 def test_constant_expression_search_matches_re_evaluation(problem):
     e, X, y, tree, XT, sem, eqs, S, base, _ = problem
-    red, k = constant_expression_search(tree, sem, eqs, S, jnp.ones(16, bool), NO_LIMIT,
-                                        NO_LIMIT)
+    red, k = constant_expression_search(tree, sem, eqs, S, jnp.ones(16, bool), NO_LIMIT, NO_LIMIT)
     red, k = np.asarray(red), np.asarray(k)
     assert red.shape == (16, 2)
     for j in range(e.n_nodes):
         for o, op in enumerate(CE_OPS):
             terminal = e.op[j] <= 2
             child_const = any(e.op[c] == 1 for c in (e.left[j], e.right[j])) and not terminal
-            hides = child_const and ((op == 3 and e.op[j] in (3, 4))
-                                     or (op == 5 and e.op[j] in (5, 6)))
+            hides = child_const and (
+                (op == 3 and e.op[j] in (3, 4)) or (op == 5 and e.op[j] in (5, 6))
+            )
             if terminal or hides:
                 assert red[j, o] == -np.inf, (j, o)
                 continue
@@ -181,8 +186,9 @@ def test_constant_expression_search_matches_re_evaluation(problem):
     # root is "* 1.3": k*p is excluded there (a * node with a constant child)
     assert red[0, 1] == -np.inf and np.isfinite(red[1, 0])
     # node limit n - r >= 2
-    red_lim, _ = constant_expression_search(tree, sem, eqs, S, jnp.ones(16, bool),
-                                            e.n_nodes + 1, NO_LIMIT)
+    red_lim, _ = constant_expression_search(
+        tree, sem, eqs, S, jnp.ones(16, bool), e.n_nodes + 1, NO_LIMIT
+    )
     assert np.all(np.asarray(red_lim) == -np.inf)
 
 
@@ -200,9 +206,12 @@ def test_search_all_in_one_call_equals_the_four_searches(problem):
         constant_variable_search(tree, sem, eqs, S, XT, masks[2], pool, NO_LIMIT, NO_LIMIT),
         constant_expression_search(tree, sem, eqs, S, masks[3], NO_LIMIT, NO_LIMIT),
     ]
-    together = [(res.constant, res.constant_k), (res.variable,),
-                (res.constant_variable, res.constant_variable_k),
-                (res.constant_expression, res.constant_expression_k)]
+    together = [
+        (res.constant, res.constant_k),
+        (res.variable,),
+        (res.constant_variable, res.constant_variable_k),
+        (res.constant_expression, res.constant_expression_k),
+    ]
     for one, both, mask in zip(alone, together, masks, strict=True):
         red = np.asarray(both[0])
         assert np.all(red[~mask] == -np.inf)  # nothing outside the search's own mask
@@ -223,8 +232,12 @@ def test_top_candidates_is_the_papers_order_on_the_host():
 
     rng = np.random.default_rng(5)
     cap, m = 8, 3
-    shapes = {"constant": (cap,), "variable": (cap, m), "constant_variable": (cap, m, 4),
-              "constant_expression": (cap, 2)}
+    shapes = {
+        "constant": (cap,),
+        "variable": (cap, m),
+        "constant_variable": (cap, m, 4),
+        "constant_expression": (cap, 2),
+    }
     parts = {}
     for name, shape in shapes.items():
         r = rng.choice([0.5, 1.0, 2.0, -1.0, -np.inf, np.nan], size=shape)  # many ties
@@ -233,9 +246,14 @@ def test_top_candidates_is_the_papers_order_on_the_host():
             parts[name + "_k"] = rng.normal(size=shape)
     res = SearchResults(**{k: jnp.asarray(v) for k, v in parts.items()})
     red = np.concatenate([parts[n].ravel() for n in shapes])
-    const = np.concatenate([parts["constant_k"], np.full(cap * m, np.nan),
-                            parts["constant_variable_k"].ravel(),
-                            parts["constant_expression_k"].ravel()])
+    const = np.concatenate(
+        [
+            parts["constant_k"],
+            np.full(cap * m, np.nan),
+            parts["constant_variable_k"].ravel(),
+            parts["constant_expression_k"].ravel(),
+        ]
+    )
     for thr in (0.0, 0.75, -5.0):
         ok = np.flatnonzero(red > thr)
         want = ok[np.lexsort((ok, -red[ok]))]  # stable: the lower index first on ties

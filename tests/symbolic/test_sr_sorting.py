@@ -31,8 +31,14 @@ def _zeros_as_zero(v, dtype):
 @jax.jit
 def _both(x):
     X = jnp.stack([x, x[::-1]])  # under vmap too (the constant solver's rows)
-    return (sorting.argsort(x), jnp.argsort(x), sorting.sort(x), jnp.sort(x),
-            jax.vmap(sorting.argsort)(X), jax.vmap(jnp.argsort)(X))
+    return (
+        sorting.argsort(x),
+        jnp.argsort(x),
+        sorting.sort(x),
+        jnp.sort(x),
+        jax.vmap(sorting.argsort)(X),
+        jax.vmap(jnp.argsort)(X),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -46,8 +52,7 @@ def test_sort_and_argsort_equal_jnp(dtype):
             arg, arg_jnp, got, want, varg, varg_jnp = (np.asarray(v) for v in _both(x))
             np.testing.assert_array_equal(arg, arg_jnp)
             np.testing.assert_array_equal(varg, varg_jnp)
-            np.testing.assert_array_equal(_zeros_as_zero(got, dtype),
-                                          _zeros_as_zero(want, dtype))
+            np.testing.assert_array_equal(_zeros_as_zero(got, dtype), _zeros_as_zero(want, dtype))
             fin = got[~np.isnan(got)]
             assert np.all(fin[:-1] <= fin[1:])  # ordered by value
     finally:
@@ -70,7 +75,7 @@ def test_argsort_below_inf_is_the_argsort_of_the_finite_entries(fast):
             pos = rng.choice(n, n_below, replace=False)
             x[pos] = np.round(rng.normal(size=n_below) * 4)  # ties
             x[pos[: n_below // 8]] = -np.inf
-            x[pos[n_below // 8: n_below // 4]] = -0.0
+            x[pos[n_below // 8 : n_below // 4]] = -0.0
             order, xs = (np.asarray(v) for v in run(jnp.asarray(x)))
             want = np.argsort(x, kind="stable")[:n_below]  # numpy: nan last, as jnp
             np.testing.assert_array_equal(order[:n_below], want)

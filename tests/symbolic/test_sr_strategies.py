@@ -12,17 +12,26 @@ from jaxsr.symbolic.strategies import DomeSearch
 
 def _engine(X, y, tree):
     # weights of ones, as test_sr_kernels' device test: the same compiled kernels
-    eng = DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(X.shape[1], bool),
-                     max_nodes=None, max_height=None, min_improvement=1e-6,
-                     feature_names=None, weights=jnp.ones(X.shape[0]))
+    eng = DomeSearch(
+        jnp.asarray(X.T),
+        jnp.asarray(y),
+        np.ones(X.shape[1], bool),
+        max_nodes=None,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=None,
+        weights=jnp.ones(X.shape[0]),
+    )
     eng.expr = tree
     eng.mse, ok = eng._true_mse(tree)
     assert ok
     return eng
 
 
-@pytest.mark.parametrize("start, coef", [("1.0 * ((0.5 * x1) + x2)", (6.0, 3.0)),
-                                         ("(2.0 * x1) + (0.1 * (x2 * 4.0))", (2.5, 0.6))])
+@pytest.mark.parametrize(
+    "start, coef",
+    [("1.0 * ((0.5 * x1) + x2)", (6.0, 3.0)), ("(2.0 * x1) + (0.1 * (x2 * 4.0))", (2.5, 0.6))],
+)
 def test_polish_between_passes_ends_at_a_fixed_point_of_the_passes(start, coef):
     """On a valley (the product of two constants is what matters) the passes alone crawl:
     many accepted single-constant changes. With the polish between passes: far fewer,
@@ -66,8 +75,7 @@ def test_polish_steps_re_use_the_normal_equations_bit_for_bit():
     eng = _engine(X, y, tree)
     t = tree.padded(16)
     state = Polish.start(jnp.asarray(t.value), eng.mse)
-    out = polish_steps(t, eng.XT, eng.y, eng.weights, state, 0.0, jnp.int32(30),
-                       jnp.int32(30))
+    out = polish_steps(t, eng.XT, eng.y, eng.weights, state, 0.0, jnp.int32(30), jnp.int32(30))
     value, mse, lam = jnp.asarray(t.value), jnp.asarray(eng.mse), 1e-3
     kept = rejected = steps = 0
     status = RUNNING

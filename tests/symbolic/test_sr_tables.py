@@ -29,8 +29,17 @@ def table1():
 
 
 TABLE1_SEMANTICS = [
-    (-1, 0.286, 0.8), (2, 2, 2), (-2, 7, 2.5), (-3, 6, 1.5), (3, 3, 3), (-1, 0.5, 2),
-    (1, 1, 1), (2, 0.5, -1), (2, 2, 2), (1, 4, -2), (1, 1, 1),
+    (-1, 0.286, 0.8),
+    (2, 2, 2),
+    (-2, 7, 2.5),
+    (-3, 6, 1.5),
+    (3, 3, 3),
+    (-1, 0.5, 2),
+    (1, 1, 1),
+    (2, 0.5, -1),
+    (2, 2, 2),
+    (1, 4, -2),
+    (1, 1, 1),
 ]
 
 # Table 1, third column: per node and pattern, (A, B, C, D) of (A*o + B) / (C*o + D).
@@ -49,9 +58,17 @@ TABLE1_EQUATIONS = [
 ]
 
 TABLE1_S = [
-    [], [], [(0, 0, 0)], [(-1, -1, -1)], [(1, -0.5, -2)], [(0, 0, 0), (-3, -3, -3)],
-    [(2, 0.5, -1), (-1, -2.5, -4)], [(1, 1, 1), (4, 4, 4)], [(1, 4, -2), (4, 16, -8)],
-    [(0, 0, 0), (2, 2, 2), (0.5, 0.5, 0.5)], [(3, -6, -1.5)],
+    [],
+    [],
+    [(0, 0, 0)],
+    [(-1, -1, -1)],
+    [(1, -0.5, -2)],
+    [(0, 0, 0), (-3, -3, -3)],
+    [(2, 0.5, -1), (-1, -2.5, -4)],
+    [(1, 1, 1), (4, 4, 4)],
+    [(1, 4, -2), (4, 16, -8)],
+    [(0, 0, 0), (2, 2, 2), (0.5, 0.5, 0.5)],
+    [(3, -6, -1.5)],
 ]
 
 
@@ -83,8 +100,9 @@ def test_table1_equations_up_to_sign(table1):
         den_ok = any(np.allclose(den_ours, s * P[:, 2:]) for s in (1, -1))
         assert num_ok and den_ok, f"node {j + 1}: ours a={a[j]} b={b[j]} c={c[j]} d={d[j]}"
     # root: a = 1, b = t, c = 0, d = -1
-    np.testing.assert_array_equal(np.stack([a[0], b[0], c[0], d[0]]),
-                                  [[1, 1, 1], [5, 4, 1], [0, 0, 0], [-1, -1, -1]])
+    np.testing.assert_array_equal(
+        np.stack([a[0], b[0], c[0], d[0]]), [[1, 1, 1], [5, 4, 1], [0, 0, 0], [-1, -1, -1]]
+    )
 
 
 def test_table1_every_equation_gives_the_mse(table1):
@@ -111,13 +129,33 @@ def test_table2_semantics_and_forbidden_sets():
     sem = np.asarray(node_semantics(tree, jnp.asarray(X.T)))
     S = np.asarray(forbidden_sets(tree, jnp.asarray(sem), 4))
     expected_sem = [
-        (1.33, INF, INF), (2, 2, 2), (1.5, 0, 0), (1.5, 1, 0), (3, 2, 0), (2, 2, 2),
-        (0, -1, 0), (0, 1, 0), (1, -1, 5), (2, 0, 6), (1, 0, 3), (2, 2, 2), (1, 1, 1),
+        (1.33, INF, INF),
+        (2, 2, 2),
+        (1.5, 0, 0),
+        (1.5, 1, 0),
+        (3, 2, 0),
+        (2, 2, 2),
+        (0, -1, 0),
+        (0, 1, 0),
+        (1, -1, 5),
+        (2, 0, 6),
+        (1, 0, 3),
+        (2, 2, 2),
+        (1, 1, 1),
     ]
     np.testing.assert_allclose(sem[:13], np.array(expected_sem), atol=5e-3)
     expected_S = [
-        [], [], [(0, 0, 0)], [(0, 1, 0)], [(0, 2, 0)], [(0, 0, 0), (INF, 2, NAN)],
-        [(-1.5, -1, 0)], [(-1.5, 1, 0)], [(INF, -1, NAN)], [(INF, 0, NAN)], [(INF, 0, NAN)],
+        [],
+        [],
+        [(0, 0, 0)],
+        [(0, 1, 0)],
+        [(0, 2, 0)],
+        [(0, 0, 0), (INF, 2, NAN)],
+        [(-1.5, -1, 0)],
+        [(-1.5, 1, 0)],
+        [(INF, -1, NAN)],
+        [(INF, 0, NAN)],
+        [(INF, 0, NAN)],
         # Table 2 prints (Inf, Inf, NaN) for node 12; the paper's own rule gives NaN in the
         # second pattern: node 12 is the second child of x3*2 with x3 = 0 there and the
         # forbidden value 0, so x3 * anything = 0 is always forbidden (0/0 = NaN).

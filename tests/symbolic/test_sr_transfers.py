@@ -19,9 +19,16 @@ def _engine():
     rng = np.random.default_rng(0)
     X = rng.uniform(1.0, 2.0, (256, 3))
     y = X[:, 0] * X[:, 1] / X[:, 2] + X[:, 1]
-    return DomeSearch(jnp.asarray(X.T), jnp.asarray(y), np.ones(3, bool), max_nodes=31,
-                      max_height=None, min_improvement=1e-6, feature_names=None,
-                      weights=jnp.ones(256))
+    return DomeSearch(
+        jnp.asarray(X.T),
+        jnp.asarray(y),
+        np.ones(3, bool),
+        max_nodes=31,
+        max_height=None,
+        min_improvement=1e-6,
+        feature_names=None,
+        weights=jnp.ones(256),
+    )
 
 
 @pytest.fixture
@@ -63,7 +70,7 @@ def test_transfers_per_greedy_iteration(monkeypatch, transfers, batched):
             break
         changes += 1
     assert changes >= 3
-    explicit, implicit = (transfers[k][1:changes + 1] for k in ("explicit", "implicit"))
+    explicit, implicit = (transfers[k][1 : changes + 1] for k in ("explicit", "implicit"))
     assert implicit == [0] * changes
     if batched:  # the scores, then the checks
         assert explicit == [2] * changes

@@ -25,8 +25,9 @@ def _product_data(n=120, seed=0):
 # ------------------------------------------------------------------ stop reasons
 def test_the_node_cap_is_named_as_the_stop_reason():
     X, y = _product_data()
-    sr = SymbolicRegressor(strategy=3, beam_width=1, max_nodes=9, progress=False,
-                           rational_start=False).fit(X, y)
+    sr = SymbolicRegressor(
+        strategy=3, beam_width=1, max_nodes=9, progress=False, rational_start=False
+    ).fit(X, y)
     assert sr.stop_reason_ == "max_nodes"
     # the fallback's zero terms (4 nodes per pool variable) did not fit next to the tree
     assert blocked_by_max_nodes(sr.history_[-1]["n_nodes"] if sr.history_ else 1, 3, 9)
@@ -89,65 +90,74 @@ for budget in (0.2, None):
                 "warnings": [str(w.message) for w in rec]})
 print(json.dumps(out))
 """
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=600, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True
+    )
     short, enough = json.loads(res.stdout.strip().splitlines()[-1])
     if short["n_nodes"] == 1:  # the mean: never silent
         assert short["reason"] == "max_time"
         # whether the 0.2 s reached the compilation (and the message names its seconds)
         # depends on the machine's load: only the warning itself is asserted
-        assert any("ran out before the search accepted its first change" in w
-                   and "max_time=0.2 s" in w for w in short["warnings"]), short
+        assert any(
+            "ran out before the search accepted its first change" in w and "max_time=0.2 s" in w
+            for w in short["warnings"]
+        ), short
     assert enough["r2"] > 1 - 1e-12 and enough["reason"] in ("rounding level", "goal")
 
 
 # ------------------------------------------------------------------ portfolio
 def test_a_portfolio_of_strategies_adds_the_other_searches_models():
     X, y = _product_data()
-    alone = SymbolicRegressor(strategy=3, beam_width=1, max_nodes=15, progress=False,
-                              rational_start=False).fit(X, y)
+    alone = SymbolicRegressor(
+        strategy=3, beam_width=1, max_nodes=15, progress=False, rational_start=False
+    ).fit(X, y)
     assert alone.score(X, y) < 0.99  # strategy 3 alone stops at a line
-    both = SymbolicRegressor(strategy=(3, 2), beam_width=1, max_nodes=15,
-                             progress=False, rational_start=False).fit(X, y)
+    both = SymbolicRegressor(
+        strategy=(3, 2), beam_width=1, max_nodes=15, progress=False, rational_start=False
+    ).fit(X, y)
     assert both.score(X, y) > 1 - 1e-12 and both.n_nodes_ == 7
     assert [s["strategy"] for s in both.searches_] == [3, 2]
     assert both.searches_[1]["stop_reason"] in ("rounding level", "goal")
-    again = SymbolicRegressor(strategy=(3, 2), beam_width=1, max_nodes=15,
-                              progress=False, rational_start=False).fit(X, y)
+    again = SymbolicRegressor(
+        strategy=(3, 2), beam_width=1, max_nodes=15, progress=False, rational_start=False
+    ).fit(X, y)
     assert again.expression_ == both.expression_  # deterministic
 
 
 def test_a_portfolio_stops_after_an_exact_search():
     X, y = _product_data()
-    sr = SymbolicRegressor(strategy=(2, 1), max_nodes=15, progress=False,
-                           rational_start=False).fit(X, y)
+    sr = SymbolicRegressor(strategy=(2, 1), max_nodes=15, progress=False, rational_start=False).fit(
+        X, y
+    )
     assert [s["strategy"] for s in sr.searches_] == [2]  # strategy 2 reached the law
 
 
 def test_a_widening_schedule_runs_a_wider_beam_when_the_first_is_not_exact():
     X, y = _product_data()
-    sr = SymbolicRegressor(strategy=3, beam_width=(1, 4), max_nodes=15,
-                           progress=False, rational_start=False).fit(X, y)
+    sr = SymbolicRegressor(
+        strategy=3, beam_width=(1, 4), max_nodes=15, progress=False, rational_start=False
+    ).fit(X, y)
     assert [(s["strategy"], s["beam_width"]) for s in sr.searches_] == [(3, 1), (3, 4)]
     assert sr.searches_[0]["stop_reason"] not in ("rounding level", "goal")
     # the fit ended where its last search did, and the law of the wider beam is chosen
     assert sr.stop_reason_ == sr.searches_[1]["stop_reason"] == "rounding level"
     assert sr.score(X, y) > 1 - 1e-12 and sr.n_nodes_ == 7
     assert all(s["seconds"] >= 0 for s in sr.searches_)
-    again = SymbolicRegressor(strategy=3, beam_width=(1, 4), max_nodes=15,
-                              progress=False, rational_start=False).fit(X, y)
+    again = SymbolicRegressor(
+        strategy=3, beam_width=(1, 4), max_nodes=15, progress=False, rational_start=False
+    ).fit(X, y)
     assert again.expression_ == sr.expression_
     np.testing.assert_array_equal(again.equations_["loss"], sr.equations_["loss"])
     # an exact first search: nothing more runs
-    exact = SymbolicRegressor(strategy=2, beam_width=(1, 4), max_nodes=15,
-                              progress=False, rational_start=False).fit(X, y)
+    exact = SymbolicRegressor(
+        strategy=2, beam_width=(1, 4), max_nodes=15, progress=False, rational_start=False
+    ).fit(X, y)
     assert [s["beam_width"] for s in exact.searches_] == [1]
 
 
 def test_a_widening_schedule_with_a_portfolio_runs_every_strategy_per_width():
     X, y = _product_data()
-    sr = SymbolicRegressor(strategy=(3, 4), beam_width=(1, 2), max_nodes=11,
-                           progress=False)
+    sr = SymbolicRegressor(strategy=(3, 4), beam_width=(1, 2), max_nodes=11, progress=False)
     assert sr._schedule() == [(3, 1), (4, 1), (3, 2), (4, 2)]
 
 
@@ -176,8 +186,7 @@ def test_bic_prefers_the_law_to_the_law_plus_noise_terms():
     assert pf.select_model("bic", score, loss, complexity=complexity, n_samples=1000) == 2
     # exact models tie at the rounding floor: the simplest is chosen
     loss = np.array([1.0, 1e-30, 1e-31, 1e-32])
-    assert pf.select_model("bic", score, loss, 1e-26, complexity=complexity,
-                           n_samples=1000) == 1
+    assert pf.select_model("bic", score, loss, 1e-26, complexity=complexity, n_samples=1000) == 1
     with pytest.raises(ValueError, match="complexity"):
         pf.select_model("bic", score, loss)
 
@@ -208,9 +217,14 @@ y = y + 0.01 * np.sqrt(np.mean(y ** 2)) * np.random.default_rng(0).normal(size=y
 sr = SymbolicRegressor(progress=False).fit(X, y)
 print(repr(sr.expression_), sr.mse_.hex(), sr.stop_reason_)
 """
-    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           timeout=600, check=True).stdout.strip().splitlines()[-1]
-            for _ in range(2)]
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+        for _ in range(2)
+    ]
     assert outs[0] == outs[1]
 
 
@@ -234,17 +248,23 @@ def test_the_memory_guard_refuses_a_fit_that_cannot_fit_before_allocating(monkey
     from jaxsr.symbolic import regressor as reg
 
     need = reg.peak_memory_bytes(20, 100_000, 50)
-    assert need == 8.0 * (64 * (reg.MEMORY_PER_ROW * 20 + reg.MEMORY_PER_COLUMN * 100_000)
-                          + reg.MEMORY_PER_CELL * 20 * 100_000)
+    assert need == 8.0 * (
+        64 * (reg.MEMORY_PER_ROW * 20 + reg.MEMORY_PER_COLUMN * 100_000)
+        + reg.MEMORY_PER_CELL * 20 * 100_000
+    )
     assert reg.peak_memory_bytes(20, 100_000, 50, itemsize=4) == need / 2
     assert reg.peak_memory_bytes(20, 100_000, None) == 2 * need - 8.0 * (
-        reg.MEMORY_PER_CELL * 20 * 100_000)  # unlimited trees: capacity 128
+        reg.MEMORY_PER_CELL * 20 * 100_000
+    )  # unlimited trees: capacity 128
     X = np.random.default_rng(0).normal(size=(20, 100_000))
     y = X[:, 0] + 1.0
     monkeypatch.setattr(_memory, "available_memory_bytes", lambda: 2e9)
-    with pytest.raises(ValueError, match=r"X has 20 rows and 100000 columns: a symbolic fit "
-                       r"with max_nodes=50 needs about 3\.\d GB, more than the memory "
-                       r"available \(2\.0 GB, measured\)\. Use fewer columns"):
+    with pytest.raises(
+        ValueError,
+        match=r"X has 20 rows and 100000 columns: a symbolic fit "
+        r"with max_nodes=50 needs about 3\.\d GB, more than the memory "
+        r"available \(2\.0 GB, measured\)\. Use fewer columns",
+    ):
         SymbolicRegressor().fit(X, y)
     with pytest.raises(ValueError, match=r"with 300064 unary terminals"):
         SymbolicRegressor(unary_operators=("exp", "sin", "cos")).fit(X, y)
@@ -297,11 +317,13 @@ def test_when_fit_returns_at_max_time_no_search_runs_behind_it():
 
     X, y = _endless_data()
     # the search from the mean (the rational start would end at the law at once)
-    SymbolicRegressor(strategy=1, beam_width=1, max_iterations=3, verbose=False,
-                      rational_start=False).fit(X, y)  # warm
+    SymbolicRegressor(
+        strategy=1, beam_width=1, max_iterations=3, verbose=False, rational_start=False
+    ).fit(X, y)  # warm
     # (no information-criterion stop: the search runs until max_time)
-    m = SymbolicRegressor(strategy=1, beam_width=1, max_time=4, bic_patience=None,
-                          verbose=False, rational_start=False).fit(X, y)
+    m = SymbolicRegressor(
+        strategy=1, beam_width=1, max_time=4, bic_patience=None, verbose=False, rational_start=False
+    ).fit(X, y)
     assert m.stop_reason_ == "max_time" and m.n_iterations_ > 0
     # warm, every step ends well within the grace: the worker has ended its search (it
     # may still be returning from its last line)
@@ -345,8 +367,13 @@ except KeyboardInterrupt:
     # interrupted then marked the still running worker as stopped, and the process
     # aborted or hung at exit)
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "JAXSR_CACHE_DIR": "none"},
+    )
     total = time.perf_counter() - t
     words = out.stdout.split()
     assert words[0] == "interrupted", out.stdout + out.stderr
@@ -389,8 +416,13 @@ for _ in range(2):
     print(SymbolicRegressor(strategy=1, max_time=1.0, progress=False,
                             rational_start=False).fit(X, y).stop_reason_)
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, env={**os.environ, "JAXSR_CACHE_DIR": "none"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAXSR_CACHE_DIR": "none"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["max_time", "max_time"]
     assert "terminate called" not in out.stderr

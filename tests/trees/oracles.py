@@ -119,9 +119,12 @@ def _best_np(Xs, st, levels, lam, norm, m1):
             )
             if masked:
                 Nn = (T[N], TTF[N], TFF[N], FFF[N])
-                npairs = ((Nn[0], Nn[1]), (Nn[1].transpose(0, 2, 1), Nn[2]),
-                          (Nn[1].transpose(2, 0, 1), Nn[2].transpose(1, 0, 2)),
-                          (Nn[2].transpose(1, 2, 0), Nn[3]))
+                npairs = (
+                    (Nn[0], Nn[1]),
+                    (Nn[1].transpose(0, 2, 1), Nn[2]),
+                    (Nn[1].transpose(2, 0, 1), Nn[2].transpose(1, 0, 2)),
+                    (Nn[2].transpose(1, 2, 0), Nn[3]),
+                )
             d1 = []
             for q, (x, y) in enumerate(pairs):
                 tot3 = x + y
@@ -136,8 +139,9 @@ def _best_np(Xs, st, levels, lam, norm, m1):
             nTT, nTF, nFF = P[N], TF2[N], FF2[N]
             sT = np.where((nTT >= m1) & (nTF >= m1), sT, np.inf)
             sF = np.where((nTF.T >= m1) & (nFF >= m1), sF, np.inf)
-        split = (np.minimum(LaT + lamn, np.min(sT, axis=1))
-                 + np.minimum(LaF + lamn, np.min(sF, axis=1)))
+        split = np.minimum(LaT + lamn, np.min(sT, axis=1)) + np.minimum(
+            LaF + lamn, np.min(sF, axis=1)
+        )
     return _tie_break(np.where(ok_root, split, np.inf), leaf_root, norm)
 
 
@@ -249,8 +253,15 @@ _TABLE_MAX = 384
 _KMEDIANS_TABLE_FIRST = 128
 
 
-def _dp_host(cost, n: int, max_clusters: int, stop_gain: float | None,
-             table_fn=None, table_first: int = _TABLE_MAX, table=None) -> np.ndarray:
+def _dp_host(
+    cost,
+    n: int,
+    max_clusters: int,
+    stop_gain: float | None,
+    table_fn=None,
+    table_first: int = _TABLE_MAX,
+    table=None,
+) -> np.ndarray:
     """Losses ``D_k[n - 1]`` for ``k = 1, 2, ...`` with the early stop of Theorem 3.7.
 
     Only the last entry of a row is needed to decide whether to stop, and it takes one
@@ -283,11 +294,13 @@ def _dp_host(cost, n: int, max_clusters: int, stop_gain: float | None,
         if stop_gain is not None and out[-2] - out[-1] <= stop_gain:
             break  # Theorem 3.7: every further cluster gains even less
         # the full row D_k, needed for row k + 1
-        if table is None and table_fn is not None and (
-                n <= table_first or (n <= _TABLE_MAX and full_rows >= n // 32)):
+        if (
+            table is None
+            and table_fn is not None
+            and (n <= table_first or (n <= _TABLE_MAX and full_rows >= n // 32))
+        ):
             table = table_fn()  # built only once a full row is needed
-        D = np.min(prev[:, None] + table, axis=0) if table is not None else _dc_row(
-            prev, cost, n)
+        D = np.min(prev[:, None] + table, axis=0) if table is not None else _dc_row(prev, cost, n)
         full_rows += 1
     return np.asarray(out)
 
@@ -333,8 +346,9 @@ def kmeans_losses_np(W, S, Q, max_clusters: int, stop_gain: float | None = None)
     n = W.shape[0]
     if 1 < n <= _KMEANS_TABLE_FIRST:
         return _dp_host(None, n, max_clusters, stop_gain, table=_kmeans_table_np(W, S, Q))
-    return _dp_host(_kmeans_cost_fn(W, S, Q), n, max_clusters, stop_gain,
-                    lambda: _kmeans_table_np(W, S, Q))
+    return _dp_host(
+        _kmeans_cost_fn(W, S, Q), n, max_clusters, stop_gain, lambda: _kmeans_table_np(W, S, Q)
+    )
 
 
 _KMEANS_TABLE_FIRST = 160  # below this the table is built first (cheaper than any row)
@@ -383,8 +397,14 @@ def kmedians_losses_np(values, weights, max_clusters: int, stop_gain: float | No
     n = v.shape[0]
     if 1 < n <= _KMEDIANS_TABLE_FIRST and max_clusters > 2:
         return _dp_host(None, n, max_clusters, stop_gain, table=_kmedians_table_np(v, w))
-    return _dp_host(_kmedians_cost_fn(v, w), n, max_clusters, stop_gain,
-                    lambda: _kmedians_table_np(v, w), _KMEDIANS_TABLE_FIRST)
+    return _dp_host(
+        _kmedians_cost_fn(v, w),
+        n,
+        max_clusters,
+        stop_gain,
+        lambda: _kmedians_table_np(v, w),
+        _KMEDIANS_TABLE_FIRST,
+    )
 
 
 def absolute_loss(ys, ws, unit=None):
@@ -414,8 +434,6 @@ def absolute_loss(ys, ws, unit=None):
         d = np.abs(ys - ys[np.searchsorted(cw, 0.5 * cw[-1])])  # first cw[k] >= half
         d *= ws
     return float(np.cumsum(d)[-1])  # a running sum: in sample order
-
-
 
 
 def absolute_split_losses(ys, ws, member, unit=None):
@@ -462,5 +480,3 @@ def absolute_split_losses(ys, ws, member, unit=None):
         k = np.argmax(cw >= 0.5 * cw[-1], axis=0)
     loss = _deviations(ys, k, Wm)
     return loss[:B], loss[B:]
-
-

@@ -51,8 +51,9 @@ def greedy_cart(X, y, w, lam, depth, msl=1, absolute=False):
             t = X[idx, j]
             if t.sum() < msl or (~t).sum() < msl:
                 continue
-            c[j] = (_leaf_loss(y[idx[t]], w[idx[t]], absolute)
-                    + _leaf_loss(y[idx[~t]], w[idx[~t]], absolute))
+            c[j] = _leaf_loss(y[idx[t]], w[idx[t]], absolute) + _leaf_loss(
+                y[idx[~t]], w[idx[~t]], absolute
+            )
         if not np.isfinite(c.min()):
             return leaf
         # the least children's loss; near-ties (1e-12 of the node's loss) to the lowest
@@ -71,8 +72,9 @@ def _tree_data(seed, n=300, m=8):
     """Binary features, y from a depth-3 tree plus noise (the example's kind of data)."""
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 2, size=(n, m)).astype(float)
-    y = np.where(X[:, 0] == 1, np.where(X[:, 3] == 1, 10.0, 6.0),
-                 np.where(X[:, 5] == 1, 2.0, 0.0)) + rng.normal(0.0, 1.0, n)
+    y = np.where(
+        X[:, 0] == 1, np.where(X[:, 3] == 1, 10.0, 6.0), np.where(X[:, 5] == 1, 2.0, 0.0)
+    ) + rng.normal(0.0, 1.0, n)
     return X, y
 
 
@@ -99,8 +101,11 @@ DATA = {
 
 
 def _binary(X, binarizer):
-    return (np.asarray(X) if binarizer is None
-            else np.asarray(Binarizer(**binarizer.get_params()).fit_transform(X))) > 0.5
+    return (
+        np.asarray(X)
+        if binarizer is None
+        else np.asarray(Binarizer(**binarizer.get_params()).fit_transform(X))
+    ) > 0.5
 
 
 def _fit(X, y, binarizer, **kw):
@@ -111,9 +116,15 @@ def _fit(X, y, binarizer, **kw):
 
 
 @pytest.mark.parametrize("name", list(DATA))
-@pytest.mark.parametrize("backend,loss", [("numpy", "squared_error"), ("jax", "squared_error"),
-                                          ("numpy", "absolute_error"),
-                                          ("jax", "absolute_error")])
+@pytest.mark.parametrize(
+    "backend,loss",
+    [
+        ("numpy", "squared_error"),
+        ("jax", "squared_error"),
+        ("numpy", "absolute_error"),
+        ("jax", "absolute_error"),
+    ],
+)
 def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
     """At short limits (0.02 and 0.4 s, no depth budget, lambda 0.002: far from a
     certificate) on three datasets, both backends (the host engine, or the host engine with
@@ -127,10 +138,26 @@ def test_time_limited_fit_is_never_worse_than_greedy_cart(name, backend, loss):
     Xb = _binary(X, binarizer)
     g = greedy_cart(Xb, y, np.ones(y.size), lam, None, absolute=loss == "absolute_error")
     for limit in (0.02, 0.4):
-        m = _fit(X, y, binarizer, regularization=lam, depth_budget=None, loss=loss,
-                 time_limit=limit, backend=backend)
-        greedy = _fit(X, y, binarizer, regularization=lam, depth_budget=None, loss=loss,
-                      max_steps=0, backend=backend).fit_seconds_
+        m = _fit(
+            X,
+            y,
+            binarizer,
+            regularization=lam,
+            depth_budget=None,
+            loss=loss,
+            time_limit=limit,
+            backend=backend,
+        )
+        greedy = _fit(
+            X,
+            y,
+            binarizer,
+            regularization=lam,
+            depth_budget=None,
+            loss=loss,
+            max_steps=0,
+            backend=backend,
+        ).fit_seconds_
         assert m.fit_seconds_ <= 1.1 * limit + 2.0 * greedy + 0.5
         assert m.objective_ <= g * (1 + 1e-9), (name, limit)  # greedy CART is always there
         assert m.objective_ <= 1.0 + lam + 1e-12  # never worse than the one leaf
@@ -149,8 +176,9 @@ def test_greedy_incumbent_equals_the_oracle(loss, msl, depth):
         Xb = _binary(X, None if seed == 0 else Binarizer(n_thresholds=5))
         w = np.random.default_rng(seed).uniform(0.5, 2.0, y.size) if seed else np.ones(y.size)
         for lam in (0.002, 0.02):
-            s = OptimalTreeSearch(Xb, y, w, regularization=lam, depth_budget=depth,
-                                  min_samples_leaf=msl, loss=loss)
+            s = OptimalTreeSearch(
+                Xb, y, w, regularization=lam, depth_budget=depth, min_samples_leaf=msl, loss=loss
+            )
             P = s.problem
             mask = np.ones(P.U, dtype=bool)
             d = levels(P, P.depth, P.stats.sum(0), leaf_cost(P, mask))
@@ -165,8 +193,9 @@ def test_greedy_is_whole_at_a_tiny_limit():
     than it; valid certificate, an objective from its own predictions."""
     X, y = _tree_data(5, n=400)
     sst = float(np.sum((y - y.mean()) ** 2))
-    s = OptimalTreeSearch(X > 0.5, y, np.ones(y.size), regularization=0.001,
-                          depth_budget=None, time_limit=0.0)
+    s = OptimalTreeSearch(
+        X > 0.5, y, np.ones(y.size), regularization=0.001, depth_budget=None, time_limit=0.0
+    )
     mask = np.ones(s.problem.U, dtype=bool)
     # a deadline already past: the whole greedy tree all the same
     obj, nodes = greedy_tree(s.problem, mask, 50, deadline=0.0)[:2]
@@ -191,8 +220,9 @@ def test_time_limited_lower_bound_is_below_the_optimum():
     assert full.objective_ <= greedy_cart(X > 0.5, y, np.ones(y.size), lam, None) * (1 + 1e-9)
     for limit in (0.005, 0.02, 0.1):
         for backend in ("numpy", "jax"):
-            m = _fit(X, y, None, regularization=lam, depth_budget=None, time_limit=limit,
-                     backend=backend)
+            m = _fit(
+                X, y, None, regularization=lam, depth_budget=None, time_limit=limit, backend=backend
+            )
             assert m.lower_bound_ <= full.objective_ * (1 + 1e-9)
             assert m.objective_ >= full.objective_ * (1 - 1e-9)
 
@@ -209,10 +239,10 @@ def test_time_limit_counts_binarization_and_device_compilation():
     n_feat = np.asarray(Binarizer(strategy="midpoints").fit_transform(X)).shape[1]
     assert n_feat > 1000  # thousands of binary features: greedy stays vectorised
     before = dict(device._CALL_SECONDS)
-    m = _fit(X, y, b, regularization=0.002, depth_budget=None, time_limit=0.3,
-             backend="jax")
-    greedy = _fit(X, y, b, regularization=0.002, depth_budget=None, max_steps=0,
-                  backend="numpy").fit_seconds_
+    m = _fit(X, y, b, regularization=0.002, depth_budget=None, time_limit=0.3, backend="jax")
+    greedy = _fit(
+        X, y, b, regularization=0.002, depth_budget=None, max_steps=0, backend="numpy"
+    ).fit_seconds_
     assert m.fit_seconds_ <= 1.1 * 0.3 + 2.0 * greedy + 0.5
     assert m.objective_ < 1.0  # the greedy tree, at least
     new = set(device._CALL_SECONDS) - set(before)
@@ -229,11 +259,11 @@ def test_polished_greedy_incumbent_is_exact_and_not_worse():
     lam = 0.002
     g = greedy_cart(Xb, y, np.ones(y.size), lam, None)
     sst = float(np.sum((y - y.mean()) ** 2))
-    res = OptimalTreeSearch(Xb, y, np.ones(y.size), regularization=lam, depth_budget=None,
-                            time_limit=100.0).run(max_steps=0)
+    res = OptimalTreeSearch(
+        Xb, y, np.ones(y.size), regularization=lam, depth_budget=None, time_limit=100.0
+    ).run(max_steps=0)
     r = y - res.tree.predict(Xb)
-    assert float(r @ r / sst + lam * res.tree.n_leaves) == pytest.approx(res.objective,
-                                                                         rel=1e-9)
+    assert float(r @ r / sst + lam * res.tree.n_leaves) == pytest.approx(res.objective, rel=1e-9)
     assert res.objective < g * (1 - 1e-6)
 
 
@@ -262,8 +292,9 @@ def test_live_lower_bound_is_valid_and_tightens(monkeypatch, engine):
         return st
 
     monkeypatch.setattr(cs, "step", rec)
-    res = OptimalTreeSearch(Xb, y, np.ones(y.size),
-                            backend="jax" if engine == "device" else "numpy", **kw).run()
+    res = OptimalTreeSearch(
+        Xb, y, np.ones(y.size), backend="jax" if engine == "device" else "numpy", **kw
+    ).run()
     assert res.objective == pytest.approx(opt.objective, rel=1e-9)
     assert len(lbs) > 5
     for live, rec_lb in lbs:

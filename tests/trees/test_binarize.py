@@ -139,9 +139,12 @@ def _sklearn_stump_splits(X, y, w, n_estimators, learning_rate, random_state=0):
     per (column, threshold) the summed weighted impurity decrease."""
     from sklearn.ensemble import GradientBoostingRegressor
 
-    ref = GradientBoostingRegressor(n_estimators=n_estimators, max_depth=1,
-                                    learning_rate=learning_rate,
-                                    random_state=random_state).fit(X, y, sample_weight=w)
+    ref = GradientBoostingRegressor(
+        n_estimators=n_estimators,
+        max_depth=1,
+        learning_rate=learning_rate,
+        random_state=random_state,
+    ).fit(X, y, sample_weight=w)
     found, gain = [set() for _ in range(X.shape[1])], {}
     for est in ref.estimators_.ravel():
         tr = est.tree_
@@ -150,8 +153,9 @@ def _sklearn_stump_splits(X, y, w, n_estimators, learning_rate, random_state=0):
         f, t = int(tr.feature[0]), float(tr.threshold[0])
         found[f].add(t)
         wn, imp = tr.weighted_n_node_samples, tr.impurity
-        gain[(f, t)] = gain.get((f, t), 0.0) + float(wn[0] * imp[0] - wn[1] * imp[1]
-                                                      - wn[2] * imp[2])
+        gain[(f, t)] = gain.get((f, t), 0.0) + float(
+            wn[0] * imp[0] - wn[1] * imp[1] - wn[2] * imp[2]
+        )
     return [sorted(s) for s in found], gain
 
 
@@ -165,8 +169,11 @@ def test_boosted_stumps_are_sklearns_gradient_boosting(case):
 
     rng = np.random.default_rng(100 + case)
     n, p = int(rng.integers(150, 500)), int(rng.integers(1, 6))  # no two equal columns
-    X = [rng.normal(size=(n, p)), rng.integers(0, 5, size=(n, p)).astype(float),
-         np.round(rng.normal(size=(n, p)), 1)][case % 3]
+    X = [
+        rng.normal(size=(n, p)),
+        rng.integers(0, 5, size=(n, p)).astype(float),
+        np.round(rng.normal(size=(n, p)), 1),
+    ][case % 3]
     y = np.sin(X.sum(axis=1)) + X[:, 0] ** 2 + 0.3 * rng.normal(size=n)
     if case % 4 == 0:
         y = np.round(y)
@@ -194,8 +201,7 @@ def test_boosted_stumps_on_equal_columns_split_the_same_rows():
     cols = {tuple(c) for c in ours.transform(X).T}
     ref_cols = {tuple(c) for c in ref.transform(X).T}
     flipped = {tuple(1 - np.array(c)) for c in ref_cols}
-    assert cols <= ref_cols | flipped and ref_cols <= cols | {tuple(1 - np.array(c))
-                                                              for c in cols}
+    assert cols <= ref_cols | flipped and ref_cols <= cols | {tuple(1 - np.array(c)) for c in cols}
 
 
 def test_boosted_stumps_leave_a_constant_target_unsplit():
@@ -215,7 +221,7 @@ def test_gbdt_max_features_keeps_the_most_useful_split():
     y = 10.0 * (X[:, 1] > 0.3) + X[:, 0]
     b = Binarizer(strategy="gbdt", max_features=1).fit(X, y)
     assert b.n_features_out_ == 1
-    (j, op, t), = b.features_
+    ((j, op, t),) = b.features_
     below, above = X[X[:, 1] <= 0.3, 1].max(), X[X[:, 1] > 0.3, 1].min()
     assert j == 1 and op == "<=" and below < t < above
     assert any(r == "max_features" for _, r in b.dropped_)
@@ -245,15 +251,23 @@ def test_categorical_one_hot_and_frames():
     b = Binarizer(n_thresholds=2, categorical=["grade"]).fit(df)
     # quantiles of 1..6 at 1/3, 2/3: 2 and 4, cut midway to the next values
     assert b.feature_names_out_ == [
-        "size <= 2.5", "size <= 4.5",
-        "colour == blue", "colour == green", "colour == red",
+        "size <= 2.5",
+        "size <= 4.5",
+        "colour == blue",
+        "colour == green",
+        "colour == red",
         "grade == 1",
     ]
     assert b.dropped_ == [("grade == 2", "complement of grade == 1")]
     assert b.categories_ == {1: ["blue", "green", "red"], 2: [1]}
     Z = b.transform(df)
     assert Z[:, 2:].tolist() == [
-        [0, 0, 1, 1], [0, 1, 0, 1], [1, 0, 0, 0], [0, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 1],
+        [0, 0, 1, 1],
+        [0, 1, 0, 1],
+        [1, 0, 0, 0],
+        [0, 0, 1, 0],
+        [0, 1, 0, 1],
+        [0, 0, 1, 1],
     ]
     # columns are matched by name; an unseen category is 0 in every one-hot column
     new = pd.DataFrame({"grade": [3], "colour": ["purple"], "size": [2.0]})
@@ -289,8 +303,13 @@ def test_third_column_is_x3():
 @pytest.mark.parametrize("strategy", ["quantile", "uniform", "midpoints", "gbdt"])
 def test_json_round_trip(strategy):
     rng = np.random.default_rng(2)
-    df = pd.DataFrame({"a": rng.normal(size=50), "b": rng.exponential(size=50),
-                       "c": rng.choice(["u", "v", "w"], size=50)})
+    df = pd.DataFrame(
+        {
+            "a": rng.normal(size=50),
+            "b": rng.exponential(size=50),
+            "c": rng.choice(["u", "v", "w"], size=50),
+        }
+    )
     y = df["a"].to_numpy() * 2 + (df["c"] == "u")
     b = Binarizer(strategy=strategy, n_thresholds=5, gbdt_params={"n_estimators": 5}).fit(df, y)
     b2 = Binarizer.from_dict(json.loads(json.dumps(b.to_dict())))
@@ -298,8 +317,13 @@ def test_json_round_trip(strategy):
     assert b2.feature_names_out_ == b.feature_names_out_
     assert b2.features_ == b.features_  # thresholds to the last bit
     assert b2.dropped_ == b.dropped_
-    new = pd.DataFrame({"a": rng.normal(size=20), "b": rng.exponential(size=20),
-                        "c": rng.choice(["u", "v", "x"], size=20)})
+    new = pd.DataFrame(
+        {
+            "a": rng.normal(size=20),
+            "b": rng.exponential(size=20),
+            "c": rng.choice(["u", "v", "x"], size=20),
+        }
+    )
     np.testing.assert_array_equal(b2.transform(new), b.transform(new))
     # an unfitted binarizer round-trips its parameters only
     u = Binarizer.from_dict(json.loads(json.dumps(Binarizer(max_features=3).to_dict())))
@@ -311,8 +335,13 @@ def test_sklearn_conventions():
     from sklearn.base import clone
 
     b = Binarizer(strategy="midpoints", max_features=4)
-    assert b.get_params() == {"strategy": "midpoints", "n_thresholds": 4, "max_features": 4,
-                              "categorical": None, "gbdt_params": None}
+    assert b.get_params() == {
+        "strategy": "midpoints",
+        "n_thresholds": 4,
+        "max_features": 4,
+        "categorical": None,
+        "gbdt_params": None,
+    }
     assert b.set_params(n_thresholds=7) is b and b.n_thresholds == 7
     c = clone(b)
     assert c.get_params() == b.get_params() and c is not b
@@ -400,8 +429,10 @@ def _exact_thresholds(x, strategy, n, w=None):
         lo, hi = Fraction(float(x.min())), Fraction(float(x.max()))
         return [lo + Fraction(k, n + 1) * (hi - lo) for k in range(1, n + 1)]
     u = [Fraction(float(t)) for t in np.unique(x)]
-    F = [sum(Fraction(float(wk)) for xk, wk in zip(x, w, strict=True) if Fraction(float(xk)) <= uk)
-         for uk in u]
+    F = [
+        sum(Fraction(float(wk)) for xk, wk in zip(x, w, strict=True) if Fraction(float(xk)) <= uk)
+        for uk in u
+    ]
     out = []
     for k in range(1, n + 1):
         i = min(i for i in range(len(u)) if F[i] >= Fraction(k, n + 1) * F[-1])
@@ -426,10 +457,22 @@ _EXTREME_COLUMNS = {
     "near -max": [-_MAX, -0.9 * _MAX, -0.75 * _MAX, -0.5 * _MAX, -_MAX, -0.6 * _MAX],
     "-max..+max": [-_MAX, -1.0, 0.0, 3.0, _MAX, 0.5 * _MAX],
     "subnormal": [0.0, _TINY, 2 * _TINY, 3 * _TINY, 7 * _TINY, -_TINY],
-    "one ulp apart": [1.0, np.nextafter(1.0, 2.0), np.nextafter(np.nextafter(1.0, 2.0), 2.0),
-                      np.nextafter(1.0, 0.0), 1.0, 2.0],
-    "ulps below max": [_MAX, np.nextafter(_MAX, 0.0), np.nextafter(np.nextafter(_MAX, 0.0), 0.0),
-                       -_MAX, np.nextafter(-_MAX, 0.0), 0.0],
+    "one ulp apart": [
+        1.0,
+        np.nextafter(1.0, 2.0),
+        np.nextafter(np.nextafter(1.0, 2.0), 2.0),
+        np.nextafter(1.0, 0.0),
+        1.0,
+        2.0,
+    ],
+    "ulps below max": [
+        _MAX,
+        np.nextafter(_MAX, 0.0),
+        np.nextafter(np.nextafter(_MAX, 0.0), 0.0),
+        -_MAX,
+        np.nextafter(-_MAX, 0.0),
+        0.0,
+    ],
 }
 
 
@@ -481,8 +524,10 @@ def test_midpoints_keep_values_one_ulp_apart_on_both_sides(a):
 def test_float32_input_near_its_maximum_and_one_ulp_apart():
     f32max = np.finfo(np.float32).max
     one_up = np.nextafter(np.float32(1), np.float32(2))
-    X = np.array([[f32max, 1.0], [np.float32(0.9) * f32max, one_up],
-                  [-f32max, 1.0], [f32max, one_up]], dtype=np.float32)
+    X = np.array(
+        [[f32max, 1.0], [np.float32(0.9) * f32max, one_up], [-f32max, 1.0], [f32max, one_up]],
+        dtype=np.float32,
+    )
     for strategy in ("quantile", "uniform", "midpoints"):
         b = Binarizer(strategy=strategy, n_thresholds=3).fit(X)
         assert all(np.all(np.isfinite(t)) for t in b.thresholds_), strategy
@@ -507,8 +552,12 @@ def test_weighted_quantiles_hand_computed_and_against_numpy():
     # numpy's weighted inverted-CDF quantile gives the columns, for any weights
     rng = np.random.default_rng(4)
     x = np.round(rng.normal(size=37), 1)  # with ties
-    for w in (None, np.full(37, 3.5), rng.uniform(0.1, 3.0, size=37),
-              rng.integers(0, 4, size=37).astype(float)):
+    for w in (
+        None,
+        np.full(37, 3.5),
+        rng.uniform(0.1, 3.0, size=37),
+        rng.integers(0, 4, size=37).astype(float),
+    ):
         for n in (1, 3, 7, 12):
             b = Binarizer(n_thresholds=n).fit(x.reshape(-1, 1), sample_weight=w)
             levels = np.arange(1, n + 1) / (n + 1)
@@ -537,8 +586,13 @@ def test_integer_weights_equal_repeated_rows(strategy):
 @pytest.mark.parametrize("strategy", ["quantile", "uniform", "midpoints", "gbdt"])
 def test_zero_weight_rows_are_as_if_absent(strategy):
     rng = np.random.default_rng(5)
-    df = pd.DataFrame({"a": rng.normal(size=60), "b": rng.integers(0, 6, size=60) * 1.0,
-                       "c": rng.choice(["u", "v", "w"], size=60)})
+    df = pd.DataFrame(
+        {
+            "a": rng.normal(size=60),
+            "b": rng.integers(0, 6, size=60) * 1.0,
+            "c": rng.choice(["u", "v", "w"], size=60),
+        }
+    )
     y = df["a"].to_numpy() + (df["c"] == "u") + 0.1 * rng.normal(size=60)
     w = np.ones(60)
     w[::3] = 0.0
@@ -562,8 +616,12 @@ def test_uniformly_rescaled_weights_give_the_same_binarizer(strategy):
     X = np.column_stack([rng.normal(size=80), rng.integers(0, 9, size=80) * 0.5])
     y = X[:, 0] ** 2 + X[:, 1]
     w = rng.integers(0, 4, size=80).astype(float)
-    kw = {"strategy": strategy, "n_thresholds": 7, "max_features": 9,
-          "gbdt_params": {"n_estimators": 10}}
+    kw = {
+        "strategy": strategy,
+        "n_thresholds": 7,
+        "max_features": 9,
+        "gbdt_params": {"n_estimators": 10},
+    }
     ref = Binarizer(**kw).fit(X, y, sample_weight=w)
     for scale in (0.2222222222, 1e-6, 3.0, 1e8):
         other = Binarizer(**kw).fit(X, y, sample_weight=w * scale)
@@ -598,9 +656,12 @@ def test_tree_does_not_depend_on_a_uniform_rescaling_of_the_weights():
     X = rng.integers(0, 3, size=(40, 3)).astype(float)
     y = 1.0 * (X[:, 0] > 0) + 1.0 * (X[:, 1] > 0) + rng.integers(0, 2, 40) * 0.5
     w = rng.integers(1, 3, 40).astype(float)
-    fits = [OptimalTreeRegressor(regularization=0.05, depth_budget=3,
-                                 binarizer=Binarizer(strategy="midpoints"))
-            .fit(X, y, sample_weight=w * scale) for scale in (1.0, 0.2222222222)]
+    fits = [
+        OptimalTreeRegressor(
+            regularization=0.05, depth_budget=3, binarizer=Binarizer(strategy="midpoints")
+        ).fit(X, y, sample_weight=w * scale)
+        for scale in (1.0, 0.2222222222)
+    ]
     a, b = fits
     assert a.binarizer_.features_ == b.binarizer_.features_  # the Binarizer side holds
     assert a.objective_ == pytest.approx(b.objective_, rel=1e-12)

@@ -25,8 +25,8 @@ def _classes(seed, U=12, M=4):
     W = rng.integers(1, 4, size=U).astype(float)
     mean = rng.normal(size=U) * 2
     S = W * mean
-    Q = W * mean ** 2 + rng.random(U)
-    E = Q - S ** 2 / W
+    Q = W * mean**2 + rng.random(U)
+    E = Q - S**2 / W
     st = np.column_stack([W, S, Q, E, W, np.ones(U)])
     return X, st
 
@@ -52,9 +52,11 @@ def test_leaf_cost_and_equivalent_bound_values():
     assert float(leaf_cost(tot, 0.1, 5.0)) == pytest.approx(sse / 5.0 + 0.1, rel=1e-12)
     assert float(leaf_cost(tot, 0.1, 5.0, min_samples_leaf=int(tot[STAT_N]) + 1)) == np.inf
     assert float(equivalent_points_bound(tot, 0.1, 5.0)) == pytest.approx(
-        tot[STAT_E] / 5.0 + 0.2, rel=1e-12)
+        tot[STAT_E] / 5.0 + 0.2, rel=1e-12
+    )
     assert float(equivalent_points_bound(tot, 0.1, 5.0, lookahead=False)) == pytest.approx(
-        tot[STAT_E] / 5.0 + 0.1, rel=1e-12)
+        tot[STAT_E] / 5.0 + 0.1, rel=1e-12
+    )
     # the within-class loss never exceeds the leaf loss
     assert tot[STAT_E] <= sse
 
@@ -74,8 +76,17 @@ def test_bounds_never_exceed_the_optimum(seed):
     pad = 32 - s.U  # fixed shapes: one compilation for all seeds (padding is masked out)
     W, S, Q = (np.concatenate([st[s.korder, j], np.zeros(pad)]) for j in range(3))
     mask = np.arange(32) < s.U
-    km = float(_jit_kmeans_lb(jnp.asarray(W), jnp.asarray(S), jnp.asarray(Q),
-                              jnp.asarray(mask), lam, 2 ** (depth - 1), s.norm))
+    km = float(
+        _jit_kmeans_lb(
+            jnp.asarray(W),
+            jnp.asarray(S),
+            jnp.asarray(Q),
+            jnp.asarray(mask),
+            lam,
+            2 ** (depth - 1),
+            s.norm,
+        )
+    )
     eq = float(st[:, STAT_E].sum() / s.norm + lam)
     assert km <= opt + 1e-12
     assert eq <= km + 1e-12
@@ -106,7 +117,7 @@ def test_kmeans_bound_from_a_truncated_table():
         cut = kmeans_losses_np(W, S, Q, n, lam * sst)
         for k in range(1, 8):
             C = np.arange(k, n + 1)
-            want = float(np.min(full[k - 1:] / sst + lam * C)) if k <= n else np.inf
+            want = float(np.min(full[k - 1 :] / sst + lam * C)) if k <= n else np.inf
             got = kmeans_bound(cut, lam, sst, k)
             if k <= cut.shape[0]:
                 assert got == pytest.approx(want, rel=1e-12)

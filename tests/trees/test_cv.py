@@ -17,14 +17,21 @@ from jaxsr.trees import Binarizer, OptimalTreeRegressor
 def _step(n=160, seed=0, noise=0.3):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-1, 1, size=(n, 3))
-    y = (np.where(X[:, 0] > 0.2, 2.0, 0.0) + np.where(X[:, 1] > 0.0, 1.0, 0.0)
-         + noise * rng.normal(size=n))
+    y = (
+        np.where(X[:, 0] > 0.2, 2.0, 0.0)
+        + np.where(X[:, 1] > 0.0, 1.0, 0.0)
+        + noise * rng.normal(size=n)
+    )
     return X, y
 
 
 def _cv(**kw):
-    base = {"depth_budgets": (2, 3), "cv": 3, "progress": False,
-            "binarizer": Binarizer(n_thresholds=5)}
+    base = {
+        "depth_budgets": (2, 3),
+        "cv": 3,
+        "progress": False,
+        "binarizer": Binarizer(n_thresholds=5),
+    }
     return OptimalTreeRegressorCV(**{**base, **kw})
 
 
@@ -38,21 +45,28 @@ def test_every_interval_equals_independent_fits_at_its_lambda(loss):
     r = m.cv_results_
     folds = list(KFold(3, shuffle=True, random_state=0).split(X))
     rng = np.random.default_rng(0)
-    rows = rng.choice(len(r["mean_test_loss"]), size=min(8, len(r["mean_test_loss"])),
-                      replace=False)
+    rows = rng.choice(
+        len(r["mean_test_loss"]), size=min(8, len(r["mean_test_loss"])), replace=False
+    )
     for i in rows:
         for k, (tr, te) in enumerate(folds):
-            est = OptimalTreeRegressor(regularization=r["regularization"][i],
-                                       depth_budget=int(r["depth_budget"][i]), loss=loss,
-                                       binarizer=Binarizer(n_thresholds=5), progress=False)
+            est = OptimalTreeRegressor(
+                regularization=r["regularization"][i],
+                depth_budget=int(r["depth_budget"][i]),
+                loss=loss,
+                binarizer=Binarizer(n_thresholds=5),
+                progress=False,
+            )
             est.fit(X[tr], y[tr], sample_weight=w[tr])
             res = y[te] - est.predict(X[te])
-            e = res ** 2 if loss == "squared_error" else np.abs(res)
+            e = res**2 if loss == "squared_error" else np.abs(res)
             want = np.dot(w[te], e) / w[te].sum()
             assert r[f"split{k}_test_loss"][i] == pytest.approx(want, rel=1e-9, abs=1e-12)
     np.testing.assert_allclose(
-        r["mean_test_loss"], np.mean([r[f"split{k}_test_loss"] for k in range(3)], axis=0),
-        rtol=1e-12)
+        r["mean_test_loss"],
+        np.mean([r[f"split{k}_test_loss"] for k in range(3)], axis=0),
+        rtol=1e-12,
+    )
     # the intervals tile [start, inf) for every depth budget, lambda inside its interval
     for d in (2, 3):
         sel = r["depth_budget"] == d
@@ -70,8 +84,12 @@ def test_choice_is_the_least_mean_loss_and_refit_on_all_rows():
     assert r["rank_test_loss"][i] == 1
     assert m.regularization_ == r["regularization"][i]
     assert m.depth_budget_ == r["depth_budget"][i]
-    ref = OptimalTreeRegressor(regularization=m.regularization_, depth_budget=m.depth_budget_,
-                               binarizer=Binarizer(n_thresholds=5), progress=False).fit(X, y)
+    ref = OptimalTreeRegressor(
+        regularization=m.regularization_,
+        depth_budget=m.depth_budget_,
+        binarizer=Binarizer(n_thresholds=5),
+        progress=False,
+    ).fit(X, y)
     np.testing.assert_array_equal(m.predict(X), ref.predict(X))
     assert m.n_leaves_ == ref.n_leaves_ and m.optimal_
     assert m.n_leaves_ == 4 and m.depth_budget_ == 3  # the two steps
@@ -96,14 +114,17 @@ def test_pipeline_and_cross_val_score():
     assert np.all(scores > 0.6)
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"cv": 1}, "cv must be"),
-    ({"cv": 500}, "need at least 500 samples"),
-    ({"depth_budgets": ()}, "at least one depth budget"),
-    ({"depth_budgets": (0, 3)}, "depth_budgets"),
-    ({"lambda_min": 0.0}, "lambda_min"),
-    ({"selection": "best"}, "selection"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"cv": 1}, "cv must be"),
+        ({"cv": 500}, "need at least 500 samples"),
+        ({"depth_budgets": ()}, "at least one depth budget"),
+        ({"depth_budgets": (0, 3)}, "depth_budgets"),
+        ({"lambda_min": 0.0}, "lambda_min"),
+        ({"selection": "best"}, "selection"),
+    ],
+)
 def test_bad_parameters_are_clear_errors(params, match):
     X, y = _step(60)
     with pytest.raises(ValueError, match=match):

@@ -40,10 +40,12 @@ def test_absolute_kernels_equal_brute_force(unit):
         member[:, 0] = True  # a split with an empty false child
         lt, lf = absolute_split_losses(y, w, member)
         for b in range(B):
-            assert lt[b] == pytest.approx(_abs_oracle(y[member[:, b]], w[member[:, b]]),
-                                          rel=1e-12, abs=1e-12)
-            assert lf[b] == pytest.approx(_abs_oracle(y[~member[:, b]], w[~member[:, b]]),
-                                          rel=1e-12, abs=1e-12)
+            assert lt[b] == pytest.approx(
+                _abs_oracle(y[member[:, b]], w[member[:, b]]), rel=1e-12, abs=1e-12
+            )
+            assert lf[b] == pytest.approx(
+                _abs_oracle(y[~member[:, b]], w[~member[:, b]]), rel=1e-12, abs=1e-12
+            )
         assert lf[0] == 0.0
         both = absolute_losses(y, np.hstack([w[:, None] * member, w[:, None] * ~member]))[0]
         np.testing.assert_array_equal(np.concatenate([lt, lf]), both)
@@ -66,9 +68,27 @@ def test_engine_absolute_losses_equal_brute_force_and_numpy(unit):
         cls_s = rng.integers(0, U, size=n).astype(np.int64)
         ys, ws = _samples(rng, n, unit)
         core = engine._core.make_problem(
-            X.astype(np.uint8), engine.pack(X.T), np.ones(U), np.zeros(U), np.zeros(U),
-            np.ones(U), np.arange(U), ys, ws, cls_s, 0.01, 1.0, 1.0, 2.0, 2e4, 0, True,
-            True, True, True)
+            X.astype(np.uint8),
+            engine.pack(X.T),
+            np.ones(U),
+            np.zeros(U),
+            np.zeros(U),
+            np.ones(U),
+            np.arange(U),
+            ys,
+            ws,
+            cls_s,
+            0.01,
+            1.0,
+            1.0,
+            2.0,
+            2e4,
+            0,
+            True,
+            True,
+            True,
+            True,
+        )
         mask = rng.random(U) < rng.uniform(0.1, 1.0)
         nk = int(rng.integers(1, M + 1))
         F = rng.permutation(M)[:nk].astype(np.int64)
@@ -76,11 +96,12 @@ def test_engine_absolute_losses_equal_brute_force_and_numpy(unit):
         sm = mask[cls_s]
         member = X[cls_s[sm]][:, F]
         np.testing.assert_array_equal(
-            np.concatenate([lt, lf]),
-            np.concatenate(absolute_split_losses(ys[sm], ws[sm], member)))
+            np.concatenate([lt, lf]), np.concatenate(absolute_split_losses(ys[sm], ws[sm], member))
+        )
         for q in range(nk):
-            assert lt[q] == pytest.approx(_abs_oracle(ys[sm][member[:, q]],
-                                                      ws[sm][member[:, q]]), abs=1e-12)
+            assert lt[q] == pytest.approx(
+                _abs_oracle(ys[sm][member[:, q]], ws[sm][member[:, q]]), abs=1e-12
+            )
         leaf = engine.leaf_loss(core, mask)
         assert leaf == absolute_loss(ys[sm], ws[sm])
         assert leaf == pytest.approx(_abs_oracle(ys[sm], ws[sm]), rel=1e-12, abs=1e-12)
@@ -97,11 +118,11 @@ def test_kmedians_table_equals_the_cost_matrix_and_brute_force():
         t = oracles._kmedians_table_np(v, w)
         np.testing.assert_array_equal(t, kmeans._kmedians_cost(np, v, w))
         for j, i in ((0, n - 1), (n // 2, n - 1), (0, n // 3)):
-            assert t[j, i] == pytest.approx(_abs_oracle(v[j:i + 1], w[j:i + 1]), abs=1e-12)
+            assert t[j, i] == pytest.approx(_abs_oracle(v[j : i + 1], w[j : i + 1]), abs=1e-12)
         rows = oracles._dp_host(oracles._kmedians_cost_fn(v, w), n, 6, None)
-        np.testing.assert_allclose(oracles.kmedians_losses_np(v, w, 6), rows,
-                                   rtol=1e-12, atol=1e-12)
-
+        np.testing.assert_allclose(
+            oracles.kmedians_losses_np(v, w, 6), rows, rtol=1e-12, atol=1e-12
+        )
 
 
 def test_engine_kmeans_and_kmedians_dp_equal_numpy():
@@ -115,12 +136,18 @@ def test_engine_kmeans_and_kmedians_dp_equal_numpy():
         q = w * v * v + rng.random(n) * (w > 0)
         for K in (1, 2, 6, 40):
             for gain in (None, 0.0, 0.5, 5.0):
-                np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K, gain),
-                                           oracles.kmeans_losses_np(w, w * v, q, K, gain),
-                                           rtol=1e-10, atol=1e-12)
-                np.testing.assert_allclose(engine.kmedians_losses(v, w, K, gain),
-                                           oracles.kmedians_losses_np(v, w, K, gain),
-                                           rtol=1e-10, atol=1e-12)
+                np.testing.assert_allclose(
+                    engine.kmeans_losses(w, w * v, q, K, gain),
+                    oracles.kmeans_losses_np(w, w * v, q, K, gain),
+                    rtol=1e-10,
+                    atol=1e-12,
+                )
+                np.testing.assert_allclose(
+                    engine.kmedians_losses(v, w, K, gain),
+                    oracles.kmedians_losses_np(v, w, K, gain),
+                    rtol=1e-10,
+                    atol=1e-12,
+                )
     assert engine.kmeans_losses(np.zeros(0), np.zeros(0), np.zeros(0), 3).tolist() == [0.0]
 
 
@@ -137,8 +164,9 @@ def _best_tree(X, st, rows, lev, lamn, m1):
     for f in range(X.shape[1]):
         t, e = rows & (X[:, f] == 1), rows & (X[:, f] == 0)
         if st[t, 3].sum() >= m1 and st[e, 3].sum() >= m1:
-            c = min(c, _best_tree(X, st, t, lev - 1, lamn, m1)
-                    + _best_tree(X, st, e, lev - 1, lamn, m1))
+            c = min(
+                c, _best_tree(X, st, t, lev - 1, lamn, m1) + _best_tree(X, st, e, lev - 1, lamn, m1)
+            )
     return c
 
 
@@ -153,8 +181,7 @@ def test_engine_terminal_solver_equals_brute_force(levels):
         X = (rng.random((U, M)) < 0.5).astype(np.uint8)
         W = rng.integers(0, 3, size=U).astype(float)
         yv = rng.normal(size=U)
-        st = np.column_stack([W, W * yv, W * yv * yv + rng.random(U) * (W > 0),
-                              np.maximum(W, 1.0)])
+        st = np.column_stack([W, W * yv, W * yv * yv + rng.random(U) * (W > 0), np.maximum(W, 1.0)])
         lamn = float(rng.choice([0.0, 0.1, 1.0]))
         for m1 in (1.0, 2.0):
             leaf, split = engine.subtree_splits(X, st, levels, lamn, m1)
@@ -164,8 +191,9 @@ def test_engine_terminal_solver_equals_brute_force(levels):
             for f in range(M):
                 t, e = X[:, f] == 1, X[:, f] == 0
                 if st[t, 3].sum() >= m1 and st[e, 3].sum() >= m1:
-                    ref = (_best_tree(X, st, t, levels - 1, lamn, m1)
-                           + _best_tree(X, st, e, levels - 1, lamn, m1))
+                    ref = _best_tree(X, st, t, levels - 1, lamn, m1) + _best_tree(
+                        X, st, e, levels - 1, lamn, m1
+                    )
                     assert split[f] == pytest.approx(ref, rel=1e-9, abs=1e-12)
                 else:
                     assert split[f] == np.inf

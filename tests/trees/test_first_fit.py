@@ -17,7 +17,8 @@ def test_engine_is_the_installed_extension():
     """The engine's kernels come from the compiled module shipped in the package."""
     path = engine._core.__file__
     assert os.path.dirname(path) == os.path.dirname(engine.__file__) or path.endswith(
-        (".so", ".pyd"))
+        (".so", ".pyd")
+    )
     assert os.path.splitext(path)[1] in (".so", ".pyd")
 
 
@@ -40,11 +41,18 @@ def test_first_fit_in_a_fresh_process_with_an_unwritable_home(tmp_path):
         print(json.dumps(dict(objective=m.objective_, optimal=bool(m.optimal_),
                               numba="numba" in sys.modules)))
     """)
-    env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=str(home / "cache"),
-               JAXSR_CACHE_DIR="none")
+    env = dict(
+        os.environ, HOME=str(home), XDG_CACHE_HOME=str(home / "cache"), JAXSR_CACHE_DIR="none"
+    )
     try:
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                             text=True, timeout=300, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
     finally:
         os.chmod(home, 0o700)
     res = json.loads(out.stdout.strip().splitlines()[-1])

@@ -129,8 +129,9 @@ def test_constrained_kmeans_equals_brute_force_over_samples(n):
     np.testing.assert_allclose(got, _extend(ref), rtol=1e-10, atol=1e-9)
     # the correction term of Algorithm 1: constrained = weighted k-means + sum y^2 - sum W v^2
     plain = np.asarray(_jit_kmeans(vp, wp, PAD))
-    np.testing.assert_allclose(plain + (Q.sum() - np.dot(W, v * v)), _extend(ref),
-                               rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(
+        plain + (Q.sum() - np.dot(W, v * v)), _extend(ref), rtol=1e-10, atol=1e-9
+    )
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -161,7 +162,8 @@ def test_early_stop_gives_the_same_penalised_minimum():
         part = oracles.kmeans_losses_np(w, w * v, w * v * v, 40, stop_gain=lam)
         for cmin in (1, 2):
             assert kmeans.penalized_minimum(part, lam, 1.0, cmin) == pytest.approx(
-                kmeans.penalized_minimum(full, lam, 1.0, cmin), rel=1e-12)
+                kmeans.penalized_minimum(full, lam, 1.0, cmin), rel=1e-12
+            )
     # convexity of the loss in k (Theorem 3.7)
     assert np.all(np.diff(full, 2) >= -1e-9)
 
@@ -179,10 +181,10 @@ def test_kmeans_lower_bound_masked_vmap_matches_gathered():
     masks[0] = False
     masks[1] = True
     lam, norm = 0.05, float(Q.sum() - S.sum() ** 2 / W.sum())
-    batched = jax.jit(jax.vmap(kmeans.kmeans_lower_bound,
-                               in_axes=(None, None, None, 0, None, None, None, None)),
-                      static_argnums=(5, 7))(
-        jnp.asarray(W), jnp.asarray(S), jnp.asarray(Q), jnp.asarray(masks), lam, 4, norm, 2)
+    batched = jax.jit(
+        jax.vmap(kmeans.kmeans_lower_bound, in_axes=(None, None, None, 0, None, None, None, None)),
+        static_argnums=(5, 7),
+    )(jnp.asarray(W), jnp.asarray(S), jnp.asarray(Q), jnp.asarray(masks), lam, 4, norm, 2)
     for m, got in zip(masks, np.asarray(batched), strict=True):
         losses = oracles.kmeans_losses_np(W[m], S[m], Q[m], 4)
         if m.sum() == 0:
@@ -197,10 +199,12 @@ def test_docstring_example():
     np.testing.assert_allclose(np.asarray(got), [90.75, 0.5, 0.0], atol=1e-12)
 
 
-_table_kmeans = jax.jit(lambda w, s, q, K: kmeans.kmeans_dp(kmeans.kmeans_cost_matrix(w, s, q),
-                                                          K), static_argnums=3)
-_table_kmedians = jax.jit(lambda v, w, K: kmeans.kmeans_dp(kmeans.kmedians_cost_matrix(v, w),
-                                                           K), static_argnums=2)
+_table_kmeans = jax.jit(
+    lambda w, s, q, K: kmeans.kmeans_dp(kmeans.kmeans_cost_matrix(w, s, q), K), static_argnums=3
+)
+_table_kmedians = jax.jit(
+    lambda v, w, K: kmeans.kmeans_dp(kmeans.kmedians_cost_matrix(v, w), K), static_argnums=2
+)
 
 
 @pytest.mark.parametrize("n", [2, 17, 150, 450])
@@ -214,15 +218,15 @@ def test_host_divide_and_conquer_equals_full_table(n):
     q = w * v * v + rng.random(n) * (w > 0)
     K = min(8, n)
     table = np.asarray(_table_kmeans(w, w * v, q, K))
-    np.testing.assert_allclose(oracles.kmeans_losses_np(w, w * v, q, K), table,
-                               rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(
+        oracles.kmeans_losses_np(w, w * v, q, K), table, rtol=1e-10, atol=1e-9
+    )
     # the engine's DP, without and with the early stop of Theorem 3.7
-    np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K), table,
-                               rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K), table, rtol=1e-10, atol=1e-9)
     for gain in (0.5, 5.0):
         host = oracles.kmeans_losses_np(w, w * v, q, K, gain)
-        np.testing.assert_allclose(engine.kmeans_losses(w, w * v, q, K, gain),
-                                   host, rtol=1e-10, atol=1e-9)
+        np.testing.assert_allclose(
+            engine.kmeans_losses(w, w * v, q, K, gain), host, rtol=1e-10, atol=1e-9
+        )
     table = np.asarray(_table_kmedians(v, w, K))
-    np.testing.assert_allclose(oracles.kmedians_losses_np(v, w, K), table,
-                               rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(oracles.kmedians_losses_np(v, w, K), table, rtol=1e-10, atol=1e-9)

@@ -30,7 +30,7 @@ def test_meminfo_counts_reclaimable_page_cache(tmp_path):
 def test_cgroup_limit_caps_what_is_available(tmp_path):
     (tmp_path / "memory.max").write_text("4294967296\n")
     (tmp_path / "memory.current").write_text("1073741824\n")
-    assert reg.cgroup_available(str(tmp_path)) == 3 * 1024.0 ** 3
+    assert reg.cgroup_available(str(tmp_path)) == 3 * 1024.0**3
     (tmp_path / "memory.max").write_text("max\n")
     assert reg.cgroup_available(str(tmp_path)) is None
 
@@ -53,8 +53,16 @@ def test_the_probe_is_reused_for_a_second(monkeypatch):
     assert reg.available_memory_bytes() == 5e9 and len(calls) == 2
 
 
-@pytest.mark.parametrize(("text", "size"), [("16G", 16 * 1024 ** 3), ("512MB", 512 * 1024 ** 2),
-                                            ("2e9", 2e9), ("3KiB", 3072.0), (" 1t ", 1024.0 ** 4)])
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("16G", 16 * 1024**3),
+        ("512MB", 512 * 1024**2),
+        ("2e9", 2e9),
+        ("3KiB", 3072.0),
+        (" 1t ", 1024.0**4),
+    ],
+)
 def test_parse_size(text, size):
     assert reg.parse_size(text) == size
 
@@ -69,8 +77,11 @@ def test_env_override_refuses_allows_and_checks(monkeypatch):
     X, y = _data()
     m = OptimalTreeRegressor(regularization=0.05, depth_budget=3)
     monkeypatch.setenv(reg.MEMORY_LIMIT_ENV, "1K")
-    with pytest.raises(ValueError, match=r"more than half of the memory available .*"
-                       r"JAXSR_MEMORY_LIMIT=1K.*'off'"):
+    with pytest.raises(
+        ValueError,
+        match=r"more than half of the memory available .*"
+        r"JAXSR_MEMORY_LIMIT=1K.*'off'",
+    ):
         m.fit(X, y)
     monkeypatch.setattr(reg, "available_memory_bytes", lambda: 1000.0)
     monkeypatch.setenv(reg.MEMORY_LIMIT_ENV, "off")

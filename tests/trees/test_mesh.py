@@ -43,8 +43,9 @@ def test_sharded_kernels_equal_the_host_kernels(mesh):
     are those of the estimator fit below, which so compiles nothing new."""
     X, y, w = _data()
     s = OptimalTreeSearch(X, y, w, regularization=0.01, depth_budget=4).problem
-    dev = DeviceBatcher(s.Xc, s.st4, s.korder, s.lam, s.norm, s.m1, mean=s.cls_mean,
-                        E=s.stats[:, STAT_E], mesh=mesh)
+    dev = DeviceBatcher(
+        s.Xc, s.st4, s.korder, s.lam, s.norm, s.m1, mean=s.cls_mean, E=s.stats[:, STAT_E], mesh=mesh
+    )
     assert dev.Up % (64 * 4) == 0 and dev.X.sharding.spec[0] in ("classes", ("classes",))
     rng = np.random.default_rng(1)
     masks = rng.random((12, s.U)) < 0.6
@@ -57,8 +58,7 @@ def test_sharded_kernels_equal_the_host_kernels(mesh):
         sel = s.korder[m[s.korder]]
         st = s.stats[sel]
         losses = kmeans_losses_np(st[:, STAT_W], st[:, STAT_S], st[:, STAT_Q], 4)
-        assert lb == pytest.approx(kmeans_bound(losses, s.lam, s.norm, 2), rel=1e-12,
-                                   abs=1e-15)
+        assert lb == pytest.approx(kmeans_bound(losses, s.lam, s.norm, 2), rel=1e-12, abs=1e-15)
 
 
 def test_estimator_on_a_mesh_finds_the_host_optimum(mesh):

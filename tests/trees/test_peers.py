@@ -46,48 +46,104 @@ STREED_RTOL = 1e-9
 # (dataset stem, lambda): rows, binary features, then each peer's (objective, leaves),
 # measured with benchmarks/bench_trees_peers.py (osrt 0.2.2, pystreed 1.4.0).
 PEERS = {
-    ("airfoil", 0.01): dict(rows=1503, features=17, osrt=(0.834072285082806, 11),
-                            pystreed=(0.8340722850374608, 11),
-                            pystreed_equivalent=(0.8340722850374608, 11)),
-    ("airquality", 0.01): dict(rows=111, features=16, osrt=(0.26442673667679684, 7),
-                               pystreed=(0.2644267366767747, 7),
-                               pystreed_equivalent=(0.2644267366767747, 7)),
-    ("enb-cool", 0.01): dict(rows=768, features=27, osrt=(0.13368316233850808, 6),
-                             pystreed=(0.13368316233824434, 6),
-                             pystreed_equivalent=(0.13368316233824434, 6)),
-    ("enb-heat", 0.01): dict(rows=768, features=27, osrt=(0.13709694518127363, 7),
-                             pystreed=(0.138085569477434, 6),
-                             pystreed_equivalent=(0.13709694518116894, 7)),
+    ("airfoil", 0.01): dict(
+        rows=1503,
+        features=17,
+        osrt=(0.834072285082806, 11),
+        pystreed=(0.8340722850374608, 11),
+        pystreed_equivalent=(0.8340722850374608, 11),
+    ),
+    ("airquality", 0.01): dict(
+        rows=111,
+        features=16,
+        osrt=(0.26442673667679684, 7),
+        pystreed=(0.2644267366767747, 7),
+        pystreed_equivalent=(0.2644267366767747, 7),
+    ),
+    ("enb-cool", 0.01): dict(
+        rows=768,
+        features=27,
+        osrt=(0.13368316233850808, 6),
+        pystreed=(0.13368316233824434, 6),
+        pystreed_equivalent=(0.13368316233824434, 6),
+    ),
+    ("enb-heat", 0.01): dict(
+        rows=768,
+        features=27,
+        osrt=(0.13709694518127363, 7),
+        pystreed=(0.138085569477434, 6),
+        pystreed_equivalent=(0.13709694518116894, 7),
+    ),
     ("garments_worker_productivity_binary_threshold_4", 0.01): dict(
-        rows=691, features=48, osrt=(0.3806776145180011, 6),
-        pystreed=(0.38067761451620286, 6), pystreed_equivalent=(0.38067761451620286, 6)),
-    ("insurance", 0.01): dict(rows=1338, features=16, osrt=(0.287362599798316, 8),
-                              pystreed=(0.2873625997982562, 8),
-                              pystreed_equivalent=(0.2873625997982562, 8)),
-    ("optical", 0.01): dict(rows=640, features=29, osrt=(0.22257141202818942, 5),
-                            pystreed=(0.22257140951994714, 5),
-                            pystreed_equivalent=(0.22257140951994714, 5)),
-    ("real-estate", 0.01): dict(rows=414, features=18, osrt=(0.48588024482712616, 13),
-                                pystreed=(0.4858802448270231, 13),
-                                pystreed_equivalent=(0.4858802448270231, 13)),
-    ("seoul-bike", 0.01): dict(rows=8760, features=32, osrt=(0.5294594864090931, 8),
-                               pystreed=(0.5294594864087155, 8),
-                               pystreed_equivalent=(0.5294594864087155, 8)),
-    ("servo", 0.01): dict(rows=167, features=15, osrt=(0.3537446908557261, 5),
-                          pystreed=(0.353744690855681, 5),
-                          pystreed_equivalent=(0.353744690855681, 5)),
-    ("sync", 0.01): dict(rows=557, features=12, osrt=(0.11954867383741677, 4),
-                         pystreed=(0.1195486738345474, 4),
-                         pystreed_equivalent=(0.1195486738345474, 4)),
-    ("yacht", 0.01): dict(rows=308, features=35, osrt=(0.31263859143756423, 3),
-                          pystreed=(0.3126385914375571, 3),
-                          pystreed_equivalent=(0.3126385914375571, 3)),
-    ("sync", 0.1): dict(rows=557, features=12, osrt=(0.4795486738374168, 4),
-                        pystreed=(0.5157960157232329, 3),
-                        pystreed_equivalent=(0.4795486738345474, 4)),
-    ("sync", 0.05): dict(rows=557, features=12, osrt=(0.2795486738374168, 4),
-                         pystreed=(0.3657960157232329, 3),
-                         pystreed_equivalent=(0.2795486738345474, 4)),
+        rows=691,
+        features=48,
+        osrt=(0.3806776145180011, 6),
+        pystreed=(0.38067761451620286, 6),
+        pystreed_equivalent=(0.38067761451620286, 6),
+    ),
+    ("insurance", 0.01): dict(
+        rows=1338,
+        features=16,
+        osrt=(0.287362599798316, 8),
+        pystreed=(0.2873625997982562, 8),
+        pystreed_equivalent=(0.2873625997982562, 8),
+    ),
+    ("optical", 0.01): dict(
+        rows=640,
+        features=29,
+        osrt=(0.22257141202818942, 5),
+        pystreed=(0.22257140951994714, 5),
+        pystreed_equivalent=(0.22257140951994714, 5),
+    ),
+    ("real-estate", 0.01): dict(
+        rows=414,
+        features=18,
+        osrt=(0.48588024482712616, 13),
+        pystreed=(0.4858802448270231, 13),
+        pystreed_equivalent=(0.4858802448270231, 13),
+    ),
+    ("seoul-bike", 0.01): dict(
+        rows=8760,
+        features=32,
+        osrt=(0.5294594864090931, 8),
+        pystreed=(0.5294594864087155, 8),
+        pystreed_equivalent=(0.5294594864087155, 8),
+    ),
+    ("servo", 0.01): dict(
+        rows=167,
+        features=15,
+        osrt=(0.3537446908557261, 5),
+        pystreed=(0.353744690855681, 5),
+        pystreed_equivalent=(0.353744690855681, 5),
+    ),
+    ("sync", 0.01): dict(
+        rows=557,
+        features=12,
+        osrt=(0.11954867383741677, 4),
+        pystreed=(0.1195486738345474, 4),
+        pystreed_equivalent=(0.1195486738345474, 4),
+    ),
+    ("yacht", 0.01): dict(
+        rows=308,
+        features=35,
+        osrt=(0.31263859143756423, 3),
+        pystreed=(0.3126385914375571, 3),
+        pystreed_equivalent=(0.3126385914375571, 3),
+    ),
+    ("sync", 0.1): dict(
+        rows=557,
+        features=12,
+        osrt=(0.4795486738374168, 4),
+        pystreed=(0.5157960157232329, 3),
+        pystreed_equivalent=(0.4795486738345474, 4),
+    ),
+    ("sync", 0.05): dict(
+        rows=557,
+        features=12,
+        osrt=(0.2795486738374168, 4),
+        pystreed=(0.3657960157232329, 3),
+        pystreed_equivalent=(0.2795486738345474, 4),
+    ),
 }
 
 # Cases where a peer's tree is beaten beyond rounding (see the module docstring).
@@ -177,10 +233,10 @@ def _exhaustive_objective(X, y, lam, depth_budget):
             n10, s10, q10 = c1[:, None] - n11, s1[:, None] - s11, q1[:, None] - q11
             n01, s01, q01 = c1[None, :] - n11, s1[None, :] - s11, q1[None, :] - q11
             n00, s00, q00 = c0[:, None] - n01, s0[:, None] - s01, q0[:, None] - q01
-            one = np.where((n11 > 0) & (n10 > 0), leaf(n11, s11, q11) + leaf(n10, s10, q10),
-                           np.inf)
-            zero = np.where((n01 > 0) & (n00 > 0), leaf(n01, s01, q01) + leaf(n00, s00, q00),
-                            np.inf)
+            one = np.where((n11 > 0) & (n10 > 0), leaf(n11, s11, q11) + leaf(n10, s10, q10), np.inf)
+            zero = np.where(
+                (n01 > 0) & (n00 > 0), leaf(n01, s01, q01) + leaf(n00, s00, q00), np.inf
+            )
             best1 = np.minimum(leaf(c1, s1, q1), one.min(1))
             best0 = np.minimum(leaf(c0, s0, q0), zero.min(1))
             val = min(here, float(np.where(valid, best1 + best0, np.inf).min()))
@@ -228,13 +284,17 @@ def test_peers_against_exhaustive_search(case):
     ref = PEERS[case]
     assert X.shape == (ref["rows"], ref["features"])
     best = _exhaustive_objective(X, y, lam, DEPTH_BUDGET)
-    for peer, rtol in (("osrt", OSRT_RTOL), ("pystreed", STREED_RTOL),
-                       ("pystreed_equivalent", STREED_RTOL)):
+    for peer, rtol in (
+        ("osrt", OSRT_RTOL),
+        ("pystreed", STREED_RTOL),
+        ("pystreed_equivalent", STREED_RTOL),
+    ):
         value = ref[peer][0]
         assert value >= best * (1 - 1e-12), (peer, value, best)
         beaten = value > best * (1 + rtol)
         expected = PEER_NOT_OPTIMAL.get(case) == peer or (
-            peer == "pystreed_equivalent" and case == ("optical", 0.01))
+            peer == "pystreed_equivalent" and case == ("optical", 0.01)
+        )
         assert beaten == expected, (peer, value, best)
 
 
@@ -247,8 +307,13 @@ def Regressor():
 
 
 def _fit(Regressor, X, y, lam, **extra):
-    wanted = {"regularization": lam, "depth_budget": DEPTH_BUDGET, "loss": "squared_error",
-              "binarizer": None, **extra}
+    wanted = {
+        "regularization": lam,
+        "depth_budget": DEPTH_BUDGET,
+        "loss": "squared_error",
+        "binarizer": None,
+        **extra,
+    }
     model = Regressor(**wanted).fit(X, y)
     pred = np.asarray(model.predict(X), dtype=np.float64)
     leaves = int(model.n_leaves_)
@@ -290,7 +355,6 @@ def test_where_a_peer_loses_our_search_without_kmeans_bound_agrees(Regressor, ca
     name, lam = case
     X, y = _load(name)
     _, with_kmeans = _fit(Regressor, X, y, lam)
-    _, without = _fit(Regressor, X, y, lam,
-                      bounds=tuple(b for b in ALL_BOUNDS if b != "kmeans"))
+    _, without = _fit(Regressor, X, y, lam, bounds=tuple(b for b in ALL_BOUNDS if b != "kmeans"))
     assert without == pytest.approx(with_kmeans, rel=1e-12)
     assert with_kmeans == pytest.approx(PEERS[case]["pystreed_equivalent"][0], rel=1e-8)

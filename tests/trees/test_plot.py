@@ -22,8 +22,9 @@ def shop():
     y = np.where(temp <= 20, 1.0, np.where(city == "north", 5.0, 9.0))
     y = y + rng.normal(0, 0.01, n)
     df = pd.DataFrame({"temp C": temp, "city": city})
-    m = OptimalTreeRegressor(regularization=0.01, depth_budget=3,
-                             binarizer=Binarizer(strategy="midpoints")).fit(df, y)
+    m = OptimalTreeRegressor(
+        regularization=0.01, depth_budget=3, binarizer=Binarizer(strategy="midpoints")
+    ).fit(df, y)
     assert m.optimal_ and m.n_leaves_ == 3
     return m
 
@@ -40,8 +41,9 @@ def test_export_text_one_line_per_split_and_decimal_places(shop):
     # one line per node plus one "else" line per split; no condition is written twice
     assert len(lines) == tree.n_nodes + len(splits)
     conditions = [tree.condition(i) for i in splits]
-    assert [ln.split("|--- ")[1] for ln in lines
-            if not ln.endswith("else") and "predict" not in ln] == conditions
+    assert [
+        ln.split("|--- ")[1] for ln in lines if not ln.endswith("else") and "predict" not in ln
+    ] == conditions
     assert sum(ln.endswith("|--- else") for ln in lines) == len(splits)
     assert conditions[0] == "temp C <= 20.5"
     assert conditions[1].startswith("city == ")
@@ -49,18 +51,28 @@ def test_export_text_one_line_per_split_and_decimal_places(shop):
     leaves = [i for i in range(tree.n_nodes) if tree.feature[i] < 0]
     got = [ln.split("predict ")[1] for ln in lines if "predict" in ln]
     assert got == [f"{tree.value[i]:.4f}  (n = {tree.n_samples[i]})" for i in leaves]
-    two = [ln.split("predict ")[1].split()[0]
-           for ln in shop.export_text(decimals=2).splitlines() if "predict" in ln]
+    two = [
+        ln.split("predict ")[1].split()[0]
+        for ln in shop.export_text(decimals=2).splitlines()
+        if "predict" in ln
+    ]
     assert two == [f"{tree.value[i]:.2f}" for i in leaves]
 
 
 def test_export_text_decimals_mean_decimal_places_not_significant_digits():
-    t = Tree(feature=np.array([0, -1, -1]), true_child=np.array([1, -1, -1]),
-             false_child=np.array([2, -1, -1]), value=np.array([0.0, 123.456, -0.0001]),
-             n_samples=np.array([4, 2, 2]), weight=np.ones(3) * 2, loss=np.zeros(3),
-             feature_names=["hot"])
+    t = Tree(
+        feature=np.array([0, -1, -1]),
+        true_child=np.array([1, -1, -1]),
+        false_child=np.array([2, -1, -1]),
+        value=np.array([0.0, 123.456, -0.0001]),
+        n_samples=np.array([4, 2, 2]),
+        weight=np.ones(3) * 2,
+        loss=np.zeros(3),
+        feature_names=["hot"],
+    )
     assert t.export_text(decimals=2, show_counts=False) == (
-        "|--- hot == 1\n|   |--- predict 123.46\n|--- else\n|   |--- predict 0.00")
+        "|--- hot == 1\n|   |--- predict 123.46\n|--- else\n|   |--- predict 0.00"
+    )
     assert "predict 123\n" in t.export_text(decimals=0, show_counts=False) + "\n"
     with pytest.raises(ValueError, match="decimals"):
         t.export_text(decimals=-1)
@@ -93,8 +105,9 @@ def test_plot_tree_draws_every_node_and_edge(shop):
         assert len(ax.lines) == 2 * len(splits)
         # children sit below their parent, the true child to the left
         for i in splits:
-            (xp, yp), (xt, yt), (xf, yf) = (boxes[j].get_position() for j in
-                                            (i, tree.true_child[i], tree.false_child[i]))
+            (xp, yp), (xt, yt), (xf, yf) = (
+                boxes[j].get_position() for j in (i, tree.true_child[i], tree.false_child[i])
+            )
             assert yt < yp and yf < yp and xt < xp < xf
         fig.canvas.draw()  # renders without error
         # default axes, no counts, no fill
@@ -102,7 +115,8 @@ def test_plot_tree_draws_every_node_and_edge(shop):
         boxes = plot_tree(shop, show_counts=False, filled=False, decimals=1)
         assert boxes[0].axes is plt.gca()
         assert [b.get_text() for b in boxes if "predict" in b.get_text()] == [
-            f"predict {tree.value[i]:.1f}" for i in range(tree.n_nodes) if tree.feature[i] < 0]
+            f"predict {tree.value[i]:.1f}" for i in range(tree.n_nodes) if tree.feature[i] < 0
+        ]
     finally:
         plt.close("all")
 
@@ -140,12 +154,14 @@ def test_export_graphviz_parses_into_the_tree(shop, filled):
     dot = export_graphviz(shop, feature_names=names, filled=filled)
     nodes = [m for m in map(_NODE.match, dot.splitlines()) if m]
     assert len(nodes) == tree.n_nodes
-    assert _unescape(nodes[0].group(2)) == f'{names[tree.feature[0]]}\nn = {tree.n_samples[0]}'
+    assert _unescape(nodes[0].group(2)) == f"{names[tree.feature[0]]}\nn = {tree.n_samples[0]}"
 
 
 def _boxes_without_drawing(model):
-    return [type("T", (), {"get_text": lambda self, s=s: s})()
-            for s in plot_module._labels(model.tree_, model.binary_feature_names_, 4, True)]
+    return [
+        type("T", (), {"get_text": lambda self, s=s: s})()
+        for s in plot_module._labels(model.tree_, model.binary_feature_names_, 4, True)
+    ]
 
 
 def test_errors_and_docstring_examples():
@@ -194,9 +210,16 @@ def _tree_with_leaves(n_leaves):
             feature[pos[node]] = pos[node] % 7
             t[pos[node]], f[pos[node]] = pos[ch[0]], pos[ch[1]]
     names = [f"sensor reading {j} <= {1234.5678 * (j + 1):.4f}" for j in range(7)]
-    return Tree(feature=feature, true_child=t, false_child=f,
-                value=np.linspace(-1234.5, 9876.5, n), n_samples=np.full(n, 1000),
-                weight=np.full(n, 1000.0), loss=np.zeros(n), feature_names=names)
+    return Tree(
+        feature=feature,
+        true_child=t,
+        false_child=f,
+        value=np.linspace(-1234.5, 9876.5, n),
+        n_samples=np.full(n, 1000),
+        weight=np.full(n, 1000.0),
+        loss=np.zeros(n),
+        feature_names=names,
+    )
 
 
 @pytest.mark.parametrize("n_leaves", [3, 15, 31])
@@ -219,11 +242,12 @@ def test_plot_tree_at_the_default_size_draws_no_box_over_another(n_leaves, tmp_p
         for k, r in enumerate(rects):
             assert figure.x0 <= r.x0 and r.x1 <= figure.x1, k  # not cut off
             assert figure.y0 <= r.y0 and r.y1 <= figure.y1, k
-            for q in rects[k + 1:]:
+            for q in rects[k + 1 :]:
                 assert not r.overlaps(q)
         w, h = fig.get_size_inches()
         levels = len({b.get_position()[1] for b in boxes})
-        assert (w, h) == plot_module.figure_size([b.get_text() for b in boxes], n_leaves,
-                                                 levels, boxes[0].get_fontsize())
+        assert (w, h) == plot_module.figure_size(
+            [b.get_text() for b in boxes], n_leaves, levels, boxes[0].get_fontsize()
+        )
     finally:
         plt.close("all")

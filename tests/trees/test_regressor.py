@@ -32,8 +32,10 @@ def test_worked_example_two_leaves():
     assert m.optimal_ and m.gap_ == 0.0
     np.testing.assert_allclose(m.predict(X), y)
     assert m.score(X, y) == 1.0
-    assert m.export_text() == ("|--- x1 == 1\n|   |--- predict 5.0000  (n = 10)\n"
-                               "|--- else\n|   |--- predict 1.0000  (n = 10)")
+    assert m.export_text() == (
+        "|--- x1 == 1\n|   |--- predict 5.0000  (n = 10)\n"
+        "|--- else\n|   |--- predict 1.0000  (n = 10)"
+    )
     assert m.export_text(decimals=2).count("predict 5.00  (n = 10)") == 1
 
 
@@ -63,8 +65,9 @@ def test_time_limit_returns_best_tree_with_a_valid_gap():
     # a short limit on an unbounded-depth problem: stops, certificate still valid
     t0 = time.perf_counter()
     with pytest.warns(ConvergenceWarning, match="without proving optimality"):
-        m1 = OptimalTreeRegressor(regularization=0.0005, depth_budget=None,
-                                  time_limit=0.3).fit(X, y)
+        m1 = OptimalTreeRegressor(regularization=0.0005, depth_budget=None, time_limit=0.3).fit(
+            X, y
+        )
     assert time.perf_counter() - t0 < 30  # generous: stops, not a speed test
     assert m1.timed_out_
     assert m1.lower_bound_ <= m1.objective_
@@ -86,8 +89,9 @@ def test_progress_bar_shows_bounds_and_turns_off(monkeypatch, capsys):
     rng = np.random.default_rng(13)
     X = rng.integers(0, 2, (200, 10))
     y = X @ rng.normal(size=10) + 2.0 * X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=200)
-    monkeypatch.setattr(_progress, "FitProgress",
-                        functools.partial(_progress.FitProgress, delay=0.0))
+    monkeypatch.setattr(
+        _progress, "FitProgress", functools.partial(_progress.FitProgress, delay=0.0)
+    )
     kw = dict(regularization=0.002, depth_budget=5, exact_levels=1, backend="numpy")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -98,8 +102,7 @@ def test_progress_bar_shows_bounds_and_turns_off(monkeypatch, capsys):
         assert key in err
     OptimalTreeRegressor(progress=False, **kw).fit(X, y)
     # (a first fit of a fresh install may also announce the kernels' compilation)
-    assert [ln for ln in capsys.readouterr().err.splitlines()
-            if not ln.startswith("jaxsr: ")] == []
+    assert [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("jaxsr: ")] == []
 
 
 def test_the_bar_shows_the_phases_and_the_roots_bound_before_the_first_step(monkeypatch):
@@ -115,8 +118,11 @@ def test_the_bar_shows_the_phases_and_the_roots_bound_before_the_first_step(monk
     real_update, real_step = _progress.FitProgress.update, engine.step
 
     def update(self, n=1, **postfix):
-        events.extend(("phase", postfix["phase"]) if k == "phase" else (k, postfix[k])
-                      for k in postfix if k in ("phase", "bound", "objective"))
+        events.extend(
+            ("phase", postfix["phase"]) if k == "phase" else (k, postfix[k])
+            for k in postfix
+            if k in ("phase", "bound", "objective")
+        )
         return real_update(self, n, **postfix)
 
     def step(state, chunk=engine.CHUNK):
@@ -135,7 +141,7 @@ def test_the_bar_shows_the_phases_and_the_roots_bound_before_the_first_step(monk
     assert float(before["bound"]) <= m.objective_ + 1e-12
     assert float(before["objective"]) >= m.objective_ - 1e-6
     # the engine in one plain run (a single step of every visit): the same tree
-    monkeypatch.setattr(engine, "step", lambda state, chunk=0: real_step(state, 10 ** 9))
+    monkeypatch.setattr(engine, "step", lambda state, chunk=0: real_step(state, 10**9))
     one = OptimalTreeRegressor(progress=False, **kw).fit(X, y)
     assert one.objective_ == m.objective_ and one.lower_bound_ == m.lower_bound_
     np.testing.assert_array_equal(one.tree_.feature, m.tree_.feature)
@@ -147,8 +153,7 @@ def test_a_line_before_the_bar_shows_does_not_draw_it():
     import io
 
     buf = io.StringIO()
-    with _progress.FitProgress("OptimalTreeRegressor", True, delay=60.0, file=buf,
-                               watch_jax=False):
+    with _progress.FitProgress("OptimalTreeRegressor", True, delay=60.0, file=buf, watch_jax=False):
         _progress.write("jaxsr: a notice")
         _progress.update(3, gap="0")
     assert buf.getvalue() == "jaxsr: a notice\n"
@@ -161,8 +166,9 @@ def test_the_bar_in_a_log_file_is_one_line_per_redraw():
     import io
 
     log = io.StringIO()
-    with _progress.FitProgress("OptimalTreeRegressor", True, delay=0.0, file=log,
-                               watch_jax=False) as p:
+    with _progress.FitProgress(
+        "OptimalTreeRegressor", True, delay=0.0, file=log, watch_jax=False
+    ) as p:
         p._interval = 0.0  # (a redraw at every update: LOG_INTERVAL is 10 s)
         _progress.update(3, gap="0.5")
         _progress.update(0, gap="0.5")
@@ -179,15 +185,17 @@ def test_the_bar_in_a_log_file_is_one_line_per_redraw():
 
 def test_to_dict_round_trip_json():
     X, y = _data(4)
-    m = OptimalTreeRegressor(regularization=0.02, depth_budget=4,
-                             loss="absolute_error").fit(X, y)
+    m = OptimalTreeRegressor(regularization=0.02, depth_budget=4, loss="absolute_error").fit(X, y)
     d = json.loads(json.dumps(m.to_dict()))
     m2 = OptimalTreeRegressor.from_dict(d)
     np.testing.assert_array_equal(m2.predict(X), m.predict(X))
     assert m2.export_text() == m.export_text()
     assert m2.get_params() == m.get_params()
-    assert (m2.objective_, m2.lower_bound_, m2.optimal_) == (m.objective_, m.lower_bound_,
-                                                              m.optimal_)
+    assert (m2.objective_, m2.lower_bound_, m2.optimal_) == (
+        m.objective_,
+        m.lower_bound_,
+        m.optimal_,
+    )
     t = Tree.from_dict(m.tree_.to_dict())
     np.testing.assert_array_equal(t.feature, m.tree_.feature)
     with pytest.raises(ValueError, match="format"):
@@ -215,23 +223,22 @@ def test_dataframe_names_and_index_card():
         node = m.tree_.true_child[node] if row.iloc[f] else m.tree_.false_child[node]
     assert m.predict(df.iloc[:1])[0] == m.tree_.value[node]
     # columns are matched by name at predict time
-    np.testing.assert_array_equal(m.predict(df[["weekend", "windy", "wet", "hot"]]),
-                                  m.predict(df))
+    np.testing.assert_array_equal(m.predict(df[["weekend", "windy", "wet", "hot"]]), m.predict(df))
 
 
 def test_with_binarizer_on_real_features():
     rng = np.random.default_rng(6)
     Xr = rng.uniform(0, 10, size=(150, 2))
     y = np.where(Xr[:, 0] > 5, 10.0, 0.0) + rng.normal(size=150) * 0.1
-    m = OptimalTreeRegressor(regularization=0.01, depth_budget=3,
-                             binarizer=Binarizer(strategy="midpoints")).fit(Xr, y)
+    m = OptimalTreeRegressor(
+        regularization=0.01, depth_budget=3, binarizer=Binarizer(strategy="midpoints")
+    ).fit(Xr, y)
     assert m.optimal_
     assert m.score(Xr, y) > 0.99
     assert m.binarizer is not m.binarizer_  # the estimator's binarizer stays unfitted
     assert m.export_text().startswith("|--- x1 <= ")
     d = json.loads(json.dumps(m.to_dict()))
-    np.testing.assert_array_equal(OptimalTreeRegressor.from_dict(d).predict(Xr),
-                                  m.predict(Xr))
+    np.testing.assert_array_equal(OptimalTreeRegressor.from_dict(d).predict(Xr), m.predict(Xr))
 
 
 def test_get_set_params():
@@ -278,21 +285,24 @@ def test_float32_dtype():
     assert m.objective_ == pytest.approx(m64.objective_, rel=1e-5)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"regularization": -0.1}, "regularization"),
-    ({"regularization": float("nan")}, "regularization"),
-    ({"regularization": "big"}, "regularization"),
-    ({"regularization": 0.0, "depth_budget": None}, "unbounded"),
-    ({"depth_budget": 0}, "depth_budget"),
-    ({"depth_budget": 2.5}, "depth_budget"),
-    ({"loss": "huber"}, "loss"),
-    ({"min_samples_leaf": 0}, "min_samples_leaf"),
-    ({"time_limit": -1}, "time_limit"),
-    ({"bounds": ("kmeans", "magic")}, "unknown bounds"),
-    ({"exact_levels": 7}, "exact_levels"),
-    ({"backend": "cuda"}, "backend"),
-    ({"binarizer": "quantile"}, "binarizer"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"regularization": -0.1}, "regularization"),
+        ({"regularization": float("nan")}, "regularization"),
+        ({"regularization": "big"}, "regularization"),
+        ({"regularization": 0.0, "depth_budget": None}, "unbounded"),
+        ({"depth_budget": 0}, "depth_budget"),
+        ({"depth_budget": 2.5}, "depth_budget"),
+        ({"loss": "huber"}, "loss"),
+        ({"min_samples_leaf": 0}, "min_samples_leaf"),
+        ({"time_limit": -1}, "time_limit"),
+        ({"bounds": ("kmeans", "magic")}, "unknown bounds"),
+        ({"exact_levels": 7}, "exact_levels"),
+        ({"backend": "cuda"}, "backend"),
+        ({"binarizer": "quantile"}, "binarizer"),
+    ],
+)
 def test_bad_hyperparameters(kwargs, match):
     X, y = _data(11, n=20, M=3)
     with pytest.raises(ValueError, match=match):
@@ -344,8 +354,7 @@ def test_the_default_binarizer_binarizes_real_features_and_keeps_binary_ones():
 
     X, y = load_diabetes(return_X_y=True)
     auto = OptimalTreeRegressor(depth_budget=3).fit(X, y)
-    by_hand = OptimalTreeRegressor(depth_budget=3,
-                                   binarizer=Binarizer(strategy="gbdt")).fit(X, y)
+    by_hand = OptimalTreeRegressor(depth_budget=3, binarizer=Binarizer(strategy="gbdt")).fit(X, y)
     assert isinstance(auto.binarizer_, Binarizer) and auto.optimal_
     assert auto.binarizer_.strategy == "gbdt"
     huge = OptimalTreeRegressor(depth_budget=3).fit(X * 1e300, y)
@@ -410,11 +419,11 @@ def test_host_exact_levels_follow_the_engines_memory_and_work():
     (the device's model: 1), fewer where the work or the bytes exceed their budgets; a
     fit on many distinct rows takes them and reaches the optimum of 1 level."""
     assert auto_exact_levels(950_000, 40) == 1 and host_exact_levels(950_000, 40) == 3
-    assert host_kernel_bytes(950_000, 40) == 950_000 * (9 * 40 + 56) + 96 * 40 ** 2
-    assert host_exact_levels(2 * 10 ** 5, 100) == 2  # C(50, 3) x 2e5 adds exceed 2e9
+    assert host_kernel_bytes(950_000, 40) == 950_000 * (9 * 40 + 56) + 96 * 40**2
+    assert host_exact_levels(2 * 10**5, 100) == 2  # C(50, 3) x 2e5 adds exceed 2e9
     assert host_exact_levels(2000, 200) == 2  # 480 M^3 bytes exceed 6e8
-    assert host_exact_levels(2 * 10 ** 6, 40) == 1  # 7.9e8 bytes
-    levels = [host_exact_levels(U, 40) for U in (10, 10 ** 3, 10 ** 5, 10 ** 6, 10 ** 7)]
+    assert host_exact_levels(2 * 10**6, 40) == 1  # 7.9e8 bytes
+    levels = [host_exact_levels(U, 40) for U in (10, 10**3, 10**5, 10**6, 10**7)]
     assert levels == sorted(levels, reverse=True)
     rng = np.random.default_rng(3)
     X = rng.normal(size=(3000, 3))
@@ -442,8 +451,15 @@ def test_a_tree_of_1500_levels_loads_prints_and_predicts():
     false_child.append(-1)
     value.append(-1.0)
     n = len(feature)
-    d = {"feature": feature, "true_child": true_child, "false_child": false_child,
-         "value": value, "n_samples": [1] * n, "weight": [1.0] * n, "loss": [0.0] * n}
+    d = {
+        "feature": feature,
+        "true_child": true_child,
+        "false_child": false_child,
+        "value": value,
+        "n_samples": [1] * n,
+        "weight": [1.0] * n,
+        "loss": [0.0] * n,
+    }
     tree = Tree.from_dict(json.loads(json.dumps(d)), n_features=M)
     assert tree.depth == levels + 1
     lines = tree.export_text().splitlines()
@@ -465,6 +481,7 @@ def test_auto_backend_on_an_accelerator_runs_the_host_engine(monkeypatch, loss):
     import jax
 
     from jaxsr.trees import device, engine
+
     X, y = _data(seed=5, n=120, M=8)
     w = np.random.default_rng(5).integers(1, 3, size=120).astype(float)
     params = dict(regularization=0.005, depth_budget=5, loss=loss, exact_levels=1)
@@ -477,8 +494,9 @@ def test_auto_backend_on_an_accelerator_runs_the_host_engine(monkeypatch, loss):
     monkeypatch.setattr(device, "DeviceBatcher", no_device)
     steps = []
     run = engine.step
-    monkeypatch.setattr(engine, "step",
-                        lambda state, *a, **k: steps.append(1) or run(state, *a, **k))
+    monkeypatch.setattr(
+        engine, "step", lambda state, *a, **k: steps.append(1) or run(state, *a, **k)
+    )
     m = OptimalTreeRegressor(**params)
     assert m._resolve_backend() == "numpy"
     m.fit(X, y, sample_weight=w)

@@ -113,8 +113,9 @@ def test_recursive_oracle_equals_literal_enumeration():
 
 CASES = [
     (seed, depth, loss, weights, msl)
-    for seed, (depth, loss, weights, msl) in enumerate(itertools.product(
-        (3, 4), ("squared_error", "absolute_error"), (False, True), (1, 2)))
+    for seed, (depth, loss, weights, msl) in enumerate(
+        itertools.product((3, 4), ("squared_error", "absolute_error"), (False, True), (1, 2))
+    )
 ]
 
 
@@ -123,8 +124,9 @@ def test_optimal_objective_equals_exhaustive_enumeration(seed, depth, loss, weig
     X, y, w = _problem(seed, M=6 if seed % 3 == 0 else None, weights=weights)
     for lam in (0.0, 0.01, 0.05):
         ref = exhaustive(X, y, w, lam, depth, loss, msl)
-        m = OptimalTreeRegressor(regularization=lam, depth_budget=depth, loss=loss,
-                                 min_samples_leaf=msl).fit(X, y, sample_weight=w)
+        m = OptimalTreeRegressor(
+            regularization=lam, depth_budget=depth, loss=loss, min_samples_leaf=msl
+        ).fit(X, y, sample_weight=w)
         assert m.objective_ == pytest.approx(ref, rel=1e-9, abs=1e-12)
         assert m.optimal_
         assert m.lower_bound_ == pytest.approx(ref, rel=1e-9, abs=1e-12)
@@ -136,14 +138,22 @@ def test_optimal_objective_equals_exhaustive_enumeration(seed, depth, loss, weig
 def test_engine_equals_exhaustive_enumeration(loss):
     """The engine certifies the brute-force optimum, for both losses, with and without
     weights and min_samples_leaf, at fixed depth budgets and without one."""
-    for seed, depth, weights, msl in ((40, 3, False, 1), (41, 4, True, 2), (42, 4, True, 1),
-                                      (43, None, True, 1)):
+    for seed, depth, weights, msl in (
+        (40, 3, False, 1),
+        (41, 4, True, 2),
+        (42, 4, True, 1),
+        (43, None, True, 1),
+    ):
         X, y, w = _problem(seed, n=30 if depth is None else None, M=5, weights=weights)
-        for lam in ((0.005, 0.02) if depth is None else (0.0, 0.01)):
-            ref = (memo_oracle(X, y, w, lam, None, loss, msl) if depth is None
-                   else exhaustive(X, y, w, lam, depth, loss, msl))
-            r = OptimalTreeSearch(X, y, w, loss=loss, regularization=lam,
-                                  depth_budget=depth, min_samples_leaf=msl).run()
+        for lam in (0.005, 0.02) if depth is None else (0.0, 0.01):
+            ref = (
+                memo_oracle(X, y, w, lam, None, loss, msl)
+                if depth is None
+                else exhaustive(X, y, w, lam, depth, loss, msl)
+            )
+            r = OptimalTreeSearch(
+                X, y, w, loss=loss, regularization=lam, depth_budget=depth, min_samples_leaf=msl
+            ).run()
             assert r.objective == pytest.approx(ref, rel=1e-9, abs=1e-12), (seed, lam)
             assert r.lower_bound == pytest.approx(ref, rel=1e-9, abs=1e-12)
             assert r.status.value == "optimal"
@@ -154,11 +164,12 @@ def test_raw_mean_loss_objective(loss):
     """normalize=False is the paper's objective: mean loss + lambda * leaves."""
     X, y, w = _problem(11, M=5)
     ref = exhaustive(X, y, w, 0.05, 4, loss, 1, normalize=False)
-    m = OptimalTreeRegressor(regularization=0.05, depth_budget=4, loss=loss,
-                             normalize=False).fit(X, y)
+    m = OptimalTreeRegressor(regularization=0.05, depth_budget=4, loss=loss, normalize=False).fit(
+        X, y
+    )
     assert m.objective_ == pytest.approx(ref, rel=1e-9)
     resid = y - m.predict(X)
-    mean_loss = np.mean(resid ** 2) if loss == "squared_error" else np.mean(np.abs(resid))
+    mean_loss = np.mean(resid**2) if loss == "squared_error" else np.mean(np.abs(resid))
     assert m.loss_ == pytest.approx(mean_loss, rel=1e-12)
 
 
@@ -172,10 +183,17 @@ def test_removing_any_bound_never_changes_the_optimum(loss):
         X, y, w = _problem(seed, n=40, M=6)
         ref = exhaustive(X, y, w, 0.01, depth, loss)
         for bounds in SUBSETS:
-            for el in ((0, 2) if loss == "squared_error" else (0,)):
-                r = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.01,
-                                      depth_budget=depth, bounds=bounds,
-                                      exact_levels=el).run()
+            for el in (0, 2) if loss == "squared_error" else (0,):
+                r = OptimalTreeSearch(
+                    X,
+                    y,
+                    w,
+                    loss=loss,
+                    regularization=0.01,
+                    depth_budget=depth,
+                    bounds=bounds,
+                    exact_levels=el,
+                ).run()
                 assert r.objective == pytest.approx(ref, rel=1e-9), (bounds, el)
                 assert r.lower_bound == pytest.approx(ref, rel=1e-9), (bounds, el)
 
@@ -186,8 +204,9 @@ def test_bounds_prune_the_search():
     X, y, w = _problem(5, n=60, M=6)
     sizes = {}
     for bounds in ((), ALL_BOUNDS):
-        r = OptimalTreeSearch(X, y, w, regularization=0.02, depth_budget=5, bounds=bounds,
-                              exact_levels=0).run()
+        r = OptimalTreeSearch(
+            X, y, w, regularization=0.02, depth_budget=5, bounds=bounds, exact_levels=0
+        ).run()
         sizes[bounds] = r.n_subproblems
     assert sizes[ALL_BOUNDS] < sizes[()]
 
@@ -249,13 +268,21 @@ def test_no_depth_limit_small_lambda_equals_oracle(seed):
     for lam in (0.003, 0.01, 0.03):
         ref = memo_oracle(X, y, w, lam, None, "squared_error", msl)
         for el in (None, 1, 2):
-            s = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=None,
-                                  min_samples_leaf=msl, exact_levels=el)
+            s = OptimalTreeSearch(
+                X,
+                y,
+                w,
+                regularization=lam,
+                depth_budget=None,
+                min_samples_leaf=msl,
+                exact_levels=el,
+            )
             r = s.run()
             assert r.objective == pytest.approx(ref, rel=1e-9), (lam, el)
             assert r.lower_bound == pytest.approx(ref, rel=1e-9), (lam, el)
-        m = OptimalTreeRegressor(regularization=lam, depth_budget=None, min_samples_leaf=msl
-                                 ).fit(X, y, sample_weight=w)
+        m = OptimalTreeRegressor(regularization=lam, depth_budget=None, min_samples_leaf=msl).fit(
+            X, y, sample_weight=w
+        )
         assert m.objective_ == pytest.approx(ref, rel=1e-9)
         assert _objective_of_tree(m, X, y, w, "squared_error") == pytest.approx(ref, rel=1e-9)
 
@@ -265,8 +292,9 @@ def test_no_depth_limit_absolute_loss_with_weights_equals_oracle(seed):
     X, y, w = _problem(200 + seed, n=30, M=6, weights=True)
     for lam in (0.005, 0.02):
         ref = memo_oracle(X, y, w, lam, None, "absolute_error")
-        m = OptimalTreeRegressor(regularization=lam, depth_budget=None,
-                                 loss="absolute_error").fit(X, y, sample_weight=w)
+        m = OptimalTreeRegressor(regularization=lam, depth_budget=None, loss="absolute_error").fit(
+            X, y, sample_weight=w
+        )
         assert m.optimal_
         assert m.objective_ == pytest.approx(ref, rel=1e-9)
         assert _objective_of_tree(m, X, y, w, "absolute_error") == pytest.approx(ref, rel=1e-9)
@@ -281,18 +309,21 @@ def test_deep_budget_with_shallow_kernels_equals_oracle(depth):
         for lam in (0.002, 0.01):
             ref = memo_oracle(X, y, w, lam, depth)
             for el in (1, 2, 3):
-                m = OptimalTreeRegressor(regularization=lam, depth_budget=depth,
-                                         exact_levels=el).fit(X, y, sample_weight=w)
+                m = OptimalTreeRegressor(
+                    regularization=lam, depth_budget=depth, exact_levels=el
+                ).fit(X, y, sample_weight=w)
                 assert m.objective_ == pytest.approx(ref, rel=1e-9), (seed, lam, el)
                 assert m.optimal_
                 # the search itself gives the same certified optimum
-                r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
-                                      exact_levels=el).run()
+                r = OptimalTreeSearch(
+                    X, y, w, regularization=lam, depth_budget=depth, exact_levels=el
+                ).run()
                 assert r.objective == pytest.approx(ref, rel=1e-9), (seed, lam, el)
                 assert r.lower_bound == pytest.approx(ref, rel=1e-9), (seed, lam, el)
                 assert m.depth_ <= depth
                 assert _objective_of_tree(m, X, y, w, "squared_error") == pytest.approx(
-                    ref, rel=1e-9)
+                    ref, rel=1e-9
+                )
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -304,14 +335,20 @@ def test_same_support_at_different_depths_equals_oracle(seed):
     n = 60
     base = rng.integers(0, 2, size=(n, 4))
     X = np.column_stack([base, base[:, 0] & base[:, 1], base[:, 2] | base[:, 3]])
-    y = np.round(rng.normal(size=n) * 0.5 + 2.0 * base[:, 0] - 1.5 * base[:, 1] * base[:, 2]
-                 + base[:, 3] * base[:, 0], 1)
+    y = np.round(
+        rng.normal(size=n) * 0.5
+        + 2.0 * base[:, 0]
+        - 1.5 * base[:, 1] * base[:, 2]
+        + base[:, 3] * base[:, 0],
+        1,
+    )
     w = rng.integers(1, 3, size=n).astype(float)
     for depth, lam in ((4, 0.001), (5, 0.001), (6, 0.001), (None, 0.002)):
         ref = memo_oracle(X, y, w, lam, depth)
         for el in (0, 1, None):
-            r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
-                                  exact_levels=el).run()
+            r = OptimalTreeSearch(
+                X, y, w, regularization=lam, depth_budget=depth, exact_levels=el
+            ).run()
             assert r.objective == pytest.approx(ref, rel=1e-9), (depth, el)
             assert r.lower_bound == pytest.approx(ref, rel=1e-9), (depth, el)
 
@@ -320,7 +357,8 @@ def test_memo_oracle_equals_exhaustive():
     X, y, w = _problem(7, n=20, M=4, weights=True)
     for loss in ("squared_error", "absolute_error"):
         assert memo_oracle(X, y, w, 0.01, 4, loss, 2) == pytest.approx(
-            exhaustive(X, y, w, 0.01, 4, loss, 2), rel=1e-12)
+            exhaustive(X, y, w, 0.01, 4, loss, 2), rel=1e-12
+        )
 
 
 @pytest.mark.parametrize("levels,msl", [(2, 1), (3, 1), (3, 2)])
@@ -332,8 +370,13 @@ def test_engine_subtree_on_dense_and_complemented_columns(levels, msl):
     rng = np.random.default_rng(40 + levels + 10 * msl)
     U = 30
     x = rng.normal(size=(U, 2))
-    thr = np.concatenate([x[:, 0:1] <= np.quantile(x[:, 0], [0.2, 0.5, 0.8])[None, :],
-                          x[:, 1:2] <= np.quantile(x[:, 1], [0.3, 0.9])[None, :]], axis=1)
+    thr = np.concatenate(
+        [
+            x[:, 0:1] <= np.quantile(x[:, 0], [0.2, 0.5, 0.8])[None, :],
+            x[:, 1:2] <= np.quantile(x[:, 1], [0.3, 0.9])[None, :],
+        ],
+        axis=1,
+    )
     Xc = np.column_stack([thr, rng.random((U, 3)) < 0.85]).astype(float)
     y = np.sin(2 * x[:, 0]) + x[:, 1] + 0.3 * rng.normal(size=U)
     Wc = rng.integers(1, 4, size=U).astype(float)
@@ -344,10 +387,27 @@ def test_engine_subtree_on_dense_and_complemented_columns(levels, msl):
 
     def core_of(X):
         return engine._core.make_problem(
-            X.astype(np.uint8), engine.pack(X.T > 0.5), Wc, mean, E, Wc,
-            np.argsort(mean, kind="stable"), np.zeros(0), np.zeros(0),
-            np.zeros(0, np.int64), lam, norm, float(msl), 2.0, 2e4, 0, True, True, True,
-            False)
+            X.astype(np.uint8),
+            engine.pack(X.T > 0.5),
+            Wc,
+            mean,
+            E,
+            Wc,
+            np.argsort(mean, kind="stable"),
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros(0, np.int64),
+            lam,
+            norm,
+            float(msl),
+            2.0,
+            2e4,
+            0,
+            True,
+            True,
+            True,
+            False,
+        )
 
     core, flipped = core_of(Xc), core_of(1.0 - Xc)
     masks = rng.random((6, U)) < 0.75
@@ -384,11 +444,30 @@ def test_subtree_kernels_numpy_jax_vmap(levels, msl):
     mean = np.where(Wc > 0, st[:, 1] / np.maximum(Wc, 1.0), 0.0)
     E = st[:, 2] - Wc * mean * mean
     core = engine._core.make_problem(
-        X8, engine.pack(Xc.T > 0.5), Wc, mean, E, Nc, np.argsort(mean, kind="stable"),
-        np.zeros(0), np.zeros(0), np.zeros(0, np.int64), lam, norm, float(msl), 2.0, 2e4, 0,
-        True, True, True, False)
+        X8,
+        engine.pack(Xc.T > 0.5),
+        Wc,
+        mean,
+        E,
+        Nc,
+        np.argsort(mean, kind="stable"),
+        np.zeros(0),
+        np.zeros(0),
+        np.zeros(0, np.int64),
+        lam,
+        norm,
+        float(msl),
+        2.0,
+        2e4,
+        0,
+        True,
+        True,
+        True,
+        False,
+    )
     batched = jax.vmap(optimal_subtree_cost, in_axes=(None, None, 0, None, None, None, None))(
-        jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(masks), lam, norm, levels, msl)
+        jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(masks), lam, norm, levels, msl
+    )
     for b, m in enumerate(masks):
         c_np, f_np = best_subtree_np(Xc[m], st[m], levels, lam, norm, msl)
         # the engine's terminal solver on the support's distinct columns: the same cost
@@ -401,8 +480,15 @@ def test_subtree_kernels_numpy_jax_vmap(levels, msl):
         assert c_sm / norm == pytest.approx(c_np, rel=1e-12)
         assert f_sm == f_np
         np.testing.assert_array_equal(engine.splits(core, m), keep)
-        c_jx, f_jx = optimal_subtree_cost(jnp.asarray(Xc), jnp.asarray(st), jnp.asarray(m),
-                                          lam, norm, levels=levels, min_samples_leaf=msl)
+        c_jx, f_jx = optimal_subtree_cost(
+            jnp.asarray(Xc),
+            jnp.asarray(st),
+            jnp.asarray(m),
+            lam,
+            norm,
+            levels=levels,
+            min_samples_leaf=msl,
+        )
         assert float(c_jx) == pytest.approx(c_np, rel=1e-12)
         assert float(batched[0][b]) == pytest.approx(c_np, rel=1e-12)
         # oracle on the classes as weighted "samples": class internal spread is a constant
@@ -446,8 +532,9 @@ def test_jax_backend_equals_numpy_backend(depth, el):
     X, y, w = _problem(41, n=50, M=6, weights=True)
     res = {}
     for backend, batch_kmeans in (("numpy", False), ("jax", False), ("jax", True)):
-        s = OptimalTreeSearch(X, y, w, regularization=0.02, depth_budget=depth,
-                              exact_levels=el, backend=backend)
+        s = OptimalTreeSearch(
+            X, y, w, regularization=0.02, depth_budget=depth, exact_levels=el, backend=backend
+        )
         if s.dev is not None:
             s.dev.batch_kmeans = batch_kmeans  # True: the accelerator path, forced on CPU
         r = s.run()
@@ -461,7 +548,8 @@ def test_jax_backend_equals_numpy_backend(depth, el):
     assert res["jax", False].dev.n_kmeans_items == 0
     if depth is not None:
         assert res["numpy", False].objective == pytest.approx(
-            exhaustive(X, y, w, 0.02, depth), rel=1e-9)
+            exhaustive(X, y, w, 0.02, depth), rel=1e-9
+        )
 
 
 def test_jax_backend_compiles_once_per_shape():
@@ -490,8 +578,9 @@ def test_jax_backend_compiles_once_per_shape():
             m.setattr(device.DeviceBatcher, "_timed", counted)
             for _ in range(2):
                 y2 = rng.normal(size=y.shape[0])
-                OptimalTreeSearch(X, y2, w, regularization=0.01, depth_budget=5,
-                                  backend="jax").run()
+                OptimalTreeSearch(
+                    X, y2, w, regularization=0.01, depth_budget=5, backend="jax"
+                ).run()
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
     assert calls["n"] > 0  # the device kernels ran
@@ -511,8 +600,9 @@ def test_outlier_with_raw_mean_loss_gets_a_true_certificate(backend):
     ref = exhaustive(X, y, w, 0.01, 3, normalize=False)
     assert ref == pytest.approx(0.03, rel=1e-12)
     for el in (0, 1, 2, None):
-        m = OptimalTreeRegressor(regularization=0.01, depth_budget=3, exact_levels=el,
-                                 normalize=False, backend=backend).fit(X, y)
+        m = OptimalTreeRegressor(
+            regularization=0.01, depth_budget=3, exact_levels=el, normalize=False, backend=backend
+        ).fit(X, y)
         assert m.objective_ == pytest.approx(ref, rel=1e-9), el
         assert m.lower_bound_ == pytest.approx(ref, rel=1e-9), el
         assert m.optimal_ and m.n_leaves_ == 3
@@ -533,8 +623,10 @@ def test_a_lower_bound_above_the_objective_raises(monkeypatch):
         OptimalTreeRegressor(regularization=0.01, depth_budget=3).fit(X, y)
 
 
-@pytest.mark.parametrize("offset,scale", [(1e10, 0.1), (-1e10, 0.1), (0.0, 1e200),
-                                          (1e200, 1e188), (0.0, 1e-200), (0.0, 1e300)])
+@pytest.mark.parametrize(
+    "offset,scale",
+    [(1e10, 0.1), (-1e10, 0.1), (0.0, 1e200), (1e200, 1e188), (0.0, 1e-200), (0.0, 1e300)],
+)
 def test_targets_far_from_unit_scale_give_the_unit_scale_tree(offset, scale):
     """y = offset + scale * signal: the same tree and objective (normalize=True is
     scale-free) as the signal alone; no overflow near 1e300, no signal lost on 1e10."""
@@ -551,15 +643,15 @@ def test_targets_far_from_unit_scale_give_the_unit_scale_tree(offset, scale):
     assert m.objective_ == pytest.approx(ref.objective_, rel=100 * tol)
     pred = m.predict(X)
     assert np.all(np.isfinite(pred))
-    np.testing.assert_allclose((pred - offset) / scale, ref.predict(X), rtol=0,
-                               atol=10 * tol)
+    np.testing.assert_allclose((pred - offset) / scale, ref.predict(X), rtol=0, atol=10 * tol)
 
 
 def test_raw_mean_loss_beyond_float64_is_a_clear_error():
     X = np.array([[0], [1], [0], [1]])
     with pytest.raises(ValueError, match="normalize=False"):
         OptimalTreeRegressor(depth_budget=2, normalize=False).fit(
-            X, np.array([1e200, -1e200, 2e200, 0.0]))
+            X, np.array([1e200, -1e200, 2e200, 0.0])
+        )
 
 
 def test_constant_target_on_a_large_offset_is_one_leaf():
@@ -578,8 +670,12 @@ def test_tree_does_not_depend_on_a_rescaling_of_the_weights(el):
         X = rng.integers(0, 2, (n, M))
         y = rng.integers(0, 3, n).astype(float)
         w0 = rng.integers(1, 4, n).astype(float) if seed in (14, 51) else np.ones(n)
-        fits = [OptimalTreeRegressor(regularization=0.01, depth_budget=3, exact_levels=el)
-                .fit(X, y, sample_weight=c * w0) for c in (1.0, 0.2222222222, 3.3)]
+        fits = [
+            OptimalTreeRegressor(regularization=0.01, depth_budget=3, exact_levels=el).fit(
+                X, y, sample_weight=c * w0
+            )
+            for c in (1.0, 0.2222222222, 3.3)
+        ]
         for m in fits[1:]:
             np.testing.assert_array_equal(m.tree_.feature, fits[0].tree_.feature)
             assert m.objective_ == pytest.approx(fits[0].objective_, rel=1e-12)
@@ -593,9 +689,17 @@ def test_jax_backend_runs_every_bound_subset_depth_and_loss(loss):
     for depth in (3, 4, 5):
         ref = exhaustive(X, y, w, 0.01, depth, loss)
         for bounds in SUBSETS:
-            s = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.01,
-                                  depth_budget=depth, bounds=bounds, backend="jax",
-                                  exact_levels=1 if loss == "squared_error" else None)
+            s = OptimalTreeSearch(
+                X,
+                y,
+                w,
+                loss=loss,
+                regularization=0.01,
+                depth_budget=depth,
+                bounds=bounds,
+                backend="jax",
+                exact_levels=1 if loss == "squared_error" else None,
+            )
             assert s.dev.batch_kmeans
             r = s.run()
             assert r.objective == pytest.approx(ref, rel=1e-9), (depth, bounds)
@@ -624,12 +728,12 @@ def test_solver_stops_at_max_steps_with_a_valid_certificate():
     assert full.status is Status.OPTIMAL and full.objective == pytest.approx(ref, rel=1e-9)
     assert full.steps > 8
     for k in (1, 3, full.steps // 2):
-        r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=5,
-                              exact_levels=0).run(max_steps=k)
+        r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=5, exact_levels=0).run(
+            max_steps=k
+        )
         assert r.status is Status.NODE_LIMIT and r.steps <= k + 1  # checked per split
         assert r.lower_bound <= ref * (1 + 1e-12) <= r.objective * (1 + 1e-12)
-        assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(r.objective,
-                                                                           rel=1e-9)
+        assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(r.objective, rel=1e-9)
 
 
 def test_estimator_maps_the_status_and_warns():
@@ -646,16 +750,19 @@ def test_estimator_maps_the_status_and_warns():
     X, y, w = _problem(51, n=60, M=6, weights=True)
     ref = memo_oracle(X, y, w, 0.003, 5)
     with pytest.warns(ConvergenceWarning, match="node limit.*max_steps"):
-        m = OptimalTreeRegressor(regularization=0.003, depth_budget=5, exact_levels=0,
-                                 max_steps=2).fit(X, y, sample_weight=w)
+        m = OptimalTreeRegressor(
+            regularization=0.003, depth_budget=5, exact_levels=0, max_steps=2
+        ).fit(X, y, sample_weight=w)
     assert m.status_ == "node_limit" and not m.timed_out_ and not m.optimal_
     assert m.lower_bound_ <= ref * (1 + 1e-12) <= m.objective_ * (1 + 1e-12)
     with pytest.warns(ConvergenceWarning):
-        m2 = OptimalTreeRegressor(regularization=0.003, depth_budget=5, exact_levels=0,
-                                  max_steps=2).fit(X, y, sample_weight=w)
+        m2 = OptimalTreeRegressor(
+            regularization=0.003, depth_budget=5, exact_levels=0, max_steps=2
+        ).fit(X, y, sample_weight=w)
     assert m2.objective_ == m.objective_ and m2.lower_bound_ == m.lower_bound_
     m = OptimalTreeRegressor(regularization=0.003, depth_budget=5, max_steps=10**6).fit(
-        X, y, sample_weight=w)
+        X, y, sample_weight=w
+    )
     assert m.optimal_ and m.objective_ == pytest.approx(ref, rel=1e-9)
     with pytest.raises(ValueError, match="max_steps"):
         OptimalTreeRegressor(max_steps=-1).fit(X, y)
@@ -687,8 +794,9 @@ def test_memo_keys_equal_the_engine_words():
         state = SimpleNamespace(search=SimpleNamespace(n_words=max(1, (U + 63) // 64)))
         memo = engine.MemoView([state])
         for m in rng.random((5, U)) < rng.uniform(0.05, 0.95):
-            np.testing.assert_array_equal(memo._words(np.packbits(m).tobytes()),
-                                          engine.pack(m[None, :])[0])
+            np.testing.assert_array_equal(
+                memo._words(np.packbits(m).tobytes()), engine.pack(m[None, :])[0]
+            )
     words = engine.pack(np.eye(70, dtype=bool))
     assert words.shape == (70, 2) and words[69, 1] == 1 << 5 and words[3, 0] == 8
 
@@ -743,16 +851,13 @@ def test_time_limit_bounds_the_whole_fit():
     X, y, w = _problem(53, n=300, M=12)
     sst = float(np.sum((y - y.mean()) ** 2))
     with pytest.warns(ConvergenceWarning, match="time limit"):
-        m = OptimalTreeRegressor(regularization=0.0005, depth_budget=7,
-                                 time_limit=0.05).fit(X, y)
+        m = OptimalTreeRegressor(regularization=0.0005, depth_budget=7, time_limit=0.05).fit(X, y)
     assert m.timed_out_ and not m.optimal_
     with pytest.warns(ConvergenceWarning):  # any tree's objective is above the optimum
-        ref = OptimalTreeRegressor(regularization=0.0005, depth_budget=7, max_steps=40).fit(
-            X, y)
+        ref = OptimalTreeRegressor(regularization=0.0005, depth_budget=7, max_steps=40).fit(X, y)
     assert m.fit_seconds_ < 2.0  # generous under load
     assert m.lower_bound_ <= ref.objective_ * (1 + 1e-12)
-    assert _tree_objective(m.tree_, X, y, w, 0.0005, sst) == pytest.approx(m.objective_,
-                                                                           rel=1e-9)
+    assert _tree_objective(m.tree_, X, y, w, 0.0005, sst) == pytest.approx(m.objective_, rel=1e-9)
 
 
 @pytest.mark.parametrize("depth", [None, 6])
@@ -771,13 +876,15 @@ def test_stopped_search_is_never_worse_than_greedy_cart(depth):
     X = Binarizer(n_thresholds=6).fit_transform(Xr).astype(int)
     lam = 0.003
     sst = float(np.sum((y - y.mean()) ** 2))
-    cart = DecisionTreeRegressor(max_depth=None if depth is None else depth - 1,
-                                 ccp_alpha=lam * sst / n, random_state=0).fit(X, y)
+    cart = DecisionTreeRegressor(
+        max_depth=None if depth is None else depth - 1, ccp_alpha=lam * sst / n, random_state=0
+    ).fit(X, y)
     r = y - cart.predict(X)
     cart_objective = float(r @ r / sst + lam * cart.get_n_leaves())
     for k in (1, 30):
-        res = OptimalTreeSearch(X, y, np.ones(n), regularization=lam,
-                                depth_budget=depth).run(max_steps=k)
+        res = OptimalTreeSearch(X, y, np.ones(n), regularization=lam, depth_budget=depth).run(
+            max_steps=k
+        )
         assert res.objective <= cart_objective * (1 + 1e-12)
         assert res.lower_bound <= res.objective
         obj = _tree_objective(res.tree, X, y, np.ones(n), lam, sst)
@@ -797,16 +904,18 @@ def test_best_first_root_keeps_the_optimum_and_raises_the_bound(monkeypatch, el)
     ref = memo_oracle(X, y, w, lam, 5)
     sst = float(np.dot(w, (y - np.dot(w, y) / w.sum()) ** 2))
     monkeypatch.setattr(solver, "BEST_FIRST_AFTER", 0.0)
-    r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=5, exact_levels=el,
-                          time_limit=1e6).run()
+    r = OptimalTreeSearch(
+        X, y, w, regularization=lam, depth_budget=5, exact_levels=el, time_limit=1e6
+    ).run()
     assert r.status is solver.Status.OPTIMAL
     assert r.objective == pytest.approx(ref, rel=1e-9)
     assert r.lower_bound == pytest.approx(ref, rel=1e-9)
     assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(ref, rel=1e-9)
     lbs = []
     for k in (1, 4, 12):
-        s = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=5, exact_levels=el,
-                              time_limit=1e6).run(max_steps=k)
+        s = OptimalTreeSearch(
+            X, y, w, regularization=lam, depth_budget=5, exact_levels=el, time_limit=1e6
+        ).run(max_steps=k)
         assert s.lower_bound <= ref * (1 + 1e-9) <= s.objective * (1 + 2e-9)
         lbs.append(s.lower_bound)
     assert lbs[0] <= lbs[1] <= lbs[2]
@@ -825,8 +934,9 @@ def _split_bound_oracle(P, mask, d):
     from jaxsr.trees.problem import sub_stats
 
     tot = P.stats[mask].sum(0)
-    eq = (lambda k: float(equivalent_points_bound(tot, P.lam, P.norm, leaves=k))
-          if P.equiv else P.lam * k)
+    eq = lambda k: (
+        float(equivalent_points_bound(tot, P.lam, P.norm, leaves=k)) if P.equiv else P.lam * k
+    )
     b = eq(P.look)
     cmax = int(min(tot[STAT_C], np.floor(tot[STAT_N] / P.m1), 2 ** (d - 1)))
     kdeep = P.kl + 2
@@ -852,10 +962,21 @@ def test_engine_leaf_and_bounds_equal_the_numpy_ones():
 
     rng = np.random.default_rng(5)
     X, y, w = _problem(61, n=80, M=9, weights=True)
-    for bounds, msl, el in ((ALL_BOUNDS, 1, 3), (("equivalent", "kmeans"), 2, 2),
-                            (("hierarchical",), 1, 0)):
-        s = OptimalTreeSearch(X, y, w, regularization=0.003, depth_budget=6, bounds=bounds,
-                              min_samples_leaf=msl, exact_levels=el).problem
+    for bounds, msl, el in (
+        (ALL_BOUNDS, 1, 3),
+        (("equivalent", "kmeans"), 2, 2),
+        (("hierarchical",), 1, 0),
+    ):
+        s = OptimalTreeSearch(
+            X,
+            y,
+            w,
+            regularization=0.003,
+            depth_budget=6,
+            bounds=bounds,
+            min_samples_leaf=msl,
+            exact_levels=el,
+        ).problem
         for _ in range(12):
             mask = rng.random(s.U) < rng.uniform(0.2, 1.0)
             if not mask.any():
@@ -877,8 +998,10 @@ def test_engine_certifies_the_oracle_and_stops_at_max_steps():
     is as reported; the tree rebuilt from its memo has the reported objective."""
     from jaxsr.trees import solver
 
-    cases = [("squared_error", lam, depth, el)
-             for lam, depth, el in ((0.002, 6, 0), (0.004, None, 2), (0.01, 5, 3))]
+    cases = [
+        ("squared_error", lam, depth, el)
+        for lam, depth, el in ((0.002, 6, 0), (0.004, None, 2), (0.01, 5, 3))
+    ]
     cases += [("absolute_error", lam, depth, 0) for lam, depth in ((0.002, 6), (0.01, None))]
     for seed in range(3):
         X, y, w = _problem(700 + seed, n=50, M=6, weights=seed % 2 == 1)
@@ -892,7 +1015,8 @@ def test_engine_certifies_the_oracle_and_stops_at_max_steps():
             assert ref.lower_bound == pytest.approx(opt, rel=1e-10), (seed, lam)
             norm = _norm(y, w, loss, True)
             assert _tree_objective(ref.tree, X, y, w, lam, norm, loss) == pytest.approx(
-                ref.objective, rel=1e-9)
+                ref.objective, rel=1e-9
+            )
             assert ref.n_subproblems > 4
             k = max(1, ref.steps // 3)
             s = OptimalTreeSearch(X, y, w, **kw).run(max_steps=k)
@@ -900,7 +1024,8 @@ def test_engine_certifies_the_oracle_and_stops_at_max_steps():
             assert s.lower_bound <= ref.objective * (1 + 1e-12)
             assert ref.objective <= s.objective * (1 + 1e-12)
             assert _tree_objective(s.tree, X, y, w, lam, norm, loss) == pytest.approx(
-                s.objective, rel=1e-9)
+                s.objective, rel=1e-9
+            )
 
 
 def test_memo_and_frontier_grow():
@@ -913,8 +1038,7 @@ def test_memo_and_frontier_grow():
     kw = dict(regularization=0.0005, depth_budget=9, exact_levels=1)
     r = OptimalTreeSearch(X, y, np.ones(400), **kw).run()
     assert r.status.value == "optimal" and r.n_subproblems > 4096
-    r2 = OptimalTreeSearch(np.vstack([X, X]), np.concatenate([y, y]), np.ones(800),
-                           **kw).run()
+    r2 = OptimalTreeSearch(np.vstack([X, X]), np.concatenate([y, y]), np.ones(800), **kw).run()
     assert r2.objective == pytest.approx(r.objective, rel=1e-10)
     assert r2.lower_bound == pytest.approx(r.lower_bound, rel=1e-10)
 
@@ -930,19 +1054,21 @@ def test_leaf_budget_decides_capped_subproblems_and_keeps_the_optimum():
         base = rng.integers(0, 2, size=(10, 5))
         rows = rng.integers(0, 10, size=70)
         X = base[rows]
-        y = np.round(2.0 * X[:, 0] - 1.5 * X[:, 1] * X[:, 2] + X[:, 3] * X[:, 0]
-                     + rng.normal(size=70) * 0.8, 2)
+        y = np.round(
+            2.0 * X[:, 0] - 1.5 * X[:, 1] * X[:, 2] + X[:, 3] * X[:, 0] + rng.normal(size=70) * 0.8,
+            2,
+        )
         w = rng.integers(1, 3, size=70).astype(float)
         sst = float(np.dot(w, (y - np.dot(w, y) / w.sum()) ** 2))
         for depth, lam in ((4, 0.002), (5, 0.004), (6, 0.01)):
             ref = memo_oracle(X, y, w, lam, depth)
             for el in (1, 2, 3):
-                r = OptimalTreeSearch(X, y, w, regularization=lam, depth_budget=depth,
-                                      exact_levels=el).run()
+                r = OptimalTreeSearch(
+                    X, y, w, regularization=lam, depth_budget=depth, exact_levels=el
+                ).run()
                 assert r.objective == pytest.approx(ref, rel=1e-9), (seed, depth, el)
                 assert r.lower_bound == pytest.approx(ref, rel=1e-9), (seed, depth, el)
-                assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(
-                    ref, rel=1e-9)
+                assert _tree_objective(r.tree, X, y, w, lam, sst) == pytest.approx(ref, rel=1e-9)
 
 
 def _exactly_fittable(seed, scale, offset=0.0, weights=False):
@@ -963,21 +1089,25 @@ def test_lambda_zero_on_exactly_fittable_data_is_certified(loss, weights, normal
     lower bound rounds to about +-1e-16 of the one-leaf loss, and every certificate
     comparison holds there (no 'lower bound exceeds the objective' error); the engine
     certifies the brute-force optimum 0, whatever the scale of y."""
-    for seed, (scale, offset) in enumerate(((1.0, 0.0), (1e-3, 0.0), (1e5, 0.0),
-                                            (1.0, 1e6), (0.37, -2.0))):
+    for seed, (scale, offset) in enumerate(
+        ((1.0, 0.0), (1e-3, 0.0), (1e5, 0.0), (1.0, 1e6), (0.37, -2.0))
+    ):
         X, y, w = _exactly_fittable(seed + 100, scale, offset, weights)
         ref = exhaustive(X, y, w, 0.0, 3, loss, normalize=normalize)
-        assert ref == pytest.approx(0.0, abs=1e-9 * _leaf_loss(y, w, loss) / _norm(
-            y, w, loss, normalize))
-        m = OptimalTreeRegressor(regularization=0.0, depth_budget=4, loss=loss,
-                                 normalize=normalize).fit(X, y, sample_weight=w)
+        assert ref == pytest.approx(
+            0.0, abs=1e-9 * _leaf_loss(y, w, loss) / _norm(y, w, loss, normalize)
+        )
+        m = OptimalTreeRegressor(
+            regularization=0.0, depth_budget=4, loss=loss, normalize=normalize
+        ).fit(X, y, sample_weight=w)
         tol = 1e-9 * m.loss_scale_
         assert m.optimal_ and m.status_ == "optimal"
         assert abs(m.objective_) <= tol and abs(m.lower_bound_) <= tol
         assert 0.0 <= m.gap_ <= tol
         np.testing.assert_allclose(m.predict(X), y, rtol=1e-12, atol=1e-12 * abs(scale))
-        r = OptimalTreeSearch(X, y, w, loss=loss, regularization=0.0, depth_budget=4,
-                              normalize=normalize).run()
+        r = OptimalTreeSearch(
+            X, y, w, loss=loss, regularization=0.0, depth_budget=4, normalize=normalize
+        ).run()
         assert r.status.value == "optimal"
         assert abs(r.objective) <= tol and abs(r.lower_bound) <= tol
 
@@ -991,7 +1121,8 @@ def test_regularization_path_with_default_lambdas_on_exactly_fittable_data(loss,
     for seed in range(6):
         X, y, w = _exactly_fittable(seed + 200, 1.0 + seed, 0.0, weights)
         path = OptimalTreeRegressor(depth_budget=3, loss=loss).regularization_path(
-            X, y, sample_weight=w)
+            X, y, sample_weight=w
+        )
         assert path[0].lambda_min == 0.0 and path[-1].lambda_max == np.inf
         assert path[0].loss == pytest.approx(0.0, abs=1e-9)
         assert path[-1].n_leaves == 1
@@ -999,7 +1130,9 @@ def test_regularization_path_with_default_lambdas_on_exactly_fittable_data(loss,
             assert a.lambda_max == b.lambda_min and a.n_leaves > b.n_leaves
         for p in path:
             assert p.optimal
-            mid = p.lambda_min + 0.5 * ((p.lambda_max if np.isfinite(p.lambda_max)
-                                         else 2 * p.lambda_min + 1.0) - p.lambda_min)
+            mid = p.lambda_min + 0.5 * (
+                (p.lambda_max if np.isfinite(p.lambda_max) else 2 * p.lambda_min + 1.0)
+                - p.lambda_min
+            )
             ref = exhaustive(X, y, w, mid, 3, loss)
             assert p.loss + mid * p.n_leaves == pytest.approx(ref, rel=1e-9, abs=1e-12)

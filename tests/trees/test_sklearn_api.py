@@ -1,7 +1,6 @@
 """What a scikit-learn user expects of a tree: ``feature_importances_``, ``apply``,
 ``decision_path`` and the regularization path."""
 
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -41,8 +40,13 @@ def test_feature_importances_sum_to_one_over_input_columns(loss):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(120, 3))
     y = np.sin(2 * X[:, 0]) + (X[:, 2] > 0.3) + 0.1 * rng.normal(size=120)
-    m = OptimalTreeRegressor(regularization=0.005, depth_budget=4, loss=loss, progress=False,
-                             binarizer=Binarizer(n_thresholds=4)).fit(X, y)
+    m = OptimalTreeRegressor(
+        regularization=0.005,
+        depth_budget=4,
+        loss=loss,
+        progress=False,
+        binarizer=Binarizer(n_thresholds=4),
+    ).fit(X, y)
     imp = m.feature_importances_
     assert imp.shape == (3,) and imp.dtype == np.float64
     assert imp.sum() == pytest.approx(1.0, abs=1e-12) and np.all(imp >= 0)
@@ -65,14 +69,13 @@ def test_apply_and_decision_path_agree_with_predict():
     leaves = m.apply(Xt)
     assert leaves.shape == (40,) and leaves.dtype == np.int64
     assert np.all(m.tree_.feature[leaves] == -1)
-    np.testing.assert_array_equal(m.tree_.value[leaves].astype(m.predict(Xt).dtype),
-                                  m.predict(Xt))
+    np.testing.assert_array_equal(m.tree_.value[leaves].astype(m.predict(Xt).dtype), m.predict(Xt))
     P = m.decision_path(Xt)
     assert sp.issparse(P) and P.format == "csr" and P.shape == (40, m.tree_.n_nodes)
     assert P.dtype == np.int64 and np.all(P.data == 1)
     t = m.tree_
     for i in range(40):
-        path = P.indices[P.indptr[i]:P.indptr[i + 1]]
+        path = P.indices[P.indptr[i] : P.indptr[i + 1]]
         assert path[0] == 0 and path[-1] == leaves[i]  # root first, the leaf last
         for a, b in zip(path[:-1], path[1:], strict=True):  # each the child of the last
             assert b in (t.true_child[a], t.false_child[a])
@@ -80,8 +83,9 @@ def test_apply_and_decision_path_agree_with_predict():
     counts = np.asarray(P.sum(axis=0)).ravel()
     assert counts[0] == 40
     inner = np.flatnonzero(t.feature >= 0)
-    np.testing.assert_array_equal(counts[inner],
-                                  counts[t.true_child[inner]] + counts[t.false_child[inner]])
+    np.testing.assert_array_equal(
+        counts[inner], counts[t.true_child[inner]] + counts[t.false_child[inner]]
+    )
 
 
 def test_apply_checks_input():
@@ -104,8 +108,9 @@ def _check_path(path, lo, hi_inf):
         assert a.n_leaves > b.n_leaves and a.loss < b.loss  # fewer leaves, more loss
         # the two trees tie at the breakpoint
         lam = a.lambda_max
-        assert a.loss + lam * a.n_leaves == pytest.approx(b.loss + lam * b.n_leaves,
-                                                          rel=1e-9, abs=1e-12)
+        assert a.loss + lam * a.n_leaves == pytest.approx(
+            b.loss + lam * b.n_leaves, rel=1e-9, abs=1e-12
+        )
     for p in path:
         assert p.optimal and p.lambda_min <= p.model.regularization <= p.lambda_max
         assert (p.n_leaves, p.loss) == (p.model.n_leaves_, p.model.loss_)
@@ -125,8 +130,9 @@ def test_regularization_path_matches_fits_at_single_lambdas(loss):
         hi = p.lambda_max if np.isfinite(p.lambda_max) else 2 * p.lambda_min + 1.0
         probes += [(p, p.lambda_min + f * (hi - p.lambda_min)) for f in (0.3, 0.8)]
     for p, lam in probes:
-        m = OptimalTreeRegressor(regularization=lam, depth_budget=4, loss=loss,
-                                 progress=False).fit(X, y)
+        m = OptimalTreeRegressor(regularization=lam, depth_budget=4, loss=loss, progress=False).fit(
+            X, y
+        )
         assert m.optimal_
         assert m.objective_ == pytest.approx(p.loss + lam * p.n_leaves, rel=1e-9, abs=1e-12)
         assert m.n_leaves_ == p.n_leaves
@@ -141,8 +147,9 @@ def test_regularization_path_over_a_range_and_weights():
     _check_path(path, 0.005, False)
     assert path[-1].lambda_max == 0.3
     for lam in (0.005, 0.011, 0.07, 0.3):
-        m = OptimalTreeRegressor(regularization=lam, depth_budget=None, normalize=False,
-                                 progress=False).fit(X, y, sample_weight=w)
+        m = OptimalTreeRegressor(
+            regularization=lam, depth_budget=None, normalize=False, progress=False
+        ).fit(X, y, sample_weight=w)
         best = min(p.loss + lam * p.n_leaves for p in path)  # the lower envelope
         assert m.objective_ == pytest.approx(best, rel=1e-9)
 
@@ -164,8 +171,7 @@ def test_max_depth_is_scikit_learns_depth():
     X, y = _random(7, n=120)
     for d in (0, 1, 2, 3):
         a = OptimalTreeRegressor(max_depth=d, regularization=0.001, progress=False).fit(X, y)
-        b = OptimalTreeRegressor(depth_budget=d + 1, regularization=0.001,
-                                 progress=False).fit(X, y)
+        b = OptimalTreeRegressor(depth_budget=d + 1, regularization=0.001, progress=False).fit(X, y)
         assert a.depth_ - 1 <= d and a.depth_ == b.depth_
         assert a.objective_ == b.objective_ and a.n_leaves_ == b.n_leaves_
     assert OptimalTreeRegressor(max_depth=2, depth_budget=3, progress=False).fit(X, y).depth_ <= 3
@@ -182,8 +188,13 @@ def test_to_sklearn_is_the_same_tree_for_scikit_learns_tools():
     X = rng.normal(size=(200, 3))
     y = np.sin(2 * X[:, 0]) + (X[:, 2] > 0.3) + 0.1 * rng.normal(size=200)
     for loss in ("squared_error", "absolute_error"):
-        m = OptimalTreeRegressor(depth_budget=4, regularization=0.002, loss=loss,
-                                 binarizer=Binarizer(n_thresholds=6), progress=False).fit(X, y)
+        m = OptimalTreeRegressor(
+            depth_budget=4,
+            regularization=0.002,
+            loss=loss,
+            binarizer=Binarizer(n_thresholds=6),
+            progress=False,
+        ).fit(X, y)
         s = m.to_sklearn()
         assert isinstance(s, DecisionTreeRegressor) and s.criterion == loss
         Xt = rng.normal(size=(400, 3))

@@ -34,9 +34,19 @@ def test_tree_loads_and_predicts_without_jax(tmp_path):
     tree = OptimalTreeRegressor(regularization=0.01, depth_budget=3, progress=False).fit(X, y)
     save_model(tree, tmp_path / "tree.json")
     X.head(7).to_csv(tmp_path / "new.csv", index=False)
-    proc = subprocess.run([sys.executable, "-c", CHECK, str(tmp_path / "tree.json"),
-                           str(tmp_path / "new.csv"), str(tmp_path / "pred.csv")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CHECK,
+            str(tmp_path / "tree.json"),
+            str(tmp_path / "new.csv"),
+            str(tmp_path / "pred.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     expected = tree.predict(X.head(7))
     np.testing.assert_array_equal(eval(proc.stdout), expected)  # noqa: S307 - a list literal

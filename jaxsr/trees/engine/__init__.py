@@ -42,9 +42,26 @@ from ..solver import Entry, Status
 
 _core = import_module(f"{__name__}._core")  # the compiled extension (no stub)
 
-__all__ = ["State", "problem_of", "init", "step", "terminate", "live_lower_bound",
-           "MemoView", "subtree", "splits", "leaf_loss", "support_bounds", "absolute_split_losses",
-           "kmeans_losses", "kmedians_losses", "subtree_splits", "best_stump", "pack", "CHUNK"]
+__all__ = [
+    "State",
+    "problem_of",
+    "init",
+    "step",
+    "terminate",
+    "live_lower_bound",
+    "MemoView",
+    "subtree",
+    "splits",
+    "leaf_loss",
+    "support_bounds",
+    "absolute_split_losses",
+    "kmeans_losses",
+    "kmedians_losses",
+    "subtree_splits",
+    "best_stump",
+    "pack",
+    "CHUNK",
+]
 
 CHUNK = 2048  # subproblem visits per :func:`step` (progress lines between steps)
 KMEDIANS_MAX_VALUES = 20000  # the most distinct targets of a k-medians bound
@@ -87,13 +104,31 @@ def problem_of(tp):
     else:
         ys, ws, cls_s = np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)
     if not (tp.lam >= 0 and np.isfinite(tp.lam) and tp.norm > 0 and 0 <= tp.kl <= 3):
-        raise ValueError("the tree search needs lambda >= 0, a positive normaliser and "
-                         "0-3 exact levels")
+        raise ValueError(
+            "the tree search needs lambda >= 0, a positive normaliser and 0-3 exact levels"
+        )
     return _core.make_problem(
-        X, pack(tp.XcT), _f8(tp.Wc), _f8(tp.cls_mean), _f8(tp.Ec), _f8(tp.Nc),
-        _i8(tp.korder), ys, ws, cls_s, float(tp.lam), float(tp.norm), float(tp.m1),
-        float(tp.look), float(KMEDIANS_MAX_VALUES), int(tp.kl), bool(tp.equiv),
-        bool(tp.use_kmeans), bool(tp.hier), bool(tp.l1))
+        X,
+        pack(tp.XcT),
+        _f8(tp.Wc),
+        _f8(tp.cls_mean),
+        _f8(tp.Ec),
+        _f8(tp.Nc),
+        _i8(tp.korder),
+        ys,
+        ws,
+        cls_s,
+        float(tp.lam),
+        float(tp.norm),
+        float(tp.m1),
+        float(tp.look),
+        float(KMEDIANS_MAX_VALUES),
+        int(tp.kl),
+        bool(tp.equiv),
+        bool(tp.use_kmeans),
+        bool(tp.hier),
+        bool(tp.l1),
+    )
 
 
 class State(NamedTuple):
@@ -123,8 +158,16 @@ class State(NamedTuple):
         return int(self.search.kmeans)
 
 
-def init(problem, root, incumbent=np.inf, time_limit=None, max_steps=None, t0=None,
-         device=None, kernel_rate=3e-8) -> State:
+def init(
+    problem,
+    root,
+    incumbent=np.inf,
+    time_limit=None,
+    max_steps=None,
+    t0=None,
+    device=None,
+    kernel_rate=3e-8,
+) -> State:
     """The search of the :class:`~jaxsr.trees.problem.TreeProblem` ``problem`` from the
     root ``(key, mask, d)`` (all classes, ``d`` levels): its memo entry (its leaf and
     bounds; its best tree the greedy incumbent, objective ``incumbent``, when that is
@@ -138,12 +181,19 @@ def init(problem, root, incumbent=np.inf, time_limit=None, max_steps=None, t0=No
     core = problem.core
     elapsed = time.perf_counter() - t0
     left = np.inf if time_limit is None else float(time_limit) - elapsed
-    s = _core.Search(core, int(d), float(incumbent), left, elapsed,
-                     -1 if max_steps is None else int(max_steps), float(kernel_rate),
-                     solver.BEST_FIRST_AFTER, float(solver._BEST_FIRST_TRIES),
-                     device is not None)
-    return State(s, problem, key, float(s.root_lb), _STATUS.get(int(s.status)), 0, t0,
-                 device, [])
+    s = _core.Search(
+        core,
+        int(d),
+        float(incumbent),
+        left,
+        elapsed,
+        -1 if max_steps is None else int(max_steps),
+        float(kernel_rate),
+        solver.BEST_FIRST_AFTER,
+        float(solver._BEST_FIRST_TRIES),
+        device is not None,
+    )
+    return State(s, problem, key, float(s.root_lb), _STATUS.get(int(s.status)), 0, t0, device, [])
 
 
 def step(state, chunk=CHUNK) -> State:
@@ -158,8 +208,9 @@ def step(state, chunk=CHUNK) -> State:
         state.pending.clear()
         s.resume(L, not done)
         code = s.step(int(chunk))
-    return state._replace(root_lb=float(s.root_lb), status=_STATUS.get(int(code)),
-                          steps=int(s.steps))
+    return state._replace(
+        root_lb=float(s.root_lb), status=_STATUS.get(int(code)), steps=int(s.steps)
+    )
 
 
 def terminate(state) -> Status | None:
@@ -191,7 +242,7 @@ class MemoView:
         b = _REVERSED_BITS[np.frombuffer(key_bytes, np.uint8)]
         nw = int(self._ref[0].search.n_words)
         out = np.zeros(nw * 8, dtype=np.uint8)
-        out[:b.size] = b
+        out[: b.size] = b
         return out.view(np.uint64)
 
     def _id(self, key):
@@ -260,25 +311,35 @@ def kmeans_losses(W, S, Q, max_clusters, stop_gain=None):
     """Constrained 1-D k-means losses of ``1, 2, ...`` clusters of items sorted by mean
     (``W, S, Q`` ``(n,)`` float64), at most ``max_clusters``; with ``stop_gain`` the DP
     stops after the first ``k`` whose gain is at most it (Theorem 3.7)."""
-    return _core.kmeans_losses(_f8(W), _f8(S), _f8(Q), int(max(1, max_clusters)),
-                               0.0 if stop_gain is None else float(stop_gain),
-                               stop_gain is not None)
+    return _core.kmeans_losses(
+        _f8(W),
+        _f8(S),
+        _f8(Q),
+        int(max(1, max_clusters)),
+        0.0 if stop_gain is None else float(stop_gain),
+        stop_gain is not None,
+    )
 
 
 def kmedians_losses(values, weights, max_clusters, stop_gain=None):
     """Weighted 1-D k-medians losses of ``1, 2, ...`` clusters of ``values`` ``(n,)``
     sorted ascending (the DP of :func:`kmeans_losses`)."""
-    return _core.kmedians_losses(_f8(values), _f8(weights), int(max(1, max_clusters)),
-                                 0.0 if stop_gain is None else float(stop_gain),
-                                 stop_gain is not None)
+    return _core.kmedians_losses(
+        _f8(values),
+        _f8(weights),
+        int(max(1, max_clusters)),
+        0.0 if stop_gain is None else float(stop_gain),
+        stop_gain is not None,
+    )
 
 
 def subtree_splits(X, st, levels, lamn, m1):
     """The terminal solver on classes ``X`` ``(U, M)`` 0/1 with statistics ``st``
     ``(U, 4)`` (``W, S, Q, N``): ``(leaf cost, (M,) cost of the best tree per root
     feature)``, loss units, inf where a side has fewer than ``m1`` samples."""
-    leaf, split = _core.subtree_splits(np.ascontiguousarray(X, dtype=np.uint8), _f8(st),
-                                       int(levels), float(lamn), float(m1))
+    leaf, split = _core.subtree_splits(
+        np.ascontiguousarray(X, dtype=np.uint8), _f8(st), int(levels), float(lamn), float(m1)
+    )
     return float(leaf), split
 
 
@@ -298,6 +359,7 @@ def best_stump(order, cand, g, w, S, Wt):
     Raises:
       ValueError: inconsistent shapes or sample indices out of range.
     """
-    score, f, q, sl, wl = _core.best_stump(_i8(order), _u8(cand), _f8(g), _f8(w), float(S),
-                                           float(Wt))
+    score, f, q, sl, wl = _core.best_stump(
+        _i8(order), _u8(cand), _f8(g), _f8(w), float(S), float(Wt)
+    )
     return float(score), int(f), int(q), float(sl), float(wl)
