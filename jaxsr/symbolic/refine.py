@@ -52,13 +52,15 @@ class RefineResult(NamedTuple):
     n_iterations: int
 
 
-def weighted_mse(expr: Expression, X, y, sample_weight=None) -> float:
+def weighted_mse(expr: Expression, X, y, sample_weight=None, *, scale: float = 1.0) -> float:
     """``sum_i w_i (f(x_i) - y_i)^2 / sum_i w_i`` in float64 with :meth:`Expression.evaluate`
-    (``inf`` when the expression is not finite on a row with positive weight)."""
+    (``inf`` when the expression is not finite on a row with positive weight); with
+    ``scale``, of ``f / scale`` against ``y / scale`` (a target near the float limits,
+    whose squares overflow)."""
     y = np.asarray(y, dtype=np.float64)
     w = np.ones_like(y) if sample_weight is None else np.asarray(sample_weight, np.float64)
     with np.errstate(all="ignore"):
-        r = expr.evaluate(X) - y
+        r = expr.evaluate(X) - y if scale == 1.0 else expr.evaluate(X) / scale - y / scale
         pos = w > 0
         if not np.all(np.isfinite(r[pos])):
             return float("inf")
@@ -93,18 +95,9 @@ def shortest_constants(
     if const_idx.size == 0:
         return expr
     X = np.asarray(X, np.float64)
-    ys = np.asarray(y, np.float64) / scale
-    w = None if sample_weight is None else np.asarray(sample_weight, np.float64)
 
     def loss(tree):
-        with np.errstate(all="ignore"):
-            r = tree.evaluate(X) / scale - ys
-            if w is None:
-                out = float(np.mean(r * r))
-            else:
-                pos = w > 0
-                out = float(np.sum(w[pos] * r[pos] * r[pos]) / np.sum(w[pos]))
-        return out if np.isfinite(out) else np.inf
+        return weighted_mse(tree, X, y, sample_weight, scale=scale)
 
     limit = max(float(max_loss), loss(expr))
     if not np.isfinite(limit):

@@ -1732,9 +1732,7 @@ class SymbolicRegressor(RegressorMixin, BaseEstimator):
         )
         if short is m.expression:
             return front
-        with np.errstate(all="ignore"):
-            r = short.evaluate(X) / scale - np.asarray(y, np.float64) / scale
-            loss = float(np.average(r * r, weights=w))
+        loss = _refine.weighted_mse(short, X, y, w, scale=scale)
         new = m._replace(expression=short, loss=loss)  # the units of floor
         return _pf.pareto_front([new if x is m else x for x in models])
 
